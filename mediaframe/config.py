@@ -1,0 +1,112 @@
+"""Frozen settings, and the only reader of ``MEDIAFRAME_*`` environment variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from mediaframe.exceptions import ConfigurationError
+
+__all__ = ["TOKEN_PLACEMENTS", "Settings"]
+
+#: Where the token goes: ``auto`` tries the ``Authorization: OAuth`` header and falls back to the
+#: ``oauth_token`` parameter when an older server refuses the header.
+TOKEN_PLACEMENTS = ("auto", "header", "param")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything that tunes mediaframe; build it with :meth:`from_env` or directly.
+
+    Environment variables (all optional):
+
+    ``MEDIAFRAME_CONFIG_DIR``   token profiles (default ``$XDG_CONFIG_HOME/mediaframe``)
+    ``MEDIAFRAME_CACHE_DIR``    parquet cache (default ``$XDG_CACHE_HOME/mediaframe``)
+    ``MEDIAFRAME_PROFILE``      profile to load when none is named (default ``default``)
+    ``MEDIAFRAME_TIMEOUT``      seconds to wait for one answer (default 30)
+    ``MEDIAFRAME_RETRIES``      retries of a failed read (default 5)
+    ``MEDIAFRAME_BACKOFF``      first backoff in seconds, doubled each retry (default 0.5)
+    ``MEDIAFRAME_TOKEN_PLACEMENT``  ``auto``, ``header`` or ``param`` (default ``auto``)
+    ``MEDIAFRAME_CONCURRENCY``  shards paged at once by a harvest (default 4)
+    ``MEDIAFRAME_PER_PAGE``     page size of a harvest (default 500)
+    ``MEDIAFRAME_PROGRESS``     ``0`` silences progress bars (default ``1``)
+    ``MEDIAFRAME_OFFLINE``      ``1`` reads only the cache, never the network (default ``0``)
+    """
+
+    config_dir: Path
+    cache_dir: Path
+    profile: str = "default"
+    timeout: float = 30.0
+    retries: int = 5
+    backoff: float = 0.5
+    token_placement: str = "auto"
+    concurrency: int = 4
+    per_page: int = 500
+    progress: bool = True
+    offline: bool = False
+
+    def __post_init__(self) -> None:
+        if self.token_placement not in TOKEN_PLACEMENTS:
+            raise ConfigurationError(
+                f"token_placement must be one of {', '.join(TOKEN_PLACEMENTS)}, "
+                f"not {self.token_placement!r}"
+            )
+        if self.timeout <= 0:
+            raise ConfigurationError(f"timeout must be positive, not {self.timeout!r}")
+        if self.backoff < 0:
+            raise ConfigurationError(f"backoff must not be negative, not {self.backoff!r}")
+        for name in ("retries", "concurrency", "per_page"):
+            value = getattr(self, name)
+            minimum = 0 if name == "retries" else 1
+            if value < minimum:
+                raise ConfigurationError(f"{name} must be at least {minimum}, not {value!r}")
+
+    def replace(self, **changes: object) -> Settings:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from ``MEDIAFRAME_*`` variables, defaults elsewhere."""
+        env = os.environ if environ is None else environ
+        home = Path(env.get("HOME") or Path.home())
+        xdg_config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+        xdg_cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache")
+        return cls(
+            config_dir=Path(env.get("MEDIAFRAME_CONFIG_DIR") or xdg_config / "mediaframe"),
+            cache_dir=Path(env.get("MEDIAFRAME_CACHE_DIR") or xdg_cache / "mediaframe"),
+            profile=env.get("MEDIAFRAME_PROFILE") or "default",
+            timeout=_number(env, "MEDIAFRAME_TIMEOUT", 30.0, float),
+            retries=_number(env, "MEDIAFRAME_RETRIES", 5, int),
+            backoff=_number(env, "MEDIAFRAME_BACKOFF", 0.5, float),
+            token_placement=env.get("MEDIAFRAME_TOKEN_PLACEMENT") or "auto",
+            concurrency=_number(env, "MEDIAFRAME_CONCURRENCY", 4, int),
+            per_page=_number(env, "MEDIAFRAME_PER_PAGE", 500, int),
+            progress=_flag(env, "MEDIAFRAME_PROGRESS", True),
+            offline=_flag(env, "MEDIAFRAME_OFFLINE", False),
+        )
+
+
+def _number(env: Mapping[str, str], name: str, default, kind):  # type: ignore[no-untyped-def]
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ConfigurationError(
+            f"{name}={raw!r} is not a valid {kind.__name__}; unset it or give a number"
+        ) from None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a flag; use 1 or 0")

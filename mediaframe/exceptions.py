@@ -1,0 +1,241 @@
+"""Every error and warning mediaframe raises, under one root.
+
+The tree::
+
+    MediaframeError
+    ├── ConfigurationError            bad settings: plain-http URL, missing credentials, unknown profile
+    ├── InvalidParameterError         an argument rejected before anything is sent (also a ValueError)
+    ├── AuthenticationError           the token or the OAuth exchange failed: log in again
+    │   ├── TokenMissingError         the server saw no token (HTTP 400, empty body)
+    │   ├── TokenRejectedError        the token is unknown, revoked or expired (HTTP 401, empty body)
+    │   └── OAuthError                the authorize or token endpoint answered an OAuth error code
+    │       └── StateMismatchError    the `state` returned does not match the one sent (possible CSRF)
+    ├── TransportError                the request never got an HTTP answer
+    │   ├── ConnectionFailedError     unreachable host, refused or dropped connection
+    │   └── RequestTimeoutError       no answer within the timeout
+    ├── APIError                      the service answered with an error envelope
+    │   ├── BadRequestError           400: a parameter is invalid or missing
+    │   ├── PermissionDeniedError     401 inside the envelope: the token is fine, the resource is not yours
+    │   │   └── ForbiddenError        403
+    │   ├── NotFoundError             404
+    │   ├── MethodNotAllowedError     405
+    │   ├── NotAcceptableError        406
+    │   └── ServerError               5xx, after retries
+    ├── ResponseFormatError           the body is not the envelope: proxy HTML page, truncated JSON, wrong types
+    │   └── MalformedItemError        one item of a response cannot be read; names the item
+    ├── IncompleteResultError         a search could not be retrieved completely under the server's cap
+    └── CacheError                    the parquet cache cannot be read or written
+        ├── CacheCorruptError         a cached file is damaged or does not match its manifest
+        └── CacheMissError            offline mode and nothing is cached for the request
+
+    MediaframeWarning (UserWarning)
+    ├── IncompleteResultWarning       incomplete results were allowed and happened
+    └── CacheWarning                  a cached result was used or discarded in a way worth knowing
+
+Errors never carry a token or a secret: messages hold the request line (method and path), never the
+query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
+``raise ... from err``, so callers need to catch only what is here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "BadRequestError",
+    "CacheCorruptError",
+    "CacheError",
+    "CacheMissError",
+    "CacheWarning",
+    "ConfigurationError",
+    "ConnectionFailedError",
+    "ForbiddenError",
+    "IncompleteResultError",
+    "IncompleteResultWarning",
+    "InvalidParameterError",
+    "MalformedItemError",
+    "MediaframeError",
+    "MediaframeWarning",
+    "MethodNotAllowedError",
+    "NotAcceptableError",
+    "NotFoundError",
+    "OAuthError",
+    "PermissionDeniedError",
+    "RequestTimeoutError",
+    "ResponseFormatError",
+    "ServerError",
+    "StateMismatchError",
+    "TokenMissingError",
+    "TokenRejectedError",
+    "TransportError",
+]
+
+
+class MediaframeError(Exception):
+    """Root of every error raised by mediaframe."""
+
+
+class ConfigurationError(MediaframeError):
+    """Settings that cannot work: fix the call or the environment and try again."""
+
+
+class InvalidParameterError(MediaframeError, ValueError):
+    """An argument was rejected before any request was sent."""
+
+
+class AuthenticationError(MediaframeError):
+    """The service does not accept the credentials; logging in again is the usual cure."""
+
+
+class TokenMissingError(AuthenticationError):
+    """The request reached the service without a token."""
+
+
+class TokenRejectedError(AuthenticationError):
+    """The token is unknown, revoked or expired."""
+
+
+class OAuthError(AuthenticationError):
+    """An OAuth endpoint answered with an error code such as ``invalid_grant``."""
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class StateMismatchError(OAuthError):
+    """The authorization answer carries another ``state`` than the one sent."""
+
+
+class TransportError(MediaframeError):
+    """No HTTP answer came back."""
+
+
+class ConnectionFailedError(TransportError):
+    """The host could not be reached, or the connection dropped mid-answer."""
+
+
+class RequestTimeoutError(TransportError):
+    """The service did not answer within the timeout."""
+
+
+class APIError(MediaframeError):
+    """The service answered with an error envelope.
+
+    Attributes
+    ----------
+    status_code : the true HTTP status (``meta.http_code`` for JSONP).
+    error_type, error_message, error_details : the envelope's ``meta`` members.
+    request : the request line, ``"<METHOD> <path>"``, never with its query string.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
+        error_details: Any = None,
+        request: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.error_type = error_type
+        self.error_message = error_message
+        self.error_details = error_details
+        self.request = request
+
+
+class BadRequestError(APIError):
+    """HTTP 400: the service rejected a parameter."""
+
+
+class PermissionDeniedError(APIError):
+    """The token is valid, but the user may not see this record, collection or route."""
+
+
+class ForbiddenError(PermissionDeniedError):
+    """HTTP 403."""
+
+
+class NotFoundError(APIError):
+    """HTTP 404."""
+
+
+class MethodNotAllowedError(APIError):
+    """HTTP 405."""
+
+
+class NotAcceptableError(APIError):
+    """HTTP 406: the service cannot produce the requested representation."""
+
+
+class ServerError(APIError):
+    """HTTP 5xx that persisted through every retry."""
+
+
+class ResponseFormatError(MediaframeError):
+    """The body is not a readable envelope.
+
+    Attributes
+    ----------
+    status_code : the HTTP status of the answer, when there was one.
+    snippet : the first characters of the body, to show what came back instead.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, snippet: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.snippet = snippet
+
+
+class MalformedItemError(ResponseFormatError):
+    """One item of a response cannot be flattened; ``item`` says which."""
+
+    def __init__(self, message: str, *, item: Any = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class IncompleteResultError(MediaframeError):
+    """A search could not be split under the server's retrieval cap.
+
+    Attributes
+    ----------
+    shards : descriptions of the shards that stayed above the cap.
+    report : the harvest report so far, when there is one.
+    """
+
+    def __init__(self, message: str, *, shards: Any = None, report: Any = None) -> None:
+        super().__init__(message)
+        self.shards = shards
+        self.report = report
+
+
+class CacheError(MediaframeError):
+    """The parquet cache cannot be read or written."""
+
+
+class CacheCorruptError(CacheError):
+    """A cached file is damaged or disagrees with its manifest; it will be fetched again."""
+
+
+class CacheMissError(CacheError):
+    """Offline mode was asked for, and nothing is cached for this request."""
+
+
+class MediaframeWarning(UserWarning):
+    """Root of every warning mediaframe emits."""
+
+
+class IncompleteResultWarning(MediaframeWarning):
+    """Incomplete results were allowed, and the result is incomplete."""
+
+
+class CacheWarning(MediaframeWarning):
+    """Something about the cache the user should know, e.g. a stale copy used offline."""
