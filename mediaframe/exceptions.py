@@ -3,27 +3,27 @@
 The tree::
 
     MediaframeError
-    ├── ConfigurationError            bad settings: plain-http URL, missing credentials, unknown profile
-    ├── InvalidParameterError         an argument rejected before anything is sent (also a ValueError)
+    ├── ConfigurationError            bad settings: plain-http URL, no credentials, unknown profile
+    ├── InvalidParameterError         an argument refused before sending (also a ValueError)
     ├── AuthenticationError           the token or the OAuth exchange failed: log in again
     │   ├── TokenMissingError         the server saw no token (HTTP 400, empty body)
-    │   ├── TokenRejectedError        the token is unknown, revoked or expired (HTTP 401, empty body)
+    │   ├── TokenRejectedError        token unknown, revoked or expired (HTTP 401, empty body)
     │   └── OAuthError                the authorize or token endpoint answered an OAuth error code
-    │       └── StateMismatchError    the `state` returned does not match the one sent (possible CSRF)
+    │       └── StateMismatchError    `state` returned is not the one sent (possible CSRF)
     ├── TransportError                the request never got an HTTP answer
     │   ├── ConnectionFailedError     unreachable host, refused or dropped connection
     │   └── RequestTimeoutError       no answer within the timeout
     ├── APIError                      the service answered with an error envelope
     │   ├── BadRequestError           400: a parameter is invalid or missing
-    │   ├── PermissionDeniedError     401 inside the envelope: the token is fine, the resource is not yours
+    │   ├── PermissionDeniedError     401 in the envelope: token fine, resource not yours
     │   │   └── ForbiddenError        403
     │   ├── NotFoundError             404
     │   ├── MethodNotAllowedError     405
     │   ├── NotAcceptableError        406
     │   └── ServerError               5xx, after retries
-    ├── ResponseFormatError           the body is not the envelope: proxy HTML page, truncated JSON, wrong types
+    ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   └── MalformedItemError        one item of a response cannot be read; names the item
-    ├── IncompleteResultError         a search could not be retrieved completely under the server's cap
+    ├── IncompleteResultError         a search cannot be retrieved whole under the cap
     └── CacheError                    the parquet cache cannot be read or written
         ├── CacheCorruptError         a cached file is damaged or does not match its manifest
         └── CacheMissError            offline mode and nothing is cached for the request

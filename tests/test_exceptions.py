@@ -17,7 +17,8 @@ def _classes():
 
 def test_every_error_has_one_root():
     for name, cls in _classes().items():
-        root = exceptions.MediaframeWarning if issubclass(cls, Warning) else exceptions.MediaframeError
+        warning = issubclass(cls, Warning)
+        root = exceptions.MediaframeWarning if warning else exceptions.MediaframeError
         assert issubclass(cls, root), name
 
 
