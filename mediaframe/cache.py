@@ -1,0 +1,443 @@
+"""The only parquet reader and writer: hive-partitioned datasets with provenance, atomic writes.
+
+A cached harvest lives in one folder (local path or any fsspec URL)::
+
+    <root>/<key>/
+        manifest.json            plan, per-shard state and checksums, provenance (never a token)
+        shards/<shard>.parquet   each finished shard, written atomically as it completes
+        data/                    the final dataset, hive-partitioned
+            databox_id=1/collection_id=2/part-0.parquet
+
+``data/`` is an ordinary hive-partitioned parquet dataset: DuckDB, Dask and Spark read it as it
+is. Every file carries the provenance and the frame's dtypes in its Arrow metadata under the key
+``mediaframe``, so :func:`read_frame` gives back the identical frame.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import posixpath
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import fsspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from mediaframe import __version__
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+
+__all__ = [
+    "PARTITIONS",
+    "SCHEMA_VERSION",
+    "HarvestStore",
+    "age",
+    "dataset_key",
+    "read_frame",
+    "to_dask",
+    "to_duckdb",
+    "write_frame",
+]
+
+#: Bumped whenever the layout or the frame schema changes incompatibly; older caches are refetched.
+SCHEMA_VERSION = 1
+#: Partition columns of record and story datasets, outermost first.
+PARTITIONS = ("databox_id", "collection_id")
+_META_KEY = b"mediaframe"
+_SECRET_WORDS = ("token", "secret", "password")
+
+
+def dataset_key(**identity: Any) -> str:
+    """A short stable name for a cached dataset, from what identifies it (server, user, query...).
+
+    Examples
+    --------
+    >>> dataset_key(server="https://a.example", user="ada", kind="records", params={"query": ""})
+    '...'  # doctest: +SKIP
+    """
+    _refuse_secrets(identity)
+    canonical = json.dumps(identity, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:20]
+
+
+def _refuse_secrets(mapping: Mapping[str, Any]) -> None:
+    # Provenance and cache keys are written to disk in clear: a token must never reach them.
+    for name in mapping:
+        if any(word in name.lower() for word in _SECRET_WORDS):
+            raise CacheError(f"refusing to write {name!r} into cache metadata")
+
+
+def _filesystem(path: str | Any) -> tuple[fsspec.AbstractFileSystem, str]:
+    fs, root = fsspec.core.url_to_fs(str(path))
+    return fs, root.rstrip("/")
+
+
+# --------------------------------------------------------------------------- frames <-> parquet
+
+
+def _frame_metadata(
+    df: pd.DataFrame, provenance: Mapping[str, Any], sort_by: Iterable[str] = ()
+) -> bytes:
+    _refuse_secrets(provenance)
+    categories = {
+        name: [_plain(value) for value in df[name].cat.categories]
+        for name in df.columns
+        if isinstance(df[name].dtype, pd.CategoricalDtype)
+    }
+    return json.dumps(
+        {
+            "provenance": dict(provenance),
+            "schema_version": SCHEMA_VERSION,
+            "mediaframe_version": __version__,
+            "columns": list(df.columns),
+            "dtypes": {name: str(dtype) for name, dtype in df.dtypes.items()},
+            "categories": categories,
+            "rows": len(df),
+            "sort_by": list(sort_by),
+        },
+        default=str,
+    ).encode()
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def _to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
+    if not df.columns.is_unique:
+        raise CacheError("cannot cache a frame whose column names repeat")
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), _META_KEY: metadata})
+
+
+def write_frame(
+    df: pd.DataFrame,
+    path: str,
+    *,
+    provenance: Mapping[str, Any],
+    partition_cols: Iterable[str] = PARTITIONS,
+    sort_by: Iterable[str] = (),
+) -> None:
+    """Write ``df`` as a parquet dataset at ``path``, replacing what was there atomically.
+
+    The frame is partitioned by those of ``partition_cols`` it has (hive layout); a frame with
+    none of them becomes one file. Partitioning regroups rows, so a frame must be sorted by
+    ``sort_by`` (its key) for :func:`read_frame` to give the rows back in the same order.
+    Readers never see a half-written dataset: the new one is written beside the old and swapped
+    in with renames.
+    """
+    sort_by = list(sort_by)
+    if sort_by and not _is_sorted(df, sort_by):
+        raise CacheError(f"sort the frame by {sort_by} before caching it")
+    fs, root = _filesystem(path)
+    table = _to_table(df, _frame_metadata(df, provenance, sort_by))
+    partitions = [name for name in partition_cols if name in df.columns]
+    staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        if partitions:
+            pads.write_dataset(
+                table,
+                staging,
+                format="parquet",
+                filesystem=fs,
+                partitioning=partitions,
+                partitioning_flavor="hive",
+                basename_template="part-{i}.parquet",
+                existing_data_behavior="error",
+                max_rows_per_group=1 << 20,
+            )
+        else:
+            fs.makedirs(staging, exist_ok=True)
+            pq.write_table(table, posixpath.join(staging, "part-0.parquet"), filesystem=fs)
+        _swap_in(fs, staging, root)
+    except (OSError, pa.ArrowException) as err:
+        _remove(fs, staging)
+        raise CacheError(f"could not write the cache at {path}: {err}") from err
+
+
+def _is_sorted(df: pd.DataFrame, columns: list[str]) -> bool:
+    if len(df) < 2:
+        return True
+    order = df[columns].reset_index(drop=True).sort_values(columns, kind="stable").index
+    return bool(order.equals(pd.RangeIndex(len(df))))
+
+
+def _swap_in(fs: fsspec.AbstractFileSystem, staging: str, root: str) -> None:
+    retired = f"{root}.old-{uuid.uuid4().hex[:8]}"
+    if fs.exists(root):
+        fs.mv(root, retired, recursive=True)
+    fs.mv(staging, root, recursive=True)
+    _remove(fs, retired)
+
+
+def _remove(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
+def read_frame(path: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a dataset written by :func:`write_frame`: the identical frame and its provenance.
+
+    Raises
+    ------
+    CacheMissError
+        Nothing is cached at ``path``.
+    CacheCorruptError
+        The files are damaged, or disagree with the metadata they carry.
+    """
+    fs, root = _filesystem(path)
+    if not fs.exists(root):
+        raise CacheMissError(f"nothing is cached at {path}")
+    try:
+        dataset = pads.dataset(
+            root, format="parquet", filesystem=fs, partitioning=_partitioning(path)
+        )
+        meta = _read_metadata(dataset)
+        table = dataset.to_table()
+    except (OSError, pa.ArrowException, ValueError) as err:
+        raise CacheCorruptError(f"the cache at {path} cannot be read ({err}); refetch it") from err
+    if table.num_rows != meta["rows"]:
+        raise CacheCorruptError(
+            f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
+        )
+    return _restore(table, meta), meta["provenance"]
+
+
+def _read_metadata(dataset: pads.Dataset) -> dict[str, Any]:
+    files = dataset.files
+    if not files:
+        raise CacheCorruptError("the cached dataset has no files")
+    schema = pq.read_schema(files[0], filesystem=dataset.filesystem)
+    raw = (schema.metadata or {}).get(_META_KEY)
+    if raw is None:
+        raise CacheCorruptError(f"{files[0]} was not written by mediaframe")
+    meta = json.loads(raw)
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise CacheCorruptError(
+            f"the cache uses schema version {meta.get('schema_version')}, "
+            f"this mediaframe writes {SCHEMA_VERSION}"
+        )
+    return meta
+
+
+def _restore(table: pa.Table, meta: Mapping[str, Any]) -> pd.DataFrame:
+    # Partition columns come back from the directory names as dictionaries of int32, at the end:
+    # put every column back in its place with its declared dtype.
+    df = table.to_pandas(types_mapper=_nullable_types.get)
+    columns = list(meta["columns"])
+    df = df[columns]
+    for name, dtype in meta["dtypes"].items():
+        if str(df[name].dtype) == dtype and name not in meta["categories"]:
+            continue
+        if name in meta["categories"]:
+            df[name] = pd.Categorical(
+                df[name].astype(object).where(df[name].notna(), None),
+                categories=meta["categories"][name],
+            )
+        else:
+            df[name] = df[name].astype(dtype)
+    if meta.get("sort_by"):
+        df = df.sort_values(meta["sort_by"], kind="stable")
+    return df.reset_index(drop=True)
+
+
+_nullable_types = {
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+    pa.bool_(): pd.BooleanDtype(),
+    pa.float64(): pd.Float64Dtype(),
+    pa.string(): pd.StringDtype(),
+    pa.large_string(): pd.StringDtype(),
+}
+
+
+# --------------------------------------------------------------------------- harvest store
+
+
+class HarvestStore:
+    """One cached harvest: its manifest, its finished shards and its final dataset.
+
+    Parameters
+    ----------
+    root : folder of the harvest (local path or fsspec URL), e.g. ``cache_dir/records/<key>``.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.fs, self.root = _filesystem(root)
+        self.url = str(root)
+
+    def __repr__(self) -> str:
+        return f"HarvestStore({self.url!r})"
+
+    @property
+    def data_path(self) -> str:
+        return self._url("data")
+
+    def _url(self, *parts: str) -> str:
+        return posixpath.join(self.url.rstrip("/"), *parts)
+
+    def _path(self, *parts: str) -> str:
+        return posixpath.join(self.root, *parts)
+
+    # manifest ---------------------------------------------------------------
+
+    def load_manifest(self) -> dict[str, Any] | None:
+        """The manifest, or ``None`` when there is none or it cannot be read (start afresh)."""
+        path = self._path("manifest.json")
+        if not self.fs.exists(path):
+            return None
+        try:
+            with self.fs.open(path, "rb") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            return None
+        return manifest
+
+    def save_manifest(self, manifest: Mapping[str, Any]) -> None:
+        """Replace the manifest atomically (write a sibling, then rename over)."""
+        _refuse_secrets(manifest.get("provenance", {}))
+        body = json.dumps({**manifest, "schema_version": SCHEMA_VERSION}, default=str, indent=1)
+        self._write_atomic(self._path("manifest.json"), body.encode())
+
+    def _write_atomic(self, path: str, data: bytes) -> None:
+        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        with self.fs.open(partial, "wb") as handle:
+            handle.write(data)
+        self.fs.mv(partial, path)
+
+    # shards -----------------------------------------------------------------
+
+    def write_shard(self, shard_id: str, df: pd.DataFrame) -> dict[str, Any]:
+        """Write one finished shard; returns the entry the manifest keeps to verify it later."""
+        buffer = io.BytesIO()
+        table = _to_table(df, _frame_metadata(df, {"shard": shard_id}))
+        pq.write_table(table, buffer)
+        data = buffer.getvalue()
+        path = self._path("shards", f"{shard_id}.parquet")
+        self._write_atomic(path, data)
+        return {"file": f"shards/{shard_id}.parquet", "rows": len(df), "sha256": _digest(data)}
+
+    def read_shard(self, entry: Mapping[str, Any]) -> pd.DataFrame:
+        """Read a shard written by :meth:`write_shard`, checking it against its manifest entry."""
+        path = self._path(entry["file"])
+        try:
+            with self.fs.open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as err:
+            raise CacheCorruptError(f"shard file {entry['file']} is missing") from err
+        if _digest(data) != entry["sha256"]:
+            raise CacheCorruptError(f"shard file {entry['file']} does not match its checksum")
+        table = pq.read_table(io.BytesIO(data))
+        meta = json.loads(table.schema.metadata[_META_KEY])
+        if table.num_rows != entry["rows"]:
+            raise CacheCorruptError(f"shard file {entry['file']} has the wrong number of rows")
+        return _restore(table, meta)
+
+    def has_shard(self, entry: Mapping[str, Any]) -> bool:
+        """Whether a finished shard's file is present and intact."""
+        try:
+            self.read_shard(entry)
+        except CacheCorruptError:
+            return False
+        return True
+
+    def clear_shards(self) -> None:
+        """Drop the staged shards once the final dataset is written."""
+        _remove(self.fs, self._path("shards"))
+
+    # final dataset ----------------------------------------------------------
+
+    def write_data(
+        self, df: pd.DataFrame, provenance: Mapping[str, Any], *, sort_by: Iterable[str] = ()
+    ) -> None:
+        write_frame(df, self.data_path, provenance=provenance, sort_by=sort_by)
+
+    def read_data(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        return read_frame(self.data_path)
+
+    def has_data(self) -> bool:
+        return self.fs.exists(self._path("data"))
+
+    def remove(self) -> None:
+        """Forget this harvest entirely."""
+        _remove(self.fs, self.root)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def age(provenance: Mapping[str, Any], *, now: dt.datetime | None = None) -> dt.timedelta:
+    """How long ago the cached data was fetched."""
+    fetched = dt.datetime.fromisoformat(str(provenance["fetched_at"]))
+    return (now or dt.datetime.now(dt.UTC)) - fetched
+
+
+# --------------------------------------------------------------------------- lazy readers
+
+
+def _data_path(path: str) -> str:
+    # Accept either a harvest folder or its data/ folder.
+    fs, root = _filesystem(path)
+    return posixpath.join(str(path).rstrip("/"), "data") if fs.exists(f"{root}/data") else path
+
+
+def _partitioning(path: str) -> pads.Partitioning | None:
+    # Name the partition columns as int64 rather than letting each reader infer a type: a
+    # partition holding only nulls (__HIVE_DEFAULT_PARTITION__) would otherwise defeat inference.
+    fs, root = _filesystem(path)
+    names = []
+    while True:
+        keyed = [p for p in fs.ls(root, detail=False) if "=" in posixpath.basename(p)]
+        if not keyed:
+            break
+        names.append(posixpath.basename(keyed[0]).split("=", 1)[0])
+        root = keyed[0]
+    if not names:
+        return None
+    return pads.partitioning(pa.schema([(name, pa.int64()) for name in names]), flavor="hive")
+
+
+def to_dask(path: str, **kwargs: Any):  # type: ignore[no-untyped-def]
+    """Open a cached dataset lazily as a Dask DataFrame (needs the ``dask`` extra).
+
+    Examples
+    --------
+    >>> ddf = mf.to_dask(client.cache_path("records", query="sunset"))  # doctest: +SKIP
+    >>> ddf.groupby("media_type").size().compute()                      # doctest: +SKIP
+    """
+    try:
+        import dask.dataframe as dd
+    except ImportError as err:
+        raise CacheError("to_dask needs Dask: pip install 'mediaframe[dask]'") from err
+    data = _data_path(path)
+    kwargs.setdefault("dataset", {"partitioning": _partitioning(data)})
+    return dd.read_parquet(data, **kwargs)
+
+
+def to_duckdb(path: str, *, connection: Any = None):  # type: ignore[no-untyped-def]
+    """Open a cached dataset lazily as a DuckDB relation (needs ``duckdb``).
+
+    Examples
+    --------
+    >>> rel = mf.to_duckdb(path)                                   # doctest: +SKIP
+    >>> rel.aggregate("media_type, count(*)").df()                 # doctest: +SKIP
+    """
+    try:
+        import duckdb
+    except ImportError as err:
+        raise CacheError("to_duckdb needs DuckDB: pip install duckdb") from err
+    con = connection or duckdb.connect()
+    pattern = posixpath.join(str(_data_path(path)).rstrip("/"), "**", "*.parquet")
+    return con.read_parquet(pattern, hive_partitioning=True)

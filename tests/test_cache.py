@@ -1,0 +1,131 @@
+"""The parquet cache gives back the identical frame, refuses secrets and detects damage."""
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from mediaframe import cache
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+
+
+@pytest.fixture
+def frame():
+    return pd.DataFrame(
+        {
+            "databox_id": pd.array([1, 1, 2, 2, 3], dtype="Int64"),
+            "record_id": pd.array([3, 5, 1, 2, 9], dtype="Int64"),
+            "collection_id": pd.array([2, 1, 1, 1, None], dtype="Int64"),
+            "title": pd.array(["a", None, "c", "d", "é"], dtype="string"),
+            "media_type": pd.Categorical(["image", "video", None, "image", "audio"]),
+            "created_on": pd.to_datetime(
+                ["2020-01-01T00:00:00+02:00", None, "2021-03-04T05:06:07Z", "2019-01-01", "2018"],
+                utc=True,
+                format="ISO8601",
+            ),
+            "ISO": pd.array([100, None, 200, 300, 400], dtype="Int64"),
+            "Aperture": pd.array([2.8, 5, None, 1.4, 3.5], dtype="Float64"),
+            "flag": pd.array([True, None, False, True, False], dtype="boolean"),
+        }
+    )
+
+
+KEY = ["databox_id", "record_id"]
+
+
+def test_round_trip_is_identical_and_hive_partitioned(frame, tmp_path):
+    path = str(tmp_path / "ds")
+    cache.write_frame(frame, path, provenance={"server": "https://a.example"}, sort_by=KEY)
+    back, provenance = cache.read_frame(path)
+    pd.testing.assert_frame_equal(back, frame)
+    assert provenance == {"server": "https://a.example"}
+    assert (tmp_path / "ds" / "databox_id=1" / "collection_id=2" / "part-0.parquet").exists()
+
+
+def test_frames_without_partition_columns_are_one_file(tmp_path):
+    facets = pd.DataFrame({"facet": pd.array(["Type_Name"], dtype="string"), "count": [3]})
+    cache.write_frame(facets, str(tmp_path / "f"), provenance={})
+    assert os.listdir(tmp_path / "f") == ["part-0.parquet"]
+    pd.testing.assert_frame_equal(cache.read_frame(str(tmp_path / "f"))[0], facets)
+
+
+# dask itself still calls reset_index(inplace=True), which pandas 3 flags; not ours to fix
+@pytest.mark.filterwarnings("ignore:The inplace keyword:pandas.errors.Pandas4Warning")
+def test_duckdb_and_dask_read_it_unchanged(frame, tmp_path):
+    path = str(tmp_path / "ds")
+    cache.write_frame(frame, path, provenance={}, sort_by=KEY)
+    counts = cache.to_duckdb(path).aggregate("databox_id, count(*) AS n").df()
+    assert dict(zip(counts.databox_id, counts.n, strict=True)) == {1: 2, 2: 2, 3: 1}
+    assert len(cache.to_dask(path).compute()) == len(frame)
+
+
+def test_rewrite_replaces_the_old_dataset(frame, tmp_path):
+    path = str(tmp_path / "ds")
+    cache.write_frame(frame, path, provenance={"n": 1}, sort_by=KEY)
+    cache.write_frame(frame.iloc[:2], path, provenance={"n": 2}, sort_by=KEY)
+    back, provenance = cache.read_frame(path)
+    assert len(back) == 2 and provenance == {"n": 2}
+    assert sorted(os.listdir(tmp_path)) == ["ds"], "no staging or retired folders left behind"
+
+
+def test_secrets_never_reach_metadata(frame, tmp_path):
+    with pytest.raises(CacheError, match="oauth_token"):
+        cache.write_frame(frame, str(tmp_path / "ds"), provenance={"oauth_token": "abc"})
+    with pytest.raises(CacheError):
+        cache.dataset_key(server="x", access_token="abc")
+
+
+def test_unsorted_partitioned_frame_is_refused(frame, tmp_path):
+    with pytest.raises(CacheError, match="sort the frame"):
+        cache.write_frame(frame.iloc[::-1], str(tmp_path / "ds"), provenance={}, sort_by=KEY)
+
+
+def test_missing_and_corrupt_datasets_are_told_apart(frame, tmp_path):
+    with pytest.raises(CacheMissError):
+        cache.read_frame(str(tmp_path / "nothing"))
+    path = tmp_path / "ds"
+    cache.write_frame(frame, str(path), provenance={}, sort_by=KEY)
+    victim = path / "databox_id=2" / "collection_id=1" / "part-0.parquet"
+    victim.write_bytes(victim.read_bytes()[:50])
+    with pytest.raises(CacheCorruptError):
+        cache.read_frame(str(path))
+
+
+def test_dataset_key_is_stable_and_order_free():
+    a = cache.dataset_key(server="s", user="u", params={"query": "x", "bases": [1, 2]})
+    b = cache.dataset_key(params={"bases": [1, 2], "query": "x"}, user="u", server="s")
+    assert a == b and len(a) == 20
+    assert a != cache.dataset_key(server="s", user="v", params={"query": "x", "bases": [1, 2]})
+
+
+class TestHarvestStore:
+    def test_shards_are_verified_against_the_manifest(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        entry = store.write_shard("b1-2020", frame)
+        pd.testing.assert_frame_equal(store.read_shard(entry), frame)
+        assert store.has_shard(entry)
+        (tmp_path / "h" / entry["file"]).write_bytes(b"PAR1 not really")
+        assert not store.has_shard(entry)
+        with pytest.raises(CacheCorruptError, match="checksum"):
+            store.read_shard(entry)
+
+    def test_manifest_round_trip_and_bad_manifest_means_start_afresh(self, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        assert store.load_manifest() is None
+        store.save_manifest({"shards": {"a": {"state": "done"}}, "provenance": {"server": "s"}})
+        assert store.load_manifest()["shards"] == {"a": {"state": "done"}}
+        (tmp_path / "h" / "manifest.json").write_text("{ truncated")
+        assert store.load_manifest() is None
+        (tmp_path / "h" / "manifest.json").write_text(json.dumps({"schema_version": 0}))
+        assert store.load_manifest() is None
+
+    def test_final_data_and_cleanup(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.write_shard("x", frame)
+        store.write_data(frame, {"server": "s"}, sort_by=KEY)
+        store.clear_shards()
+        assert sorted(os.listdir(tmp_path / "h")) == ["data"]
+        pd.testing.assert_frame_equal(store.read_data()[0], frame)
+        store.remove()
+        assert not (tmp_path / "h").exists()
