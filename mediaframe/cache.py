@@ -137,7 +137,8 @@ def write_frame(
         raise CacheError(f"sort the frame by {sort_by} before caching it")
     fs, root = _filesystem(path)
     table = _to_table(df, _frame_metadata(df, provenance, sort_by))
-    partitions = [name for name in partition_cols if name in df.columns]
+    # An empty frame has no partitions to write: one file keeps its schema.
+    partitions = [name for name in partition_cols if name in df.columns] if len(df) else []
     staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         if partitions:

@@ -33,6 +33,8 @@ class Settings:
     ``MEDIAFRAME_PER_PAGE``     page size of a harvest (default 500)
     ``MEDIAFRAME_PROGRESS``     ``0`` silences progress bars (default ``1``)
     ``MEDIAFRAME_OFFLINE``      ``1`` reads only the cache, never the network (default ``0``)
+    ``MEDIAFRAME_CACHE_TTL``    seconds a cached result is used as is before it is synced (3600)
+    ``MEDIAFRAME_SYNC_LAG``     seconds re-read before the last sync, for clock skew (default 300)
     """
 
     config_dir: Path
@@ -46,6 +48,8 @@ class Settings:
     per_page: int = 500
     progress: bool = True
     offline: bool = False
+    cache_ttl: float = 3600.0
+    sync_lag: float = 300.0
 
     def __post_init__(self) -> None:
         if self.token_placement not in TOKEN_PLACEMENTS:
@@ -55,6 +59,8 @@ class Settings:
             )
         if self.timeout <= 0:
             raise ConfigurationError(f"timeout must be positive, not {self.timeout!r}")
+        if self.cache_ttl < 0 or self.sync_lag < 0:
+            raise ConfigurationError("cache_ttl and sync_lag must not be negative")
         if self.backoff < 0:
             raise ConfigurationError(f"backoff must not be negative, not {self.backoff!r}")
         for name in ("retries", "concurrency", "per_page"):
@@ -86,6 +92,8 @@ class Settings:
             per_page=_number(env, "MEDIAFRAME_PER_PAGE", 500, int),
             progress=_flag(env, "MEDIAFRAME_PROGRESS", True),
             offline=_flag(env, "MEDIAFRAME_OFFLINE", False),
+            cache_ttl=_number(env, "MEDIAFRAME_CACHE_TTL", 3600.0, float),
+            sync_lag=_number(env, "MEDIAFRAME_SYNC_LAG", 300.0, float),
         )
 
 

@@ -1,0 +1,18 @@
+"""Complete retrieval under the server's cap: plan shards, page them, prove nothing was lost.
+
+A search on the service retrieves at most ``cap`` hits (1000 by default). A harvest counts the
+hits with one ``per_page=1`` request and, when they are not all retrievable, splits the search
+into shards that partition it (:mod:`~mediaframe.harvest.plan`), pages every shard on a stable
+sort, several at once, and proves that the shard totals add up
+(:mod:`~mediaframe.harvest.engine`). A cached harvest is later brought up to date by fetching
+only what changed (:mod:`~mediaframe.harvest.sync`).
+
+The engine knows nothing of HTTP: it calls ``search(**params)`` (the client binds it to the
+search route) and ``flatten(items)`` (a frames function).
+"""
+
+from mediaframe.harvest.engine import harvest
+from mediaframe.harvest.plan import RECORD_TYPES, Count, Shard, Spec, plan
+from mediaframe.harvest.report import HarvestReport
+
+__all__ = ["RECORD_TYPES", "Count", "HarvestReport", "Shard", "Spec", "harvest", "plan"]

@@ -1,0 +1,385 @@
+"""Running a harvest: page the planned shards, checkpoint each, assemble and prove the whole.
+
+Each finished shard is written to the cache with a checksum recorded in a manifest, so a harvest
+killed at any point resumes with the shards it lacks. Shard tasks are picklable and write their
+own files, so a Dask cluster (``client.get_executor()``) can run them against shared storage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+import pandas as pd
+
+from mediaframe.cache import HarvestStore
+from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.harvest.plan import (
+    Search,
+    Shard,
+    ShardCounter,
+    Spec,
+    Statuses,
+    int_member,
+    plan,
+    result_items,
+    to_plain,
+)
+from mediaframe.harvest.report import HarvestReport
+
+# With no cap (or everything retrievable) a big result is still cut into shards of this size, so
+# that its pages are fetched several at once.
+_UNCAPPED_SHARD = 10_000
+Flatten = Callable[[list[dict[str, Any]]], pd.DataFrame]
+Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
+
+
+class ShardOverCap(Exception):
+    """Raised inside the engine when a shard grew past the cap since it was planned."""
+
+    def __init__(self, total: int) -> None:
+        super().__init__(total)
+        self.total = total
+
+
+def fetch_shard(
+    search: Search,
+    spec: Spec,
+    shard: Shard,
+    *,
+    per_page: int,
+    capped_engine: bool,
+    flatten: Flatten,
+    combine: Combine,
+    partial: bool = False,
+) -> tuple[pd.DataFrame, int, int]:
+    """Page every hit of one shard; returns ``(frame, total, requests)``.
+
+    Raises :class:`ShardOverCap` when the shard can no longer be paged whole, unless
+    ``partial``: then it takes what the server lets it retrieve.
+    """
+    params = {**spec.params(shard), "sort": _sort_of(spec), "ord": "asc"}
+    parts: list[pd.DataFrame] = []
+    offset = total = requests = 0
+    while True:
+        response = search(**params, offset_start=offset, per_page=per_page)
+        requests += 1
+        total = int_member(response, "total_results")
+        if capped_engine and not partial and int_member(response, "available_results") < total:
+            raise ShardOverCap(total)
+        items = result_items(response, spec.kind)
+        if items:
+            parts.append(flatten(items))
+            offset += len(items)
+        if not items or offset >= total:
+            break
+    return (combine(parts) if parts else flatten([])), total, requests
+
+
+def _sort_of(spec: Spec) -> str:
+    # A stable order is what makes offsets meaningful; the server breaks ties by record id.
+    return "updated_on" if spec.date_field == "updated_on" else "created_on"
+
+
+def harvest(
+    search: Search,
+    spec: Spec,
+    store: HarvestStore,
+    *,
+    flatten: Flatten,
+    combine: Combine,
+    bases: Sequence[int] = (),
+    statuses: Statuses | None = None,
+    per_page: int = 500,
+    concurrency: int = 4,
+    executor: Executor | None = None,
+    allow_incomplete: bool = False,
+    progress: Callable[[int | None], Any] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> tuple[pd.DataFrame, HarvestReport]:
+    """Retrieve every hit of ``spec``, resuming from ``store`` when a manifest is there.
+
+    Parameters
+    ----------
+    search : ``search(**params) -> decoded response`` of the search route.
+    flatten : page items to a frame; ``combine`` joins shard frames (dtypes over the whole).
+    bases, statuses : the user's searchable base ids, and ``{base_id: (databox_id, bits)}``.
+    executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
+        otherwise. Tasks write their shard to ``store``, so it must be shared storage.
+    progress : called with the expected total once, then returns an object with ``update(n)``.
+
+    Returns
+    -------
+    The deduplicated frame sorted by key, and the report proving (or not) completeness.
+
+    Raises
+    ------
+    IncompleteResultError
+        Some hits could not be retrieved and ``allow_incomplete`` is false.
+    """
+    started = time.monotonic()
+    counter = ShardCounter(search, spec)
+    report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
+    manifest = _resumable(store.load_manifest(), spec)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
+        if manifest is None:
+            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance)
+            store.save_manifest(manifest)
+        counter.capped_engine = manifest["capped_engine"]
+        if manifest["stuck"] and not allow_incomplete:
+            raise IncompleteResultError(
+                _stuck_message(manifest, spec), shards=manifest["stuck"], report=report
+            )
+        report.total_results, report.cap = manifest["total"], manifest["cap"]
+        report.capped_engine = manifest["capped_engine"]
+        bar = progress(manifest["total"]) if progress else None
+        done = _verified_done(store, manifest, bar)
+        report.resumed_shards = len(done)
+        todo = [entry for entry in _entries(manifest) if entry["id"] not in done]
+        task = _ShardTask(
+            search, spec, store, per_page, manifest["capped_engine"], flatten, combine
+        )
+        runner = executor or pool
+        for entry, outcome in zip(todo, runner.map(task, todo), strict=True):
+            manifest["shards"][entry["id"]] = outcome
+            store.save_manifest(manifest)
+            report.requests += outcome["requests"]
+            if bar is not None:
+                bar.update(outcome.get("rows", 0))
+        if bar is not None and hasattr(bar, "close"):
+            bar.close()
+    report.requests += counter.requests
+    frame = _assemble(store, spec, manifest, combine, report)
+    report.seconds = round(time.monotonic() - started, 3)
+    _judge(report, manifest, counter, spec, allow_incomplete)
+    _finish(store, manifest, frame, report, spec)
+    return frame, report
+
+
+def _finish(store, manifest, frame, report, spec) -> None:  # type: ignore[no-untyped-def]
+    # Order matters for crash safety: the dataset first, then the manifest that declares it
+    # finished, and only then the shard files it was built from.
+    provenance = {
+        **manifest["provenance"],
+        "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "complete": report.complete,
+        "report": report.to_dict(),
+    }
+    store.write_data(frame, provenance, sort_by=spec.key_columns)
+    manifest["complete"] = True
+    manifest["high_water"] = _high_water(frame)
+    store.save_manifest(manifest)
+    store.clear_shards()
+
+
+def _high_water(frame: pd.DataFrame) -> str | None:
+    """The latest ``updated_on`` fetched: the next incremental sync starts from it."""
+    if "updated_on" not in frame.columns or frame["updated_on"].isna().all():
+        return None
+    return pd.Timestamp(frame["updated_on"].max()).isoformat()
+
+
+def _new_manifest(counter, spec, bases, statuses, pool, provenance):  # type: ignore[no-untyped-def]
+    root_count = counter(Shard())
+    cap = root_count.retrievable if root_count.over_cap else None
+    limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
+    leaves, stuck = plan(
+        counter,
+        root=Shard(),
+        root_count=root_count,
+        cap=limit,
+        spec=spec,
+        bases=bases,
+        statuses=statuses,
+        bounds=counter.bounds,
+        pool=pool,
+    )
+    return {
+        "spec": spec.identity(),
+        "provenance": dict(provenance or {}),
+        "total": root_count.total,
+        "cap": cap,
+        "capped_engine": counter.capped_engine,
+        "plan": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in leaves],
+        "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
+        "shards": {},
+        "complete": False,
+    }
+
+
+def _entries(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every shard to fetch: the planned ones, then the stuck ones (fetched partially)."""
+    return [*manifest["plan"], *({**entry, "stuck": True} for entry in manifest["stuck"])]
+
+
+def _stuck_message(manifest: Mapping[str, Any], spec: Spec) -> str:
+    stuck = manifest["stuck"]
+    missing = sum(entry["expected"] for entry in stuck) - manifest["cap"] * len(stuck)
+    return (
+        f"{len(stuck)} shard(s) of this {spec.kind} search cannot be split under the server's "
+        f"cap of {manifest['cap']} hits ({_ids(stuck)}), so about {missing} of "
+        f"{manifest['total']} hits cannot be retrieved. Narrow the query, ask the server's "
+        "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
+    )
+
+
+def _ids(entries: Sequence[Mapping[str, Any]]) -> str:
+    names = [str(entry["id"]) for entry in entries[:5]]
+    return ", ".join(names) + (", ..." if len(entries) > 5 else "") if names else "none"
+
+
+def _resumable(manifest: Mapping[str, Any] | None, spec: Spec) -> dict[str, Any] | None:
+    if manifest is None or manifest.get("spec") != spec.identity() or manifest.get("complete"):
+        return None
+    return dict(manifest)
+
+
+def _verified_done(store: HarvestStore, manifest: dict[str, Any], bar: Any) -> set[str]:
+    # A shard counts as done only if its file is intact: a damaged one is fetched again.
+    done = set()
+    for shard_id, outcome in list(manifest["shards"].items()):
+        if outcome.get("file") and store.has_shard(outcome):
+            done.add(shard_id)
+            if bar is not None:
+                bar.update(outcome["rows"])
+        else:
+            del manifest["shards"][shard_id]
+    return done
+
+
+@dataclasses.dataclass
+class _ShardTask:
+    """Fetch one planned shard and write it to the store; picklable for Dask workers."""
+
+    search: Search
+    spec: Spec
+    store: HarvestStore
+    per_page: int
+    capped_engine: bool
+    flatten: Flatten
+    combine: Combine
+
+    def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        shard = Shard.from_dict(entry["shard"])
+        try:
+            frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
+        except ShardOverCap as over:
+            return self._replan(shard, over.total, started)
+        outcome = self.store.write_shard(entry["id"], frame)
+        outcome.update(total=total, requests=requests, seconds=time.monotonic() - started)
+        return outcome
+
+    def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
+        return fetch_shard(
+            self.search,
+            self.spec,
+            shard,
+            per_page=self.per_page,
+            capped_engine=self.capped_engine,
+            flatten=self.flatten,
+            combine=self.combine,
+            partial=partial,
+        )
+
+    def _replan(self, shard: Shard, total: int, started: float) -> dict[str, Any]:
+        # The shard grew past the cap since it was planned: split it again and fetch the parts.
+        counter = ShardCounter(self.search, self.spec)
+        counter.capped_engine = self.capped_engine
+        probe = counter(shard)
+        leaves, stuck = plan(
+            counter,
+            root=shard,
+            root_count=probe,
+            cap=probe.retrievable,
+            spec=self.spec,
+            bounds=counter.bounds,
+        )
+        parts, fetched_total, requests = [], 0, counter.requests
+        for leaf, _ in leaves + stuck:
+            frame, leaf_total, leaf_requests = self._fetch(leaf, partial=True)
+            parts.append(frame)
+            fetched_total += leaf_total
+            requests += leaf_requests
+        frame = self.combine(parts) if parts else self.flatten([])
+        outcome = self.store.write_shard(shard.id, frame)
+        outcome.update(
+            total=fetched_total,
+            requests=requests,
+            seconds=time.monotonic() - started,
+            replanned=len(leaves),
+            stuck=[s.id for s, _ in stuck],
+        )
+        return outcome
+
+
+def _assemble(store, spec, manifest, combine, report) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    parts, shards = [], []
+    for entry in _entries(manifest):
+        outcome = manifest["shards"][entry["id"]]
+        part = store.read_shard(outcome)
+        parts.append(part)
+        shards.append(
+            {
+                "id": entry["id"],
+                "shard": entry["shard"],
+                "expected": entry["expected"],
+                "total": outcome.get("total"),
+                "fetched": len(part),
+                "requests": outcome.get("requests"),
+                "seconds": round(outcome.get("seconds", 0.0), 3),
+            }
+        )
+    frame = combine(parts) if parts else combine([])
+    del parts
+    key = list(spec.key_columns)
+    duplicated = frame.duplicated(key)
+    report.duplicates = int(duplicated.sum())
+    if report.duplicates:
+        frame = frame[~duplicated]
+    frame = frame.sort_values(key, kind="stable").reset_index(drop=True)
+    report.fetched = len(frame)
+    report.shards = shards
+    return frame
+
+
+def _judge(report, manifest, counter, spec, allow_incomplete) -> None:  # type: ignore[no-untyped-def]
+    """Prove completeness: every shard whole, and the shard totals add up to the global total."""
+    short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
+    report.incomplete = [dict(s) for s in manifest["stuck"]]
+    stuck_extra = [
+        {"id": sid, "stuck": o["stuck"]} for sid, o in manifest["shards"].items() if o.get("stuck")
+    ]
+    shard_sum = sum(s["total"] or 0 for s in report.shards)
+    total = report.total_results
+    if shard_sum != total and not report.incomplete:
+        # The catalogue may have changed while we paged: compare with a fresh count.
+        total = counter(Shard()).total
+        report.requests += 1
+    report.complete = not (report.incomplete or short or stuck_extra) and (
+        report.fetched + report.duplicates == shard_sum == total
+    )
+    stuck_ids = {s["id"] for s in report.incomplete}
+    report.incomplete += [
+        {"id": s["id"], "missing": s["total"] - s["fetched"]}
+        for s in short
+        if s["id"] not in stuck_ids
+    ]
+    report.incomplete += stuck_extra
+    if report.complete:
+        return
+    message = (
+        f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
+        f"{len(report.incomplete)} shard(s) stayed above the server's cap of {report.cap} or "
+        f"came back short ({_ids(report.incomplete)}). "
+        "Narrow the query, ask the server's administrator to raise the cap, or pass "
+        "allow_incomplete=True to accept a partial result."
+    )
+    if not allow_incomplete:
+        raise IncompleteResultError(message, shards=report.incomplete, report=report)
+    warnings.warn(message, IncompleteResultWarning, stacklevel=3)

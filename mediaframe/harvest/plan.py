@@ -1,0 +1,386 @@
+"""Planning a complete harvest: shards whose hit sets partition a search, each under the cap.
+
+A split is kept only when its children's counts add up to the parent's — the proof that it lost
+nothing. Dimensions are tried in order: bases, day windows of a date field (cut in proportion to
+the counts, down to one day), record type, then status bits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+from mediaframe.exceptions import ResponseFormatError
+
+#: Values of ``record_type``; a split by type is kept only if these cover every hit.
+RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
+# Aim below the cap when cutting date windows, so one cut usually suffices.
+_FILL = 0.7
+Search = Callable[..., Mapping[str, Any]]
+#: ``{base_id: (databox_id, status bits defined for it)}``, for the last split.
+Statuses = Mapping[int, tuple[int, Sequence[int]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What the user asked for: a kind of search, a query and its filters (Python-typed)."""
+
+    kind: str  # "records" or "stories"
+    query: str = ""
+    filters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def key_columns(self) -> tuple[str, str]:
+        return ("databox_id", "record_id" if self.kind == "records" else "story_id")
+
+    @property
+    def date_field(self) -> str:
+        return self.filters.get("date_field") or "created_on"
+
+    def identity(self) -> dict[str, Any]:
+        """A JSON-friendly description, used in cache keys and manifests."""
+        return {"kind": self.kind, "query": self.query, "filters": to_plain(self.filters)}
+
+    def params(self, shard: Shard) -> dict[str, Any]:
+        """Search parameters for one shard: the user's filters narrowed by the shard."""
+        params: dict[str, Any] = {"query": self.query, **self.filters}
+        params["search_type"] = 0 if self.kind == "records" else 1
+        if shard.bases:
+            params["bases"] = list(shard.bases)
+        if shard.date_min or shard.date_max:
+            params["date_field"] = self.date_field
+            params["date_min"] = _later(self.filters.get("date_min"), shard.date_min)
+            params["date_max"] = _earlier(self.filters.get("date_max"), shard.date_max)
+        if shard.record_type:
+            params["record_type"] = shard.record_type
+        if shard.status:
+            params["status"] = [*_as_status_list(self.filters.get("status")), *shard.status]
+        return {name: value for name, value in params.items() if value is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """One part of a search; its fields narrow the user's filters. The empty shard is the whole."""
+
+    bases: tuple[int, ...] = ()
+    date_min: dt.date | None = None
+    date_max: dt.date | None = None
+    record_type: str | None = None
+    status: tuple[tuple[int, str, int], ...] = ()
+
+    @property
+    def id(self) -> str:
+        """A stable, file-name-safe name."""
+        parts = []
+        if self.bases:
+            parts.append("b" + "-".join(map(str, self.bases)))
+        if self.date_min or self.date_max:
+            parts.append(f"d{_day(self.date_min)}-{_day(self.date_max)}")
+        if self.record_type:
+            parts.append("t" + self.record_type)
+        parts.extend(f"s{bit}{state}{databox}" for bit, state, databox in self.status)
+        return "_".join(parts) or "all"
+
+    @property
+    def days(self) -> int:
+        if not (self.date_min and self.date_max):
+            return 0
+        return (self.date_max - self.date_min).days + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bases": list(self.bases),
+            "date_min": self.date_min.isoformat() if self.date_min else None,
+            "date_max": self.date_max.isoformat() if self.date_max else None,
+            "record_type": self.record_type,
+            "status": [list(entry) for entry in self.status],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Shard:
+        return cls(
+            bases=tuple(data.get("bases") or ()),
+            date_min=_parse_day(data.get("date_min")),
+            date_max=_parse_day(data.get("date_max")),
+            record_type=data.get("record_type"),
+            status=tuple(tuple(entry) for entry in data.get("status") or ()),  # type: ignore[misc]
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Count:
+    """The answer to a ``per_page=1`` search."""
+
+    total: int
+    retrievable: int
+
+    @property
+    def over_cap(self) -> bool:
+        return self.retrievable < self.total
+
+
+class ShardCounter:
+    """Counts shards, knowing which meaning of ``available_results`` the server uses."""
+
+    def __init__(self, search: Search, spec: Spec) -> None:
+        self.search = search
+        self.spec = spec
+        self.requests = 0
+        self.capped_engine = True
+        self._lock = threading.Lock()
+
+    def __call__(self, shard: Shard) -> Count:
+        response = self._ask(shard, per_page=1)
+        total = int_member(response, "total_results")
+        available = int_member(response, "available_results")
+        if shard == Shard() and total > 1 and available == 1:
+            # Newer engines report the hits *in this page* and have no cap.
+            self.capped_engine = False
+        if not self.capped_engine:
+            return Count(total, total)
+        return Count(total, min(available, total))
+
+    def _ask(self, shard: Shard, **paging: Any) -> Mapping[str, Any]:
+        with self._lock:
+            self.requests += 1
+        return self.search(**self.spec.params(shard), offset_start=0, **paging)
+
+    def bounds(self, shard: Shard) -> tuple[dt.date, dt.date]:
+        """First and last day the shard's hits fall on, padded by a day for time zones.
+
+        Where the date field cannot be sorted on, or the first or last hit has no date, the
+        bound is a wide default: bisection prunes empty windows in a few requests.
+        """
+        low, high = dt.date(1900, 1, 1), dt.date.today() + dt.timedelta(days=2)
+        field = self.spec.date_field
+        if field not in ("created_on", "updated_on"):
+            return low, high
+        pad = dt.timedelta(days=1)
+        found = []
+        for order in ("asc", "desc"):
+            response = self._ask(shard, per_page=1, sort=field, ord=order)
+            items = result_items(response, self.spec.kind)
+            found.append(_item_day(items[0], field) if items else None)
+        first, last = found
+        if first and last and first > last:  # a server sorting the other way round
+            first, last = last, first
+        return (first - pad if first else low), (last + pad if last else high)
+
+
+def plan(
+    count: Callable[[Shard], Count],
+    *,
+    root: Shard,
+    root_count: Count,
+    cap: int,
+    spec: Spec,
+    bases: Sequence[int] = (),
+    statuses: Statuses | None = None,
+    bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None = None,
+    pool: Executor | None = None,
+) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
+    """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
+
+    Each leaf is a ``(shard, total)`` whose hits can all be paged; ``stuck`` holds shards that no
+    dimension could split below the cap. A split is kept only when its children's totals add up
+    to the parent's, so the leaves always partition the root's hit set.
+
+    Parameters
+    ----------
+    count : counts a shard with one request.
+    bases : base ids the user may search (from ``/me/``), for the first split.
+    statuses : status bits defined per base id, for the last split.
+    bounds : first and last day of a shard's hits, for the first date split.
+    """
+    run = pool.map if pool is not None else map
+    dims = _Dimensions(spec, bases, statuses or {}, bounds)
+    leaves: list[tuple[Shard, int]] = []
+    stuck: list[tuple[Shard, int]] = []
+    frontier = [(root, root_count.total, 0)]
+    while frontier:
+        waiting = []
+        for shard, total, tried in frontier:
+            if total == 0:
+                continue
+            if total <= cap:
+                leaves.append((shard, total))
+            else:
+                waiting.append((shard, total, tried))
+        if not waiting:
+            break
+        splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
+        children = [child for split in splits if split for child in split[1]]
+        counts = dict(zip(children, run(count, children), strict=True))
+        frontier = []
+        for (shard, total, _), split in zip(waiting, splits, strict=True):
+            if split is None:
+                stuck.append((shard, total))
+                continue
+            level, kids = split
+            if sum(counts[kid].total for kid in kids) == total:
+                frontier.extend((kid, counts[kid].total, level) for kid in kids)
+            else:  # the dimension does not cover every hit (e.g. undated records): try the next
+                frontier.append((shard, total, level + 1))
+    return leaves, stuck
+
+
+class _Dimensions:
+    """The ways a shard can be cut, in order: bases, day windows, record type, status bits."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        bases: Sequence[int],
+        statuses: Statuses,
+        bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None,
+    ) -> None:
+        self.spec = spec
+        self.bases = tuple(bases)
+        self.statuses = statuses
+        self.bounds = bounds
+
+    def split(
+        self, shard: Shard, total: int, level: int, cap: int
+    ) -> tuple[int, list[Shard]] | None:
+        """The first applicable cut at or after ``level``: ``(level, children)``, or None."""
+        cuts = (self._by_base, self._by_date, self._by_type, self._by_status)
+        for index in range(level, len(cuts)):
+            children = cuts[index](shard, total, cap)
+            if children:
+                # a date cut may need another date cut, and so on, so stay on this level
+                return index, children
+        return None
+
+    def _by_base(self, shard: Shard, total: int, cap: int) -> list[Shard]:
+        chosen = shard.bases or tuple(self.spec.filters.get("bases") or self.bases)
+        if len(chosen) < 2:
+            return []
+        return [dataclasses.replace(shard, bases=(base,)) for base in chosen]
+
+    def _by_date(self, shard: Shard, total: int, cap: int) -> list[Shard]:
+        if shard.date_min is None or shard.date_max is None:
+            if self.bounds is None:
+                return []
+            low, high = self.bounds(shard)
+            low = _later(self.spec.filters.get("date_min"), low) or low
+            high = _earlier(self.spec.filters.get("date_max"), high) or high
+            shard = dataclasses.replace(shard, date_min=low, date_max=high)
+        days = shard.days
+        if days < 2:
+            return []
+        pieces = min(days, max(2, math.ceil(total / (cap * _FILL))))
+        edges = [shard.date_min + dt.timedelta(days=days * i // pieces) for i in range(pieces + 1)]
+        return [
+            dataclasses.replace(shard, date_min=start, date_max=end - dt.timedelta(days=1))
+            for start, end in itertools.pairwise(edges)
+            if end > start
+        ]
+
+    def _by_type(self, shard: Shard, total: int, cap: int) -> list[Shard]:
+        if self.spec.kind != "records" or shard.record_type or self.spec.filters.get("record_type"):
+            return []
+        return [dataclasses.replace(shard, record_type=kind) for kind in RECORD_TYPES]
+
+    def _by_status(self, shard: Shard, total: int, cap: int) -> list[Shard]:
+        if len(shard.bases) != 1:
+            return []
+        databox, bits = self.statuses.get(shard.bases[0], (None, ()))
+        used = {bit for bit, _, _ in shard.status}
+        free = [bit for bit in bits if bit not in used]
+        if databox is None or not free:
+            return []
+        return [
+            dataclasses.replace(shard, status=(*shard.status, (free[0], state, databox)))
+            for state in ("on", "off")
+        ]
+
+
+def result_items(response: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
+    results = response.get("results")
+    if isinstance(results, list):  # v2: references
+        return results
+    if isinstance(results, Mapping):
+        items = results.get(kind)
+        if isinstance(items, list):
+            return items
+    raise ResponseFormatError(f"the search answer has no results.{kind} list")
+
+
+def int_member(response: Mapping[str, Any], name: str) -> int:
+    value = response.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ResponseFormatError(f"the search answer has no integer {name} (got {value!r})")
+    try:
+        return int(value)
+    except ValueError:
+        raise ResponseFormatError(
+            f"the search answer's {name} is not a number: {value!r}"
+        ) from None
+
+
+def _item_day(item: Mapping[str, Any], field: str) -> dt.date | None:
+    raw = item.get(field) or item.get(field.replace("_", "-"))
+    if not isinstance(raw, str) or len(raw) < 10 or raw.startswith("-"):
+        return None
+    try:
+        return dt.date.fromisoformat(raw[:10])
+    except ValueError:
+        return None
+
+
+def _as_status_list(status: Any) -> list[tuple[int, str, int]]:
+    if not status:
+        return []
+    if isinstance(status, Mapping):  # {bit: {"on": [databox, ...], "off": [...]}}
+        return [
+            (int(bit), state, int(databox))
+            for bit, states in status.items()
+            for state, databoxes in states.items()
+            for databox in databoxes
+        ]
+    return [tuple(entry) for entry in status]  # type: ignore[misc]
+
+
+def _later(a: Any, b: dt.date | None) -> dt.date | None:
+    a = _to_date(a)
+    return max(a, b) if a and b else (a or b)
+
+
+def _earlier(a: Any, b: dt.date | None) -> dt.date | None:
+    a = _to_date(a)
+    return min(a, b) if a and b else (a or b)
+
+
+def _to_date(value: Any) -> dt.date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    return dt.datetime.strptime(str(value), "%Y/%m/%d").date()
+
+
+def _day(value: dt.date | None) -> str:
+    return value.strftime("%Y%m%d") if value else ""
+
+
+def _parse_day(value: str | None) -> dt.date | None:
+    return dt.date.fromisoformat(value) if value else None
+
+
+def to_plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [to_plain(v) for v in value]
+        return sorted(items, key=str) if isinstance(value, set | frozenset) else items
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value

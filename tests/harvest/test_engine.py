@@ -1,0 +1,182 @@
+"""The harvest engine retrieves every hit under a cap, proves it, and resumes after a crash."""
+
+import pytest
+
+from mediaframe.cache import HarvestStore
+from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.harvest import HarvestReport, Spec, harvest
+
+from .fake import FakeService, combine, flatten
+
+STATUSES = {1: (1, range(4, 8)), 2: (1, range(4, 8)), 3: (2, range(4, 8))}
+
+
+def run(service, tmp_path, spec=None, **options):
+    options.setdefault("bases", (1, 2, 3))
+    options.setdefault("statuses", STATUSES)
+    options.setdefault("per_page", 40)
+    return harvest(
+        service,
+        spec or Spec("records"),
+        HarvestStore(str(tmp_path / "h")),
+        flatten=flatten,
+        combine=combine,
+        **options,
+    )
+
+
+def keys(frame):
+    return set(zip(frame.databox_id, frame.record_id, strict=True))
+
+
+def test_small_result_is_paged_without_planning(tmp_path):
+    service = FakeService.build(90, cap=100)
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.complete and report.cap is None and len(report.shards) == 1
+    assert report.requests == 1 + 3  # one count, three pages of 40
+
+
+def test_capped_result_is_split_and_proved_complete(tmp_path):
+    service = FakeService.build(2000, cap=100)
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.complete and report.cap == 100 and report.duplicates == 0
+    assert all(s["expected"] <= 100 for s in report.shards)
+    assert sum(s["fetched"] for s in report.shards) == 2000
+    assert list(frame.columns[:2]) == ["databox_id", "record_id"]
+    assert frame.equals(frame.sort_values(["databox_id", "record_id"]).reset_index(drop=True))
+    assert set(report.plan.columns) >= {"shard", "bases", "date_min", "expected", "fetched"}
+
+
+def test_a_crowded_day_is_split_by_type_then_status(tmp_path):
+    service = FakeService.build(900, cap=60, same_day=500, bases=(1,))
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.complete
+    assert any(s["shard"]["record_type"] for s in report.shards)
+    assert any(s["shard"]["status"] for s in report.shards)
+
+
+def test_undated_records_are_not_lost_when_dates_cannot_split(tmp_path):
+    service = FakeService.build(400, cap=100, undated=30, bases=(1,))
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth() and report.complete
+
+
+def test_unsplittable_shard_raises_unless_allowed(tmp_path):
+    # 300 hits on one day, one base, one type, no status bits: nothing can split them under 100
+    service = FakeService.build(300, cap=100, same_day=300, bases=(1,))
+    for record in service.records:
+        record["media_type"], record["status"] = "image", 0
+    with pytest.raises(IncompleteResultError, match="allow_incomplete=True") as caught:
+        run(service, tmp_path, statuses={})
+    assert caught.value.shards
+    with pytest.warns(IncompleteResultWarning):
+        frame, report = run(service, tmp_path / "again", statuses={}, allow_incomplete=True)
+    assert not report.complete and report.incomplete
+    assert len(frame) == 100, "what the cap lets through is kept"
+
+
+def test_newer_engine_without_cap_is_detected(tmp_path):
+    service = FakeService.build(700, cap=100, newer_engine=True)
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.complete and report.capped_engine is False and len(report.shards) == 1
+
+
+def test_filters_narrow_the_harvest(tmp_path):
+    service = FakeService.build(1000, cap=100)
+    frame, _ = run(service, tmp_path, Spec("records", filters={"record_type": "video"}))
+    expected = {
+        (r["databox_id"], r["record_id"]) for r in service.records if r["media_type"] == "video"
+    }
+    assert keys(frame) == expected
+
+
+class Crash(Exception):
+    pass
+
+
+def test_resume_fetches_only_unfinished_shards(tmp_path):
+    service = FakeService.build(1500, cap=100)
+    calls = {"n": 0}
+
+    def flaky(**params):
+        if params.get("per_page") == 40:
+            calls["n"] += 1
+            if calls["n"] == 25:
+                raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1)
+    manifest = HarvestStore(str(tmp_path / "h")).load_manifest()
+    finished = len(manifest["shards"])
+    assert 0 < finished < len(manifest["plan"])
+    before = service.requests
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards == finished
+    assert service.requests - before == report.requests
+    _, fresh = run(service, tmp_path / "fresh")
+    assert report.requests < fresh.requests, "finished shards were fetched again"
+
+
+def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
+    service = FakeService.build(500, cap=100)
+    store = HarvestStore(str(tmp_path / "h"))
+
+    def crash(*args, **kwargs):
+        raise Crash
+
+    with monkeypatch.context() as patch:  # die after every shard is in, before the dataset
+        patch.setattr(HarvestStore, "write_data", crash)
+        with pytest.raises(Crash):
+            run(service, tmp_path)
+    manifest = store.load_manifest()
+    victim = next(iter(manifest["shards"].values()))
+    (tmp_path / "h" / victim["file"]).write_bytes(b"garbage")
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.resumed_shards == len(manifest["plan"]) - 1
+
+
+def test_shard_that_grew_past_the_cap_is_split_again(tmp_path):
+    service = FakeService.build(800, cap=100, days=100)
+    # plan against the current catalogue, then double one day's records before paging
+    grown = False
+
+    def growing(**params):
+        nonlocal grown
+        if params.get("per_page") == 40 and not grown:
+            grown = True
+            extra = FakeService.build(150, seed=5, same_day=150, bases=(1,)).records
+            for offset, record in enumerate(extra):
+                record["record_id"] = 10_000 + offset
+            service.records.extend(extra)
+        return service(**params)
+
+    frame, report = run(growing, tmp_path)
+    assert keys(frame) == service.truth()
+    assert report.complete
+
+
+def test_finished_harvest_leaves_only_the_dataset_and_manifest(tmp_path):
+    service = FakeService.build(500, cap=100)
+    frame, _ = run(service, tmp_path)
+    store = HarvestStore(str(tmp_path / "h"))
+    assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["data", "manifest.json"]
+    cached, provenance = store.read_data()
+    assert cached.equals(frame)
+    assert provenance["complete"] is True and provenance["report"]["fetched"] == 500
+    assert store.load_manifest()["complete"] is True
+
+
+def test_report_travels_with_the_frame(tmp_path):
+    service = FakeService.build(300, cap=100)
+    frame, report = run(service, tmp_path)
+    frame.attrs["harvest"] = report.to_dict()
+    again = HarvestReport.from_frame(frame)
+    assert again.summary() == report.summary()
+    assert "300 records of 300 (complete)" in report.summary()
