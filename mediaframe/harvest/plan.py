@@ -60,7 +60,7 @@ class Spec:
         if shard.record_type:
             params["record_type"] = shard.record_type
         if shard.status:
-            params["status"] = [*_as_status_list(self.filters.get("status")), *shard.status]
+            params["status"] = _merge_status(self.filters.get("status"), shard.status)
         return {name: value for name, value in params.items() if value is not None}
 
 
@@ -334,17 +334,17 @@ def _item_day(item: Mapping[str, Any], field: str) -> dt.date | None:
         return None
 
 
-def _as_status_list(status: Any) -> list[tuple[int, str, int]]:
-    if not status:
-        return []
-    if isinstance(status, Mapping):  # {bit: {"on": [databox, ...], "off": [...]}}
-        return [
-            (int(bit), state, int(databox))
-            for bit, states in status.items()
-            for state, databoxes in states.items()
-            for databox in databoxes
-        ]
-    return [tuple(entry) for entry in status]  # type: ignore[misc]
+def _merge_status(
+    status: Mapping[int, Mapping[str, Any]] | None, extra: Sequence[tuple[int, str, int]]
+) -> dict[int, dict[str, list[int]]]:
+    """The user's ``{bit: {"on"|"off": databox ids}}`` with a shard's ``(bit, state, databox)``."""
+    merged: dict[int, dict[str, list[int]]] = {}
+    for bit, states in (status or {}).items():
+        for state, ids in states.items():
+            merged.setdefault(int(bit), {})[state] = [ids] if isinstance(ids, int) else list(ids)
+    for bit, state, databox in extra:
+        merged.setdefault(bit, {}).setdefault(state, []).append(databox)
+    return merged
 
 
 def _later(a: Any, b: dt.date | None) -> dt.date | None:

@@ -77,11 +77,11 @@ class FakeService:
             return False
         if params.get("record_type") and record["media_type"] != params["record_type"]:
             return False
-        for bit, state, databox in params.get("status", ()):
-            if record["databox_id"] == databox and bool(record["status"] >> bit & 1) != (
-                state == "on"
-            ):
-                return False
+        for bit, states in params.get("status", {}).items():
+            for state, databoxes in states.items():
+                on = bool(record["status"] >> bit & 1)
+                if record["databox_id"] in databoxes and on != (state == "on"):
+                    return False
         if params.get("date_field"):
             value = record[params["date_field"]]
             if value is None:

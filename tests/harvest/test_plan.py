@@ -1,0 +1,48 @@
+"""Shards narrow the user's filters without widening any of them."""
+
+import datetime as dt
+
+from mediaframe.harvest import Shard, Spec
+
+
+def test_shard_narrows_dates_bases_type_and_status():
+    spec = Spec(
+        "records",
+        "sunset",
+        {
+            "date_min": "2021/03/01",
+            "record_type": None,
+            "status": {4: {"on": [1]}},
+            "fields": ["Title"],
+        },
+    )
+    shard = Shard(
+        bases=(7,),
+        date_min=dt.date(2021, 1, 1),
+        date_max=dt.date(2021, 6, 30),
+        record_type="image",
+        status=((5, "off", 1), (4, "on", 2)),
+    )
+    params = spec.params(shard)
+    assert params["query"] == "sunset" and params["fields"] == ["Title"]
+    assert params["bases"] == [7] and params["search_type"] == 0
+    assert params["date_field"] == "created_on"
+    assert params["date_min"] == dt.date(2021, 3, 1), "the user's later bound wins"
+    assert params["date_max"] == dt.date(2021, 6, 30)
+    assert params["record_type"] == "image"
+    assert params["status"] == {4: {"on": [1, 2]}, 5: {"off": [1]}}
+    assert "record_type" not in Spec("records").params(Shard())
+
+
+def test_stories_search_type_and_key():
+    spec = Spec("stories", filters={"date_field": "updated_on"})
+    assert spec.params(Shard())["search_type"] == 1
+    assert spec.key_columns == ("databox_id", "story_id")
+    assert spec.params(Shard(date_min=dt.date(2020, 1, 1)))["date_field"] == "updated_on"
+
+
+def test_shard_ids_are_stable_and_round_trip():
+    shard = Shard(bases=(3,), date_min=dt.date(2020, 1, 1), date_max=dt.date(2020, 1, 31))
+    assert shard.id == "b3_d20200101-20200131"
+    assert Shard.from_dict(shard.to_dict()) == shard
+    assert Shard().id == "all"
