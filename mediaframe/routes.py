@@ -1,0 +1,446 @@
+"""One method per route of the service: typed parameters in, the decoded ``response`` out.
+
+Parameters are validated before anything is sent (:class:`InvalidParameterError` says what to
+change). Answers keep every member the server sent; a few spellings of older servers are
+normalised here so that every consumer (frames, harvest, cache) sees one shape:
+
+==============================  ===================================  ==========================
+variation                       normalised to                        where
+==============================  ===================================  ==========================
+``updated-on`` on records       ``updated_on`` (if absent)           :func:`normalise_record`
+``phrasea_type``                ``media_type`` (if absent)           :func:`normalise_record`
+``coll_id``                     ``collection_id`` (if absent)        :func:`normalise_record`,
+                                                                     :func:`normalise_me`
+objects keyed by id             lists, the key kept as ``*_id``      :func:`as_list`
+``response: []``                ``{}``                               ``http.decode_envelope``
+==============================  ===================================  ==========================
+
+The original key is kept beside the canonical one, so nothing is lost. Left to ``frames``
+(values, not names): placeholder dates such as ``-0001-11-30T00:00:00+00:09``, ``query_time`` in
+seconds or milliseconds, feed ``icon`` as boolean or path. Left to ``harvest``: the two meanings
+of ``available_results``. ``api_version`` is informational and never checked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.http import Transport
+
+__all__ = [
+    "API",
+    "ORDERS",
+    "RECORD_TYPES",
+    "SEARCH_TYPES",
+    "SORTS",
+    "as_list",
+    "normalise_me",
+    "normalise_record",
+    "normalise_search",
+    "search_params",
+    "to_ymd",
+]
+
+RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
+SORTS = ("relevance", "created_on", "updated_on", "random")
+ORDERS = ("asc", "desc")
+#: ``search_type`` by name; the service takes 0 (records) or 1 (stories).
+SEARCH_TYPES = {"records": 0, "stories": 1}
+
+_YMD = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})$")
+_RENAMES = (
+    ("updated-on", "updated_on"),
+    ("phrasea_type", "media_type"),
+    ("coll_id", "collection_id"),
+)
+
+
+# --- parameters ---------------------------------------------------------------------------------
+
+
+def search_params(
+    query: str = "",
+    *,
+    bases: Iterable[int] | None = None,
+    offset_start: int | None = None,
+    per_page: int | None = None,
+    ord: str | None = None,
+    sort: str | None = None,
+    record_type: str | None = None,
+    search_type: int | str | None = None,
+    stemme: bool | int | None = None,
+    date_field: str | None = None,
+    date_min: dt.date | str | None = None,
+    date_max: dt.date | str | None = None,
+    status: Mapping[int, Mapping[str, Iterable[int] | int]] | None = None,
+    fields: Iterable[str] | None = None,
+) -> list[tuple[str, str]]:
+    """Validate search filters and encode them as the service's ``(name, value)`` pairs.
+
+    Pure: sends nothing. ``None`` leaves a parameter out (the service's default applies).
+
+    Parameters
+    ----------
+    query : the search query in the service's syntax; ``""`` matches everything.
+    bases : base ids (instance-wide collection ids), sent as ``bases[]``.
+    offset_start, per_page : paging; ``offset_start >= 0``, ``per_page >= 1``.
+    ord, sort : ``asc``/``desc``; ``relevance``, ``created_on``, ``updated_on`` or ``random``.
+    record_type : ``image``, ``video``, ``audio``, ``document``, ``flash`` or ``unknown``.
+    search_type : ``0``/``"records"`` or ``1``/``"stories"``.
+    stemme : stemmed search (sent as ``1``/``0``).
+    date_field, date_min, date_max : dates as ``date``, ``datetime`` or ``"Y/m/d"``, inclusive,
+        sent as ``Y/m/d``; ``date_field`` is required with either bound.
+    status : ``{bit: {"on": [databox_id, ...], "off": [...]}}``, sent in the contract's nested
+        form ``status[<bit>][on|off][]=<databox_id>``.
+    fields : field names the query is searched in, sent as ``fields[]``.
+
+    Returns
+    -------
+    list of (str, str)
+
+    Raises
+    ------
+    InvalidParameterError
+        A value the service would refuse or misread, with what to send instead.
+
+    Examples
+    --------
+    >>> search_params("sunset", bases=[1, 2], per_page=10, date_field="created_on",
+    ...               date_min="2024/01/01")
+    [('query', 'sunset'), ('bases[]', '1'), ('bases[]', '2'), ('per_page', '10'), \
+('date_field', 'created_on'), ('date_min', '2024/01/01')]
+    """
+    if not isinstance(query, str):
+        raise InvalidParameterError(f"query must be a string, not {type(query).__name__}")
+    pairs = [("query", query)]
+    pairs += [("bases[]", str(_count(b, "bases", minimum=0))) for b in _items(bases, "bases")]
+    pairs += _paging(offset_start, per_page)
+    pairs += _choice("ord", ord, ORDERS) + _choice("sort", sort, SORTS)
+    pairs += _choice("record_type", record_type, RECORD_TYPES)
+    if search_type is not None:
+        pairs.append(("search_type", str(_search_type(search_type))))
+    if stemme is not None:
+        pairs.append(("stemme", "1" if stemme else "0"))
+    pairs += _dates(date_field, date_min, date_max)
+    pairs += _status(status)
+    pairs += [("fields[]", _name(f, "fields")) for f in _items(fields, "fields")]
+    return pairs
+
+
+def to_ymd(value: dt.date | str, *, name: str = "date") -> str:
+    """A ``date``, ``datetime`` or ``"Y/m/d"`` (or ``"Y-m-d"``) string as ``Y/m/d``.
+
+    Examples
+    --------
+    >>> to_ymd(dt.date(2024, 3, 1)), to_ymd("2024-3-1")
+    ('2024/03/01', '2024/03/01')
+    """
+    if isinstance(value, dt.date):  # datetime is a date too
+        day = value.date() if isinstance(value, dt.datetime) else value
+    elif isinstance(value, str) and (match := _YMD.match(value.strip())):
+        try:
+            day = dt.date(*map(int, match.groups()))
+        except ValueError:
+            raise InvalidParameterError(f"{name}={value!r} is not a real day") from None
+    else:
+        raise InvalidParameterError(
+            f"{name}={value!r} is not a date: give a datetime.date, a datetime or 'Y/m/d'"
+        )
+    return f"{day.year:04d}/{day.month:02d}/{day.day:02d}"
+
+
+def _paging(offset_start: int | None, per_page: int | None) -> list[tuple[str, str]]:
+    pairs = []
+    if offset_start is not None:
+        pairs.append(("offset_start", str(_count(offset_start, "offset_start", minimum=0))))
+    if per_page is not None:
+        # The service reads 0 as "the default (10)": refuse it rather than surprise.
+        pairs.append(("per_page", str(_count(per_page, "per_page", minimum=1))))
+    return pairs
+
+
+def _count(value: Any, name: str, *, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParameterError(f"{name} must be an integer, not {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise InvalidParameterError(f"{name} must be {bound}, not {value}")
+    return value
+
+
+def _items(values: Iterable[Any] | None, name: str) -> list[Any]:
+    if values is None:
+        return []
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise InvalidParameterError(f"{name} must be a list, not {values!r}")
+    return list(values)
+
+
+def _name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidParameterError(f"{name} must hold non-empty strings, not {value!r}")
+    return value
+
+
+def _choice(name: str, value: str | None, allowed: Iterable[str]) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if value not in allowed:
+        raise InvalidParameterError(f"{name} must be one of {', '.join(allowed)}; not {value!r}")
+    return [(name, value)]
+
+
+def _search_type(value: int | str) -> int:
+    if isinstance(value, str) and value in SEARCH_TYPES:
+        return SEARCH_TYPES[value]
+    if value in (0, 1) and not isinstance(value, bool):
+        return int(value)
+    raise InvalidParameterError(
+        f"search_type must be 0 or 'records', 1 or 'stories'; not {value!r}"
+    )
+
+
+def _dates(
+    field: str | None, low: dt.date | str | None, high: dt.date | str | None
+) -> list[tuple[str, str]]:
+    if field is None:
+        if low is not None or high is not None:
+            raise InvalidParameterError(
+                "date_min/date_max need date_field (e.g. date_field='created_on'): the service "
+                "ignores them without it"
+            )
+        return []
+    pairs = [("date_field", _name(field, "date_field"))]
+    if low is not None:
+        pairs.append(("date_min", to_ymd(low, name="date_min")))
+    if high is not None:
+        pairs.append(("date_max", to_ymd(high, name="date_max")))
+    if low is not None and high is not None and pairs[1][1] > pairs[2][1]:
+        raise InvalidParameterError(f"date_min {pairs[1][1]} is after date_max {pairs[2][1]}")
+    return pairs
+
+
+def _status(
+    status: Mapping[int, Mapping[str, Iterable[int] | int]] | None,
+) -> list[tuple[str, str]]:
+    if status is None:
+        return []
+    if not isinstance(status, Mapping):
+        raise InvalidParameterError(
+            "status must be a mapping {bit: {'on': [databox_id, ...], 'off': [...]}}"
+        )
+    pairs = []
+    for bit, states in status.items():
+        bit = _count(bit, "status bit", minimum=0, maximum=31)
+        if not isinstance(states, Mapping) or not set(states) <= {"on", "off"}:
+            raise InvalidParameterError(
+                f"status[{bit}] must map 'on' and/or 'off' to databox ids, not {states!r}"
+            )
+        for state, databoxes in states.items():
+            ids = [databoxes] if isinstance(databoxes, int) else _items(databoxes, "status")
+            for databox_id in ids:
+                databox_id = _count(databox_id, "status databox_id", minimum=0)
+                pairs.append((f"status[{bit}][{state}][]", str(databox_id)))
+    return pairs
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def normalise_record(item: dict[str, Any]) -> dict[str, Any]:
+    """Add the canonical name beside an older spelling (``updated-on``, ``phrasea_type``, ...).
+
+    Works on records and stories (and the records inside a story), in place; returns ``item``.
+    """
+    if not isinstance(item, dict):
+        return item
+    for old, new in _RENAMES:
+        if old in item and new not in item:
+            item[new] = item[old]
+    if isinstance(item.get("records"), list):
+        for record in item["records"]:
+            normalise_record(record)
+    return item
+
+
+def as_list(value: Any, *, key: str) -> Any:
+    """A list from an object keyed by id (``{"1": {...}}``), the id kept as ``key``.
+
+    Lists and anything else come back unchanged.
+
+    Examples
+    --------
+    >>> as_list({"7": {"name": "Press"}}, key="databox_id")
+    [{'name': 'Press', 'databox_id': 7}]
+    """
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        return value
+    items = []
+    for ident, item in value.items():
+        item = dict(item)
+        if key not in item:
+            item[key] = int(ident) if str(ident).isdigit() else ident
+        items.append(item)
+    return items
+
+
+def normalise_search(response: dict[str, Any]) -> dict[str, Any]:
+    """Normalise the records and stories of a v1 search answer, in place."""
+    results = response.get("results")
+    if isinstance(results, dict):
+        for kind in ("records", "stories"):
+            if isinstance(results.get(kind), list):
+                for item in results[kind]:
+                    normalise_record(item)
+    return response
+
+
+def normalise_me(response: dict[str, Any]) -> dict[str, Any]:
+    """Lists for ``collections``/``databoxes`` keyed by id, ``collection_id`` for ``coll_id``."""
+    if "collections" in response:
+        response["collections"] = as_list(response["collections"], key="base_id")
+        for collection in _dicts(response["collections"]):
+            normalise_record(collection)
+    if "databoxes" in response:
+        response["databoxes"] = as_list(response["databoxes"], key="databox_id")
+    return response
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _normalise_entry(entry: Any) -> Any:
+    for item in _dicts(entry.get("items") if isinstance(entry, dict) else None):
+        normalise_record(item.get("record"))  # type: ignore[arg-type]
+    return entry
+
+
+# --- the routes ---------------------------------------------------------------------------------
+
+
+class API:
+    """The service's routes as methods, each returning the decoded ``response`` member.
+
+    Parameters
+    ----------
+    transport : the :class:`~mediaframe.http.Transport` that sends every request.
+
+    Examples
+    --------
+    >>> api = API(Transport("https://assets.example.org", token="..."))  # doctest: +SKIP
+    >>> api.search("sunset", per_page=5)["total_results"]                 # doctest: +SKIP
+    42
+    """
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def __repr__(self) -> str:
+        return f"API({self.transport!r})"
+
+    def root(self) -> dict[str, Any]:
+        """``GET /api/``: what the service says about itself."""
+        return self.transport.get("/api/")
+
+    def search(self, query: str = "", **filters: Any) -> dict[str, Any]:
+        """``POST /api/v1/search/``: one page of records or stories; filters as in
+        :func:`search_params`."""
+        return self.search_with(search_params(query, **filters))
+
+    def search_v2(self, query: str = "", **filters: Any) -> dict[str, Any]:
+        """``POST /api/v2/search/``: one page of facets and flat record references."""
+        return self.search_with(search_params(query, **filters), version=2)
+
+    def search_with(self, params: list[tuple[str, str]], *, version: int = 1) -> dict[str, Any]:
+        """Search with pairs already built by :func:`search_params` (``version`` 1 or 2)."""
+        if version not in (1, 2):
+            raise InvalidParameterError(f"version must be 1 or 2, not {version!r}")
+        response = self.transport.post(f"/api/v{version}/search/", params)
+        return normalise_search(response) if version == 1 else response
+
+    def me(self) -> dict[str, Any]:
+        """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
+        return normalise_me(self.transport.get("/api/v1/me/"))
+
+    def feeds_content(
+        self, *, offset_start: int | None = None, per_page: int | None = None
+    ) -> dict[str, Any]:
+        """``GET /api/v1/feeds/content/``: entries of every feed (``per_page`` at most 20)."""
+        response = self.transport.get(
+            "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20)
+        )
+        for entry in _dicts(response.get("entries")):
+            _normalise_entry(entry)
+        return response
+
+    def feeds_list(self) -> dict[str, Any]:
+        """``GET /api/v1/feeds/list/``: ``{feeds: [...]}``."""
+        response = self.transport.get("/api/v1/feeds/list/")
+        if "feeds" in response:
+            response["feeds"] = as_list(response["feeds"], key="id")
+        return response
+
+    def feed_content(
+        self, feed_id: int, *, offset_start: int | None = None, per_page: int | None = None
+    ) -> dict[str, Any]:
+        """``GET /api/v1/feeds/<feed_id>/content/``: one feed's entries (``per_page`` <= 100).
+
+        An inaccessible feed answers ``{}``.
+        """
+        feed_id = _count(feed_id, "feed_id", minimum=1)
+        params = _feed_paging(offset_start, per_page, 100)
+        response = self.transport.get(f"/api/v1/feeds/{feed_id}/content/", params)
+        for entry in _dicts(response.get("entries")):
+            _normalise_entry(entry)
+        return response
+
+    def feed_entry(self, entry_id: int) -> dict[str, Any]:
+        """``GET /api/v1/feeds/entry/<entry_id>/``: ``{entry}``."""
+        entry_id = _count(entry_id, "entry_id", minimum=1)
+        response = self.transport.get(f"/api/v1/feeds/entry/{entry_id}/")
+        _normalise_entry(response.get("entry"))
+        return response
+
+    def baskets_list(self) -> dict[str, Any]:
+        """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging)."""
+        return self.transport.get("/api/v1/baskets/list/")
+
+    def record(self, databox_id: int, record_id: int) -> dict[str, Any]:
+        """``GET /api/v1/records/<databox_id>/<record_id>/``: ``{record}``."""
+        path = f"/api/v1/records/{_ids(databox_id, record_id, 'record_id')}/"
+        response = self.transport.get(path)
+        normalise_record(response.get("record"))  # type: ignore[arg-type]
+        return response
+
+    def story(self, databox_id: int, story_id: int) -> dict[str, Any]:
+        """``GET /api/v1/stories/<databox_id>/<story_id>/``: ``{story}``."""
+        path = f"/api/v1/stories/{_ids(databox_id, story_id, 'story_id')}/"
+        response = self.transport.get(path)
+        normalise_record(response.get("story"))  # type: ignore[arg-type]
+        return response
+
+    def databoxes_list(self) -> dict[str, Any]:
+        """``GET /api/v1/databoxes/list/``: ``{databoxes: [...]}`` (a list, even if keyed by id)."""
+        response = self.transport.get("/api/v1/databoxes/list/")
+        if "databoxes" in response:
+            response["databoxes"] = as_list(response["databoxes"], key="databox_id")
+        return response
+
+
+def _feed_paging(
+    offset_start: int | None, per_page: int | None, most: int
+) -> list[tuple[str, str]]:
+    # The service silently turns a per_page above its maximum into the maximum; refuse instead,
+    # so that a pager never skips entries.
+    if per_page is not None:
+        _count(per_page, "per_page", minimum=1, maximum=most)
+    return _paging(offset_start, per_page)
+
+
+def _ids(databox_id: int, item_id: int, name: str) -> str:
+    return f"{_count(databox_id, 'databox_id', minimum=1)}/{_count(item_id, name, minimum=1)}"

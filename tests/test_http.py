@@ -1,0 +1,342 @@
+"""The transport against scripted answers: placement, retries, envelopes, error mapping, secrets."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import requests
+from fake_service import BASE, Answer, FakeService, form, golden, query
+
+from mediaframe.auth import Token
+from mediaframe.config import Settings
+from mediaframe.exceptions import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConnectionFailedError,
+    ForbiddenError,
+    MethodNotAllowedError,
+    NotAcceptableError,
+    NotFoundError,
+    OAuthError,
+    PermissionDeniedError,
+    RequestTimeoutError,
+    ResponseFormatError,
+    ServerError,
+    TokenMissingError,
+    TokenRejectedError,
+)
+from mediaframe.http import Transport, decode_envelope
+
+SECRET = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(
+        config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", backoff=0, retries=2
+    )
+
+
+def transport(fake, settings, **options):
+    options.setdefault("token", SECRET)
+    return Transport(BASE, settings=settings, session=fake.session(), **options)
+
+
+# --- success and request shape ----------------------------------------------------------------
+
+
+def test_get_returns_the_response_member_and_sends_the_oauth_header(settings):
+    fake = FakeService(golden("me"))
+    answer = transport(fake, settings).get("/api/v1/me/")
+    assert answer["user"]["login"] == "ada"
+    sent = fake.requests[0]
+    assert sent.headers["Authorization"] == f"OAuth {SECRET}"
+    assert sent.headers["Accept"] == "application/json"
+    assert ("oauth_token", SECRET) not in query(sent)
+
+
+def test_v1_post_sends_form_parameters(settings):
+    fake = FakeService(golden("search_v1_old"))
+    transport(fake, settings).post("/api/v1/search/", [("query", "sun"), ("bases[]", "1")])
+    sent = fake.requests[0]
+    assert sent.method == "POST"
+    assert form(sent) == [("query", "sun"), ("bases[]", "1")]
+
+
+def test_v2_asks_and_sends_json_with_parameters_in_the_query(settings):
+    fake = FakeService(golden("search_v2"))
+    transport(fake, settings).post("/api/v2/search/", [("query", "sun")])
+    sent = fake.requests[0]
+    assert sent.headers["Accept"] == "application/json"
+    assert sent.headers["Content-Type"] == "application/json"
+    assert ("query", "sun") in query(sent)
+
+
+@pytest.mark.parametrize(
+    ("method", "where"), [("GET", "query"), ("POST", "form")], ids=["get", "post"]
+)
+def test_param_placement_puts_the_token_in_exactly_one_place(settings, method, where):
+    fake = FakeService(golden("me"))
+    placed = transport(fake, settings.replace(token_placement="param"))
+    placed.request(method, "/api/v1/search/", [("query", "")])
+    sent = fake.requests[0]
+    assert "Authorization" not in sent.headers
+    in_query = ("oauth_token", SECRET) in query(sent)
+    in_form = ("oauth_token", SECRET) in form(sent)
+    assert (in_query, in_form) == ((True, False) if where == "query" else (False, True))
+
+
+@pytest.mark.parametrize("refusal", ["header_refused", "token_missing"])
+def test_auto_placement_falls_back_to_the_parameter_once_and_remembers(settings, refusal):
+    fake = FakeService(golden(refusal), golden("me"))
+    auto = transport(fake, settings)
+    assert auto.get("/api/v1/me/")["user"]["login"] == "ada"
+    auto.get("/api/v1/me/")
+    first, second, third = fake.requests
+    assert first.headers["Authorization"].startswith("OAuth ")
+    for later in (second, third):
+        assert "Authorization" not in later.headers
+        assert ("oauth_token", SECRET) in query(later)
+    assert auto.placement == "param"
+
+
+def test_auto_placement_keeps_the_header_once_it_worked(settings):
+    fake = FakeService(golden("me"), golden("header_refused"))
+    auto = transport(fake, settings)
+    auto.get("/api/v1/me/")
+    assert auto.placement == "header"
+    with pytest.raises(OAuthError) as caught:
+        auto.get("/api/v1/me/")
+    assert caught.value.error == "invalid_request"
+    assert len(fake.requests) == 2
+
+
+def test_forced_header_placement_never_falls_back(settings):
+    fake = FakeService(golden("header_refused"))
+    with pytest.raises(OAuthError, match="MEDIAFRAME_TOKEN_PLACEMENT"):
+        transport(fake, settings.replace(token_placement="header")).get("/api/v1/me/")
+    assert len(fake.requests) == 1
+
+
+# --- representations --------------------------------------------------------------------------
+
+
+def test_jsonp_sends_a_callback_and_reads_the_true_status(settings):
+    fake = FakeService(golden("jsonp_me"), golden("jsonp_not_found"))
+    jsonp = transport(fake, settings, representation="jsonp")
+    assert jsonp.get("/api/v1/me/")["user"]["login"] == "ada"
+    assert ("callback", "mediaframe_jsonp") in query(fake.requests[0])
+    with pytest.raises(NotFoundError) as caught:
+        jsonp.get("/api/v1/records/1/5/")
+    assert caught.value.status_code == 404
+    assert "Record 5 on database 1 not found" in str(caught.value)
+
+
+def test_yaml_asks_for_yaml_and_keeps_dates_as_strings(settings):
+    fake = FakeService(golden("yaml_me"))
+    answer = transport(fake, settings, representation="yaml").get("/api/v1/me/")
+    assert fake.requests[0].headers["Accept"] == "application/yaml"
+    assert answer["user"]["created_on"] == "2016-06-16T18:59:59+02:00"
+
+
+def test_decode_envelope_turns_an_empty_list_into_an_empty_object():
+    assert decode_envelope(golden("empty_list_response").body)["response"] == {}
+
+
+def test_unknown_representation_is_refused(settings):
+    with pytest.raises(ValueError, match="representation"):
+        transport(FakeService(golden("me")), settings, representation="xml")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "status", "details"),
+    [
+        ("bad_request", BadRequestError, 400, "No collections match your criteria"),
+        ("not_authorized", PermissionDeniedError, 401, "You are not authorized"),
+        ("forbidden", ForbiddenError, 403, ""),
+        ("not_found", NotFoundError, 404, "Record 12345 on database 1 not found"),
+        ("method_not_allowed", MethodNotAllowedError, 405, ""),
+        ("not_acceptable", NotAcceptableError, 406, ""),
+    ],
+)
+def test_envelope_errors_map_to_the_tree(settings, name, kind, status, details):
+    fake = FakeService(golden(name))
+    with pytest.raises(kind) as caught:
+        transport(fake, settings).get("/api/v1/records/1/12345/")
+    error = caught.value
+    assert type(error) is kind
+    assert (error.status_code, error.error_details) == (status, details)
+    assert error.request == "GET /api/v1/records/1/12345/"
+    assert details in str(error)
+    assert len(fake.requests) == 1, "4xx answers are never retried"
+
+
+def test_permission_denied_is_not_an_authentication_error(settings):
+    with pytest.raises(PermissionDeniedError) as caught:
+        transport(FakeService(golden("not_authorized")), settings).get("/api/v1/records/1/9/")
+    assert not isinstance(caught.value, AuthenticationError)
+    assert "token is valid" in str(caught.value)
+
+
+def test_an_empty_401_means_log_in_again(settings):
+    fake = FakeService(golden("token_rejected"))
+    with pytest.raises(TokenRejectedError, match="mediaframe login"):
+        transport(fake, settings).get("/api/v1/me/")
+    assert len(fake.requests) == 1
+
+
+def test_an_empty_400_without_a_token_means_the_token_is_missing(settings):
+    fake = FakeService(golden("token_missing"))
+    with pytest.raises(TokenMissingError, match="no token"):
+        transport(fake, settings, token=None).get("/api/v1/me/")
+    assert "Authorization" not in fake.requests[0].headers
+
+
+def test_an_empty_400_in_param_mode_means_the_token_is_missing(settings):
+    fake = FakeService(golden("token_missing"))
+    with pytest.raises(TokenMissingError):
+        transport(fake, settings.replace(token_placement="param")).get("/api/v1/me/")
+
+
+@pytest.mark.parametrize("name", ["proxy_login_page", "wrong_types"])
+def test_a_body_that_is_not_the_envelope_is_a_format_error(settings, name):
+    fake = FakeService(golden(name))
+    with pytest.raises(ResponseFormatError) as caught:
+        transport(fake, settings).get("/api/v1/me/")
+    if name == "proxy_login_page":
+        assert caught.value.status_code == 200
+        assert "Single sign-on" in caught.value.snippet
+    assert len(fake.requests) == 1
+
+
+def test_an_empty_200_is_a_format_error(settings):
+    with pytest.raises(ResponseFormatError, match="empty body"):
+        transport(FakeService(Answer(200)), settings).get("/api/v1/me/")
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        golden("maintenance"),
+        golden("proxy_502"),
+        golden("truncated"),
+        Answer(500),
+        Answer(200, {"Content-Length": "999"}, golden("me").body),
+        requests.ConnectionError("connection reset"),
+        requests.exceptions.ChunkedEncodingError("dropped mid-body"),
+        requests.ReadTimeout("read timed out"),
+    ],
+    ids=["503", "html-502", "truncated", "empty-500", "short-body", "reset", "dropped", "timeout"],
+)
+def test_transient_failures_are_retried(settings, failure):
+    fake = FakeService(failure, golden("me"))
+    assert transport(fake, settings).get("/api/v1/me/")["user"]["login"] == "ada"
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("failure", "kind"),
+    [
+        (golden("maintenance"), ServerError),
+        (golden("proxy_502"), ServerError),
+        (requests.ConnectionError("refused"), ConnectionFailedError),
+        (requests.ConnectTimeout("too slow"), RequestTimeoutError),
+        (golden("truncated"), ResponseFormatError),
+    ],
+    ids=["503", "html-502", "refused", "timeout", "truncated"],
+)
+def test_retries_are_bounded(settings, failure, kind):
+    fake = FakeService(failure)
+    with pytest.raises(kind) as caught:
+        transport(fake, settings).get("/api/v1/me/")
+    assert len(fake.requests) == settings.retries + 1
+    if kind is ServerError:
+        assert caught.value.status_code in (502, 503)
+        assert "try again later" in str(caught.value).lower()
+
+
+def test_backoff_grows_and_stays_bounded(settings):
+    paced = Transport(BASE, settings=settings.replace(backoff=1.0), session=requests.Session())
+    delays = [paced._backoff(attempt, None) for attempt in range(10)]
+    assert 0.5 <= delays[0] <= 1.0
+    assert 4.0 <= delays[3] <= 8.0
+    assert max(delays) <= 60.0
+    assert paced._backoff(0, 5.0) >= 5.0
+
+
+def test_plain_http_to_a_remote_host_is_refused(settings):
+    with pytest.raises(ConfigurationError, match="https"):
+        Transport("http://assets.example.org", settings=settings)
+
+
+# --- refresh ------------------------------------------------------------------------------------
+
+
+def test_an_expired_token_is_refreshed_before_it_is_used(settings):
+    fake = FakeService(golden("me"))
+    calls = []
+
+    def refresh(stale):
+        calls.append(stale)
+        return Token("fresh-token", refresh_token="r2")
+
+    stale = Token("old-token", refresh_token="r1", expires_at=1.0)
+    transport(fake, settings, token=stale, refresh=refresh).get("/api/v1/me/")
+    assert calls == [stale]
+    assert fake.requests[0].headers["Authorization"] == "OAuth fresh-token"
+
+
+def test_a_rejected_refreshable_token_is_refreshed_once(settings):
+    fake = FakeService(golden("token_rejected"), golden("me"))
+    token = Token("old-token", refresh_token="r1")
+    answer = transport(fake, settings, token=token, refresh=lambda t: Token("new-token")).get(
+        "/api/v1/me/"
+    )
+    assert answer["user"]["login"] == "ada"
+    assert fake.requests[1].headers["Authorization"] == "OAuth new-token"
+
+
+def test_a_token_without_refresh_is_never_refreshed(settings):
+    fake = FakeService(golden("me"))
+    transport(fake, settings, refresh=pytest.fail).get("/api/v1/me/")
+
+
+# --- secrets --------------------------------------------------------------------------------------
+
+
+def test_repr_hides_the_token(settings):
+    assert SECRET not in repr(transport(FakeService(golden("me")), settings))
+
+
+def test_errors_never_carry_the_token(settings):
+    leaky = requests.ConnectionError(
+        f"Max retries exceeded with url: /api/v1/me/?oauth_token={SECRET}"
+    )
+    fake = FakeService(leaky)
+    with pytest.raises(ConnectionFailedError) as caught:
+        transport(fake, settings.replace(token_placement="param", retries=0)).get("/api/v1/me/")
+    assert SECRET not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
+def test_debug_logs_never_carry_the_token(settings, caplog):
+    caplog.set_level(logging.DEBUG)
+    fake = FakeService(golden("header_refused"), golden("me"))
+    transport(fake, settings).get("/api/v1/me/")
+    logging.getLogger("urllib3.connectionpool").debug("GET /api/v1/me/?oauth_token=%s", SECRET)
+    assert caplog.records
+    assert all(SECRET not in record.getMessage() for record in caplog.records)
+
+
+def test_api_errors_are_api_errors(settings):
+    with pytest.raises(APIError):
+        transport(FakeService(golden("bad_request")), settings).post("/api/v1/search/")
