@@ -14,5 +14,16 @@ search route) and ``flatten(items)`` (a frames function).
 from mediaframe.harvest.engine import harvest
 from mediaframe.harvest.plan import RECORD_TYPES, Count, Shard, Spec, plan
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.sync import can_sync, sync
 
-__all__ = ["RECORD_TYPES", "Count", "HarvestReport", "Shard", "Spec", "harvest", "plan"]
+__all__ = [
+    "RECORD_TYPES",
+    "Count",
+    "HarvestReport",
+    "Shard",
+    "Spec",
+    "can_sync",
+    "harvest",
+    "plan",
+    "sync",
+]

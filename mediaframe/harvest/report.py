@@ -43,6 +43,13 @@ class HarvestReport:
         return dataclasses.asdict(self)
 
     @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **defaults: Any) -> HarvestReport:
+        """A report from :meth:`to_dict`; ``defaults`` fill what ``data`` lacks."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        merged = {"query": "", "filters": {}, **defaults, **data}
+        return cls(**{name: value for name, value in merged.items() if name in known})
+
+    @classmethod
     def from_frame(cls, df: pd.DataFrame) -> HarvestReport:
         """The report attached to a harvested frame."""
         data = df.attrs.get("harvest")

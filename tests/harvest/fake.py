@@ -93,6 +93,30 @@ class FakeService:
                 return False
         return True
 
+    def v2(self, **params):
+        """The v2 route: the same hits as references with ``version``."""
+        answer = self(**params)
+        refs = [
+            {
+                "databox_id": r["databox_id"],
+                "record_id": r["record_id"],
+                "collection_id": r["collection_id"],
+                "version": int(dt.datetime.fromisoformat(r["updated_on"]).timestamp()),
+            }
+            for r in answer["results"]["records"]
+        ]
+        return {**answer, "results": refs}
+
+    def item(self, databox_id, record_id):
+        with self._lock:
+            self.requests += 1
+        return next(
+            r for r in self.records if (r["databox_id"], r["record_id"]) == (databox_id, record_id)
+        )
+
+    def touch(self, index, when):
+        self.records[index] = {**self.records[index], "updated_on": when.isoformat()}
+
     def truth(self):
         return {(r["databox_id"], r["record_id"]) for r in self.records}
 
@@ -104,6 +128,19 @@ def flatten(items):
             "record_id": pd.array([i["record_id"] for i in items], dtype="Int64"),
             "collection_id": pd.array([i["collection_id"] for i in items], dtype="Int64"),
             "title": pd.array([i["title"] for i in items], dtype="string"),
+            "updated_on": pd.to_datetime(
+                pd.Series([i["updated_on"] for i in items], dtype="object"), utc=True
+            ),
+        }
+    )
+
+
+def flatten_keys(items):
+    return pd.DataFrame(
+        {
+            "databox_id": pd.array([i["databox_id"] for i in items], dtype="Int64"),
+            "record_id": pd.array([i["record_id"] for i in items], dtype="Int64"),
+            "version": pd.array([i["version"] for i in items], dtype="Int64"),
         }
     )
 

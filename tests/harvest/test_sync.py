@@ -1,0 +1,80 @@
+"""A sync fetches only what changed, drops what left, and ends equal to a fresh harvest."""
+
+import datetime as dt
+
+import pandas as pd
+
+from mediaframe.cache import HarvestStore
+from mediaframe.harvest import Spec, harvest
+from mediaframe.harvest.sync import can_sync, sync
+
+from .fake import FakeService, combine, flatten, flatten_keys
+
+NOW = dt.datetime(2021, 6, 1, tzinfo=dt.UTC)
+
+
+def first_harvest(service, path):
+    return harvest(
+        service,
+        Spec("records"),
+        HarvestStore(str(path)),
+        flatten=flatten,
+        combine=combine,
+        bases=(1, 2, 3),
+        per_page=50,
+    )
+
+
+def run_sync(service, path, spec=None):
+    return sync(
+        service,
+        service.v2,
+        service.item,
+        spec or Spec("records"),
+        HarvestStore(str(path)),
+        flatten=flatten,
+        combine=combine,
+        flatten_keys=flatten_keys,
+        lag=dt.timedelta(minutes=5),
+        bases=(1, 2, 3),
+        per_page=50,
+    )
+
+
+def keys(frame):
+    return set(zip(frame.databox_id, frame.record_id, strict=True))
+
+
+def test_sync_merges_changes_deletions_and_newly_visible_records(tmp_path):
+    service = FakeService.build(1200, cap=100, days=300)
+    first_harvest(service, tmp_path / "h")
+    service.touch(5, NOW)  # updated
+    touched = (service.records[5]["databox_id"], service.records[5]["record_id"])
+    del service.records[10]  # deleted (or left the user's rights)
+    newly_visible = dict(service.records[0], record_id=99_999)  # old dates, new to us
+    service.records.append(newly_visible)
+    before = service.requests
+    frame, report = run_sync(service, tmp_path / "h")
+    assert service.requests - before == report.requests
+    assert keys(frame) == service.truth()
+    assert report.complete and report.synced["removed"] == 1
+    assert report.synced["added_by_key"] == 1
+    assert 1 <= report.synced["changed"] < 50, "only recently updated records are refetched"
+    updated = frame.set_index(["databox_id", "record_id"]).loc[touched, "updated_on"]
+    assert updated == pd.Timestamp(NOW)
+    fresh, _ = first_harvest(service, tmp_path / "fresh")
+    pd.testing.assert_frame_equal(frame, fresh)
+    cached, _ = HarvestStore(str(tmp_path / "h")).read_data()
+    pd.testing.assert_frame_equal(cached, frame)
+    assert not (tmp_path / "h" / "sync").exists() or not any((tmp_path / "h" / "sync").iterdir())
+
+
+def test_sync_declines_when_a_full_harvest_is_needed(tmp_path):
+    service = FakeService.build(200, cap=100)
+    assert run_sync(service, tmp_path / "none") is None, "nothing cached yet"
+    first_harvest(service, tmp_path / "h")
+    manifest = HarvestStore(str(tmp_path / "h")).load_manifest()
+    assert can_sync(Spec("records"), manifest)
+    dated = Spec("records", filters={"date_field": "created_on", "date_min": "2020/01/01"})
+    assert not can_sync(dated, manifest)
+    assert not can_sync(Spec("records", "other query"), manifest)
