@@ -586,7 +586,9 @@ def token_from_redirect(answer: str, *, state: str | None) -> Token:
 
 
 def _answer_params(answer: str) -> dict[str, str]:
-    parts = urlsplit(answer if "://" in answer or answer.startswith(("?", "#")) else "?" + answer)
+    parts = urlsplit(
+        answer if "://" in answer or answer.startswith(("?", "#", "/")) else "?" + answer
+    )
     params = dict(parse_qsl(parts.query))
     params.update(parse_qsl(parts.fragment))
     return params

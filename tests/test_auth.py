@@ -1,0 +1,455 @@
+"""Credentials: URL rule, redaction, token store, and every OAuth flow against scripted answers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import stat
+import threading
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from fake_service import BASE, Answer, FakeService, form, golden
+
+from mediaframe import auth
+from mediaframe.auth import OOB_REDIRECT_URI, Profile, Token, TokenStore
+from mediaframe.exceptions import (
+    ConfigurationError,
+    ConnectionFailedError,
+    OAuthError,
+    ResponseFormatError,
+    ServerError,
+    StateMismatchError,
+)
+
+SECRET = "0123456789abcdef0123456789abcdef"
+
+
+# --- where a token may travel --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://assets.example.org/",
+        "http://127.0.0.1:8080",
+        "http://127.5.5.5",
+        "http://[::1]:9",
+        "http://localhost",
+    ],
+)
+def test_https_or_loopback_urls_are_accepted(url):
+    assert auth.check_base_url(url) == url.rstrip("/")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://assets.example.org", "plain http"),
+        ("http://10.0.0.1", "plain http"),
+        ("ftp://assets.example.org", "absolute http"),
+        ("assets.example.org", "absolute http"),
+        ("", "empty"),
+        ("https://assets.example.org/?oauth_token=x", "query"),
+    ],
+)
+def test_other_urls_are_refused(url, message):
+    with pytest.raises(ConfigurationError, match=message):
+        auth.check_base_url(url)
+
+
+# --- redaction ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"GET /api/v1/me/?oauth_token={SECRET}&x=1",
+        f"{{'Authorization': 'OAuth {SECRET}'}}",
+        f"Authorization: Bearer {SECRET}",
+        f"Obtained token {{'access_token': '{SECRET}', 'scope': None}}",
+        f'{{"refresh_token": "{SECRET}"}}',
+        f"grant_type=password&username=ada&password={SECRET}&client_secret={SECRET}",
+        f"GET /callback?code={SECRET}&state=abc",
+    ],
+)
+def test_redact_scrubs_every_secret(text):
+    assert SECRET not in auth.redact(text)
+    assert "***" in auth.redact(text)
+
+
+def test_redact_keeps_ordinary_text():
+    text = "GET /api/v1/me/ -> 200 (http_code 200)"
+    assert auth.redact(text) == text
+
+
+def test_the_filter_scrubs_requests_oauthlib_records(caplog):
+    auth.install_redaction()
+    auth.install_redaction()  # idempotent
+    logger = logging.getLogger("requests_oauthlib.oauth2_session")
+    assert sum(isinstance(f, auth.RedactingFilter) for f in logger.filters) == 1
+    caplog.set_level(logging.DEBUG)
+    logger.debug("Request body was %s", f"password={SECRET}")
+    assert caplog.records and SECRET not in caplog.records[-1].getMessage()
+
+
+def test_token_repr_hides_secrets():
+    token = Token(SECRET, refresh_token=SECRET, expires_at=5.0)
+    assert SECRET not in repr(token)
+    assert SECRET not in repr(Profile(BASE, token, "id", SECRET))
+
+
+def test_token_expiry():
+    assert not Token("a").is_expired()
+    assert Token("a", expires_at=100.0).is_expired(now=50.0)
+    assert not Token("a", expires_at=1000.0).is_expired(now=50.0)
+
+
+def test_an_empty_token_is_refused():
+    with pytest.raises(ConfigurationError, match="log in again"):
+        Token("  ")
+
+
+# --- token store -------------------------------------------------------------------------------
+
+
+def test_store_round_trips_profiles_with_private_modes(tmp_path):
+    store = TokenStore(tmp_path / "config")
+    path = store.save("work", Profile(BASE, Token(SECRET), "app"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
+    loaded = store.load("work")
+    assert (loaded.base_url, loaded.token, loaded.client_id) == (BASE, Token(SECRET), "app")
+    assert store.names() == ["work"]
+    assert [p.name for p in store.directory.iterdir()] == ["work.json"], "no temporary file left"
+
+
+def test_store_writes_the_secret_only_with_a_refresh_token(tmp_path):
+    store = TokenStore(tmp_path)
+    plain = store.save("a", Profile(BASE, Token(SECRET), "app", "s3cret"))
+    assert "s3cret" not in plain.read_text()
+    refreshable = Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0), "app", "s3cret")
+    store.save("b", refreshable)
+    assert store.load("b").client_secret == "s3cret"
+    assert store.load("b").token.refresh_token == "r"
+
+
+def test_store_files_are_created_private_from_the_first_byte(tmp_path, monkeypatch):
+    created = []
+    real_mkstemp = auth.tempfile.mkstemp
+
+    def spy(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        created.append(stat.S_IMODE(os.stat(name).st_mode))
+        return fd, name
+
+    monkeypatch.setattr(auth.tempfile, "mkstemp", spy)
+    TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
+    assert created == [0o600]
+
+
+def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
+    store = TokenStore(tmp_path)
+    store.save("p", Profile(BASE, Token("old-token")))
+
+    def broken(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(auth.os, "replace", broken)
+    with pytest.raises(OSError):
+        store.save("p", Profile(BASE, Token("new-token")))
+    assert store.load("p").token.access_token == "old-token"
+    assert store.names() == ["p"] and len(list(store.directory.iterdir())) == 1
+
+
+def test_store_tightens_a_loose_directory(tmp_path):
+    (tmp_path / "profiles").mkdir(mode=0o755)
+    os.chmod(tmp_path / "profiles", 0o755)
+    TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
+    assert stat.S_IMODE((tmp_path / "profiles").stat().st_mode) == 0o700
+
+
+def test_store_refuses_unknown_damaged_and_readable_profiles(tmp_path):
+    store = TokenStore(tmp_path)
+    with pytest.raises(ConfigurationError, match="mediaframe login --profile nope"):
+        store.load("nope")
+    path = store.save("bad", Profile(BASE, Token(SECRET)))
+    path.write_text("{not json")
+    with pytest.raises(ConfigurationError, match="damaged"):
+        store.load("bad")
+    store.save("open", Profile(BASE, Token(SECRET))).chmod(0o644)
+    with pytest.raises(ConfigurationError, match="chmod 600"):
+        store.load("open")
+
+
+@pytest.mark.parametrize("name", ["../evil", "", ".hidden", "a/b", "x" * 80])
+def test_store_refuses_names_that_are_paths(tmp_path, name):
+    with pytest.raises(ConfigurationError, match="not valid"):
+        TokenStore(tmp_path).path(name)
+
+
+def test_store_delete(tmp_path):
+    store = TokenStore(tmp_path)
+    store.save("p", Profile(BASE, Token(SECRET)))
+    assert store.delete("p") is True
+    assert store.delete("p") is False
+    assert store.names() == []
+
+
+# --- password grant -----------------------------------------------------------------------------
+
+
+def test_password_grant_posts_a_form_with_client_credentials_in_the_body_only():
+    fake = FakeService(golden("token_ok"))
+    token = auth.password_grant(
+        BASE,
+        client_id="app",
+        client_secret="shh",
+        username="ada",
+        password="pw",
+        session=fake.session(),
+    )
+    assert token == Token(SECRET)
+    sent = fake.requests[0]
+    assert (sent.method, sent.path_url) == ("POST", "/api/oauthv2/token")
+    assert sent.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert "Authorization" not in sent.headers, "credentials in the body or Basic, never both"
+    assert dict(form(sent)) == {
+        "grant_type": "password",
+        "username": "ada",
+        "password": "pw",
+        "client_id": "app",
+        "client_secret": "shh",
+    }
+
+
+def test_password_grant_without_a_secret_sends_none():
+    fake = FakeService(golden("token_ok"))
+    auth.password_grant(
+        BASE, client_id="app", username="ada", password="pw", session=fake.session()
+    )
+    assert "client_secret" not in dict(form(fake.requests[0]))
+
+
+def test_password_grant_keeps_expiry_and_refresh_token_when_sent():
+    fake = FakeService(golden("token_refreshable"))
+    token = auth.password_grant(
+        BASE, client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert token.refresh_token == "r2r2r2r2"
+    assert token.expires_at is not None and not token.is_expired()
+
+
+@pytest.mark.parametrize(
+    ("code", "advice"),
+    [
+        ("invalid_grant", "username, password or code is wrong"),
+        ("unsupported_grant_type", "--oob"),
+        ("invalid_client", "client_id and client_secret"),
+        ("something_new", "log in again"),
+    ],
+)
+def test_token_errors_become_oauth_errors_with_advice(code, advice):
+    fake = FakeService(
+        Answer(400, {"Content-Type": "application/json"}, f'{{"error": "{code}"}}'.encode())
+    )
+    with pytest.raises(OAuthError, match=advice) as caught:
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+    assert caught.value.error == code
+    assert "p" not in str(caught.value).split()
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (golden("proxy_login_page"), ResponseFormatError),
+        (golden("proxy_502"), ServerError),
+        (Answer(200, {}, b'{"scope": null}'), ResponseFormatError),
+        (requests.ConnectionError("refused"), ConnectionFailedError),
+    ],
+)
+def test_token_endpoint_failures_are_typed(answer, kind):
+    fake = FakeService(answer)
+    with pytest.raises(kind):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+def test_the_token_endpoint_on_loopback_http_works_and_leaves_the_environment_alone():
+    fake = FakeService(golden("token_ok"))
+    before = os.environ.get("OAUTHLIB_INSECURE_TRANSPORT")
+    token = auth.password_grant(
+        "http://127.0.0.1:9", client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert token.access_token == SECRET
+    assert os.environ.get("OAUTHLIB_INSECURE_TRANSPORT") == before
+
+
+def test_secrets_never_reach_the_logs_during_a_login(caplog):
+    caplog.set_level(logging.DEBUG)
+    fake = FakeService(golden("token_ok"))
+    auth.password_grant(
+        BASE,
+        client_id="a",
+        client_secret="topsecret1",
+        username="u",
+        password="hunter22",
+        session=fake.session(),
+    )
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "Obtained token" in messages, "requests-oauthlib logged, and was filtered"
+    for secret in (SECRET, "topsecret1", "hunter22"):
+        assert secret not in messages
+
+
+# --- authorization code, oob, browser-only ------------------------------------------------------
+
+
+def test_authorization_url_carries_a_fresh_random_state():
+    url, state = auth.authorization_url(BASE, client_id="app", redirect_uri=OOB_REDIRECT_URI)
+    params = parse_qs(urlsplit(url).query)
+    assert urlsplit(url).path == "/api/oauthv2/authorize"
+    assert params["state"] == [state] and len(state) >= 32
+    assert params["response_type"] == ["code"]
+    assert params["redirect_uri"] == [OOB_REDIRECT_URI]
+    assert auth.authorization_url(BASE, client_id="app", redirect_uri="x")[1] != state
+
+
+@pytest.mark.parametrize("spelling", ["code_and_token", "code-and-token"])
+def test_code_and_token_is_sent_hyphenated(spelling):
+    url, _ = auth.authorization_url(BASE, client_id="a", redirect_uri="r", response_type=spelling)
+    assert parse_qs(urlsplit(url).query)["response_type"] == ["code-and-token"]
+
+
+def test_code_from_redirect_checks_the_state():
+    assert auth.code_from_redirect("http://127.0.0.1:1/cb?code=c1&state=s1", state="s1") == "c1"
+    with pytest.raises(StateMismatchError, match="forgery"):
+        auth.code_from_redirect("http://127.0.0.1:1/cb?code=c1&state=evil", state="s1")
+    with pytest.raises(StateMismatchError):
+        auth.code_from_redirect("http://127.0.0.1:1/cb?code=c1", state="s1")
+    with pytest.raises(OAuthError, match="refused") as caught:
+        auth.code_from_redirect("http://127.0.0.1:1/cb?error=access_denied&state=s1", state="s1")
+    assert caught.value.error == "access_denied"
+    assert auth.code_from_redirect("  barecode  ", state=None) == "barecode"
+
+
+def test_token_from_redirect_reads_the_fragment():
+    url = f"https://app.example/cb#access_token={SECRET}&state=s1"
+    assert auth.token_from_redirect(url, state="s1") == Token(SECRET)
+    with pytest.raises(StateMismatchError):
+        auth.token_from_redirect(url, state="other")
+    with pytest.raises(OAuthError, match="no #access_token"):
+        auth.token_from_redirect("https://app.example/cb#state=s1", state="s1")
+
+
+def test_oob_flow_exchanges_the_pasted_code():
+    fake = FakeService(golden("token_ok"))
+    shown = []
+
+    def paste(url):
+        shown.append(url)
+        return "pasted-code\n"
+
+    token = auth.login_oob(BASE, client_id="app", ask=paste, session=fake.session())
+    assert token.access_token == SECRET
+    assert "redirect_uri=urn%3Aietf%3Awg%3Aoauth%3A2.0%3Aoob" in shown[0]
+    assert dict(form(fake.requests[0])) == {
+        "grant_type": "authorization_code",
+        "code": "pasted-code",
+        "redirect_uri": OOB_REDIRECT_URI,
+        "client_id": "app",
+    }
+
+
+def test_implicit_flow_reads_the_pasted_address():
+    def paste(url):
+        state = parse_qs(urlsplit(url).query)["state"][0]
+        assert parse_qs(urlsplit(url).query)["response_type"] == ["token"]
+        return f"https://app.example/cb#access_token={SECRET}&state={state}"
+
+    assert auth.login_implicit(
+        BASE, client_id="a", redirect_uri="https://app.example/cb", ask=paste
+    ) == Token(SECRET)
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _browser(answer_for):
+    """A stand-in browser: follows the authorization URL to the loopback callback in a thread."""
+
+    def open_browser(url):
+        params = parse_qs(urlsplit(url).query)
+        target = answer_for(params["redirect_uri"][0], params["state"][0])
+        threading.Thread(target=requests.get, args=(target,), kwargs={"timeout": 10}).start()
+
+    return open_browser
+
+
+def test_browser_flow_catches_the_callback_and_exchanges_the_code():
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
+    token = auth.login_browser(
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=browser,
+        wait=10,
+        session=fake.session(),
+    )
+    assert token.access_token == SECRET
+    assert ("code", "the-code") in form(fake.requests[0])
+    assert ("redirect_uri", redirect) in form(fake.requests[0])
+
+
+def test_browser_flow_refuses_a_forged_state():
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state=forged")
+    with pytest.raises(StateMismatchError):
+        auth.login_browser(
+            BASE,
+            client_id="a",
+            redirect_uri=redirect,
+            open_browser=browser,
+            wait=10,
+            session=fake.session(),
+        )
+    assert fake.requests == [], "no code exchanged after a state mismatch"
+
+
+def test_browser_flow_gives_up_after_waiting():
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    with pytest.raises(OAuthError, match="no answer from the browser"):
+        auth.login_browser(
+            BASE, client_id="a", redirect_uri=redirect, open_browser=lambda url: None, wait=0.2
+        )
+
+
+def test_browser_flow_needs_a_loopback_redirect():
+    with pytest.raises(ConfigurationError, match="out-of-band"):
+        auth.login_browser(BASE, client_id="a", redirect_uri=OOB_REDIRECT_URI)
+
+
+# --- refresh ------------------------------------------------------------------------------------
+
+
+def test_refresh_sends_the_refresh_grant_and_keeps_an_unrotated_refresh_token():
+    fake = FakeService(golden("token_ok"))
+    fresh = auth.refresh(
+        BASE, Token("old", refresh_token="r1"), client_id="app", session=fake.session()
+    )
+    assert fresh == Token(SECRET, refresh_token="r1")
+    body = dict(form(fake.requests[0]))
+    assert body["grant_type"] == "refresh_token" and body["refresh_token"] == "r1"
+    assert body["client_id"] == "app"
+
+
+def test_refresh_needs_a_refresh_token():
+    with pytest.raises(ConfigurationError, match="log in again"):
+        auth.refresh(BASE, Token("old"), client_id="app")
