@@ -1,0 +1,127 @@
+"""connect() resolves credentials in order; Client holds the transport and never shows a token."""
+
+from __future__ import annotations
+
+import pytest
+from fake_service import BASE, FakeService, golden
+
+import mediaframe as mf
+from mediaframe.auth import Profile, Token, TokenStore
+from mediaframe.config import Settings
+from mediaframe.exceptions import ConfigurationError, OAuthError
+
+SECRET = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", backoff=0)
+
+
+def test_connect_with_a_token(settings):
+    fake = FakeService(golden("me"))
+    with mf.connect(BASE + "/", token=SECRET, settings=settings, session=fake.session()) as client:
+        assert client.base_url == BASE
+        assert client.whoami()["login"] == "ada"
+        assert client.settings is settings
+        assert SECRET not in repr(client) and SECRET not in repr(client.api)
+    assert fake.requests[0].headers["Authorization"] == f"OAuth {SECRET}"
+
+
+def test_user_key_is_the_login_fetched_once(settings):
+    fake = FakeService(golden("me"))
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=fake.session())
+    assert client.user_key == "ada" and client.user_key == "ada"
+    assert len(fake.requests) == 1
+
+
+def test_connect_with_a_password_stores_the_profile_when_named(settings):
+    fake = FakeService(golden("token_ok"), golden("me"))
+    client = mf.connect(
+        BASE,
+        client_id="app",
+        username="ada",
+        password="pw",
+        profile="work",
+        settings=settings,
+        session=fake.session(),
+    )
+    assert client.profile == "work"
+    assert TokenStore(settings.config_dir).load("work").token == Token(SECRET)
+    client.me_raw()
+    assert fake.requests[1].headers["Authorization"] == f"OAuth {SECRET}"
+
+
+def test_connect_with_a_password_stores_nothing_unnamed(settings):
+    fake = FakeService(golden("token_ok"))
+    mf.connect(
+        BASE,
+        client_id="app",
+        username="ada",
+        password="pw",
+        settings=settings,
+        session=fake.session(),
+    )
+    assert TokenStore(settings.config_dir).names() == []
+
+
+def test_a_refused_password_raises_oauth_error(settings):
+    fake = FakeService(golden("token_invalid_grant"))
+    with pytest.raises(OAuthError):
+        mf.connect(
+            BASE,
+            client_id="a",
+            username="u",
+            password="p",
+            settings=settings,
+            session=fake.session(),
+        )
+
+
+def test_connect_loads_the_default_profile(settings):
+    TokenStore(settings.config_dir).save("default", Profile(BASE, Token(SECRET)))
+    fake = FakeService(golden("me"))
+    client = mf.connect(settings=settings, session=fake.session())
+    assert (client.base_url, client.profile) == (BASE, "default")
+    client.whoami()
+    assert fake.requests[0].headers["Authorization"] == f"OAuth {SECRET}"
+
+
+def test_connect_refuses_a_profile_for_another_service(settings):
+    TokenStore(settings.config_dir).save("work", Profile(BASE, Token(SECRET)))
+    with pytest.raises(ConfigurationError, match=r"is for https://assets\.example\.org"):
+        mf.connect("https://other.example.org", profile="work", settings=settings)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"token": SECRET}, "needs base_url"),
+        ({"base_url": BASE, "token": SECRET, "password": "x"}, "not both"),
+        ({"base_url": BASE, "username": "u", "password": "p"}, "client_id"),
+        ({}, "mediaframe login --profile default"),
+        ({"base_url": "http://assets.example.org", "token": SECRET}, "plain http"),
+    ],
+)
+def test_connect_explains_missing_or_contradictory_credentials(settings, kwargs, message):
+    with pytest.raises(ConfigurationError, match=message):
+        mf.connect(settings=settings, **kwargs)
+
+
+def test_an_expiring_profile_is_refreshed_and_persisted_before_use(settings):
+    store = TokenStore(settings.config_dir)
+    stale = Token("old-token", refresh_token="r1", expires_at=1.0)
+    store.save("work", Profile(BASE, stale, "app", "shh"))
+    seen_on_disk = []
+
+    def me(request):
+        seen_on_disk.append(store.load("work").token.access_token)
+        return golden("me")
+
+    fake = FakeService(golden("token_refreshable"), me)
+    client = mf.connect(profile="work", settings=settings, session=fake.session())
+    client.whoami()
+    assert fake.requests[0].path_url == "/api/oauthv2/token"
+    assert fake.requests[1].headers["Authorization"] == "OAuth fedcba9876543210fedcba9876543210"
+    assert seen_on_disk == ["fedcba9876543210fedcba9876543210"], "persisted before it was used"
+    assert store.load("work").token.refresh_token == "r2r2r2r2"
