@@ -2,15 +2,240 @@
 
 from __future__ import annotations
 
-import click
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
 
-from mediaframe import __version__
+import click
+from click.core import ParameterSource
+
+from mediaframe import __version__, auth
+from mediaframe.auth import Profile, Token, TokenStore
+from mediaframe.client import connect
+from mediaframe.config import Settings
+from mediaframe.exceptions import AuthenticationError, ConfigurationError, MediaframeError
+
+#: Exit codes: what happened, for scripts.
+EXIT_ERROR, EXIT_CONFIGURATION, EXIT_AUTHENTICATION = 1, 2, 3
 
 
 @click.group()
 @click.version_option(__version__, prog_name="mediaframe")
 def main() -> None:
     """mediaframe: a Media Asset Service as typed DataFrames."""
+
+
+def _reported(command: Callable[..., None]) -> Callable[..., None]:
+    """Turn mediaframe errors into one line on stderr and an exit code that says which kind."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except MediaframeError as err:
+            click.echo(f"Error: {err}", err=True)
+            if isinstance(err, AuthenticationError):
+                sys.exit(EXIT_AUTHENTICATION)
+            sys.exit(EXIT_CONFIGURATION if isinstance(err, ConfigurationError) else EXIT_ERROR)
+
+    return run
+
+
+def _no_plain_argument(ctx: click.Context, name: str, value: str | None) -> str | None:
+    # A secret typed as an argument is visible to every user in `ps` and kept in shell history.
+    if value is not None and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+        raise click.UsageError(
+            f"do not pass --{name.replace('_', '-')} a value on the command line (others can read "
+            f"it in ps): give the option alone to be prompted, or set "
+            f"MEDIAFRAME_{name.upper()}"
+        )
+    return value
+
+
+def _stdin_line(what: str) -> str:
+    line = sys.stdin.readline().rstrip("\r\n")
+    if not line:
+        raise click.UsageError(f"no {what} on standard input")
+    return line
+
+
+@main.command()
+@click.option(
+    "--url", "base_url", required=True, help="Service root, e.g. https://assets.example.org"
+)
+@click.option("--profile", help="Profile name to store (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option("--username", help="Log in with the password grant as this user.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option(
+    "--password",
+    envvar="MEDIAFRAME_PASSWORD",
+    hidden=True,
+    callback=lambda ctx, _, value: _no_plain_argument(ctx, "password", value),
+)
+@click.option("--oob", "flow", flag_value="oob", help="Open a URL anywhere, paste the code shown.")
+@click.option("--browser", "flow", flag_value="browser", help="Open the browser here (loopback).")
+@click.option("--implicit", "flow", flag_value="implicit", help="Paste the #access_token address.")
+@click.option("--token-stdin", is_flag=True, help="Store a token read from standard input.")
+@click.option("--client-id", envvar="MEDIAFRAME_CLIENT_ID", help="OAuth application client id.")
+@click.option(
+    "--client-secret",
+    envvar="MEDIAFRAME_CLIENT_SECRET",
+    prompt="Client secret",
+    prompt_required=False,
+    hide_input=True,
+    default=None,
+    help="Give the option alone to be prompted, or set MEDIAFRAME_CLIENT_SECRET.",
+    callback=lambda ctx, _, value: _no_plain_argument(ctx, "client_secret", value),
+)
+@click.option("--redirect-uri", help="Registered callback (--browser: http://127.0.0.1:PORT/...).")
+@_reported
+def login(
+    base_url: str,
+    profile: str | None,
+    username: str | None,
+    password_stdin: bool,
+    password: str | None,
+    flow: str | None,
+    token_stdin: bool,
+    client_id: str | None,
+    client_secret: str | None,
+    redirect_uri: str | None,
+) -> None:
+    """Log in and store a token profile (file mode 0600); see docs/auth.md.
+
+    \b
+    Pick one way:
+      --username U [--password-stdin]   password grant (prompted for the password otherwise)
+      --oob                             remote kernels: open the URL anywhere, paste the code
+      --browser --redirect-uri URI      a local browser and a loopback callback
+      --implicit --redirect-uri URI     paste the address holding #access_token=
+      --token-stdin                     a token you already have
+    """
+    settings = Settings.from_env()
+    name = profile or settings.profile
+    base_url = auth.check_base_url(base_url)
+    chosen = (username and "--username", flow and f"--{flow}", token_stdin and "--token-stdin")
+    ways = [way for way in chosen if way]
+    if len(ways) != 1:
+        raise click.UsageError(
+            "choose exactly one way to log in: --username, --oob, --browser, --implicit or "
+            "--token-stdin (see `mediaframe login --help`)"
+        )
+    if token_stdin:
+        token = Token(_stdin_line("token"))
+    else:
+        if not client_id:
+            raise click.UsageError("--client-id (or MEDIAFRAME_CLIENT_ID) is needed for this login")
+        token = _oauth_login(
+            base_url,
+            settings,
+            username=username,
+            password=password,
+            password_stdin=password_stdin,
+            flow=flow,
+            client_id=client_id,
+            client_secret=client_secret,
+            redirect_uri=redirect_uri,
+        )
+    # Check the token works before storing it: a stored dead token only fails later.
+    with connect(base_url, token=token.access_token, settings=settings) as client:
+        user = client.whoami()
+    path = TokenStore(settings.config_dir).save(
+        name, Profile(base_url, token, client_id, client_secret)
+    )
+    click.echo(f"Logged in to {base_url} as {_who(user)}; profile {name!r} saved in {path}")
+
+
+def _oauth_login(
+    base_url: str,
+    settings: Settings,
+    *,
+    username: str | None,
+    password: str | None,
+    password_stdin: bool,
+    flow: str | None,
+    client_id: str,
+    client_secret: str | None,
+    redirect_uri: str | None,
+) -> Token:
+    timeout = settings.timeout
+    if username:
+        if password_stdin:
+            password = _stdin_line("password")
+        elif password is None:
+            password = click.prompt("Password", hide_input=True)
+        return auth.password_grant(
+            base_url,
+            client_id=client_id,
+            client_secret=client_secret,
+            username=username,
+            password=password,
+            timeout=timeout,
+        )
+    if flow == "oob":
+        return auth.login_oob(
+            base_url, client_id=client_id, client_secret=client_secret, ask=_ask, timeout=timeout
+        )
+    if not redirect_uri:
+        raise click.UsageError(f"--{flow} needs --redirect-uri, the application's registered one")
+    if flow == "browser":
+        click.echo("Opening the browser; waiting for the login to come back ...", err=True)
+        return auth.login_browser(
+            base_url,
+            client_id=client_id,
+            client_secret=client_secret,
+            redirect_uri=redirect_uri,
+            timeout=timeout,
+        )
+    return auth.login_implicit(base_url, client_id=client_id, redirect_uri=redirect_uri, ask=_ask)
+
+
+def _ask(url: str) -> str:
+    click.echo(
+        f"Open this address in a browser, log in, and paste what you get:\n\n  {url}\n", err=True
+    )
+    return str(click.prompt("Code or address", err=True))
+
+
+def _who(user: dict[str, Any]) -> str:
+    login = user.get("login") or user.get("id") or "?"
+    name, email = user.get("display_name"), user.get("email")
+    extra = " ".join(part for part in (name, f"<{email}>" if email else None) if part)
+    return f"{login} ({extra})" if extra else str(login)
+
+
+@main.command()
+@click.option("--profile", help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').")
+@_reported
+def logout(profile: str | None) -> None:
+    """Forget a stored profile (the token stays valid until revoked in the service)."""
+    settings = Settings.from_env()
+    name = profile or settings.profile
+    store = TokenStore(settings.config_dir)
+    if store.delete(name):
+        click.echo(
+            f"Logged out: profile {name!r} removed from {store.directory}. To invalidate the "
+            "token itself, revoke it in the service's account settings."
+        )
+    else:
+        click.echo(f"No profile {name!r} in {store.directory}; nothing to do.")
+
+
+@main.command()
+@click.option("--profile", help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option("--json", "as_json", is_flag=True, help="Print the user as JSON.")
+@_reported
+def whoami(profile: str | None, as_json: bool) -> None:
+    """Print the user a stored profile logs in as (never the token)."""
+    settings = Settings.from_env()
+    with connect(profile=profile, settings=settings) as client:
+        user = client.whoami()
+        if as_json:
+            click.echo(json.dumps(user, ensure_ascii=False, indent=2))
+        else:
+            click.echo(f"{_who(user)} on {client.base_url} [profile {client.profile}]")
 
 
 def _register() -> None:

@@ -1,0 +1,153 @@
+"""login / logout / whoami against the emulator on loopback: secrets never on the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from mediaframe import cli
+from mediaframe.auth import TokenStore
+
+
+@pytest.fixture
+def run(tmp_path, emulator):
+    env = {
+        "MEDIAFRAME_CONFIG_DIR": str(tmp_path),
+        "MEDIAFRAME_CLIENT_ID": emulator.client_id,
+        "MEDIAFRAME_CLIENT_SECRET": emulator.client_secret,
+        "MEDIAFRAME_PASSWORD": None,
+        "MEDIAFRAME_PROFILE": None,
+        "MEDIAFRAME_BACKOFF": "0",
+    }
+
+    def invoke(*args, input=None, **extra_env):
+        result = CliRunner().invoke(cli.main, list(args), input=input, env={**env, **extra_env})
+        assert emulator.token not in result.output
+        assert emulator.password not in result.output
+        return result
+
+    return invoke
+
+
+def test_password_login_stores_a_private_profile_and_whoami_reads_it(run, emulator, tmp_path):
+    login = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--password-stdin",
+        input=emulator.password + "\n",
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert "as demo" in login.output and "profile 'default'" in login.output
+    path = TokenStore(tmp_path).path("default")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    stored = json.loads(path.read_text())
+    assert stored["base_url"] == emulator.base_url and "client_secret" not in stored
+    who = run("whoami")
+    assert who.exit_code == 0 and who.output.startswith("demo")
+    assert stored["access_token"] not in who.output
+    as_json = run("whoami", "--json")
+    assert json.loads(as_json.output)["login"] == "demo"
+
+
+def test_the_password_can_come_from_a_hidden_prompt_or_the_environment(run, emulator):
+    prompted = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--profile", "p1",
+        input=emulator.password + "\n",
+    )  # fmt: skip
+    assert prompted.exit_code == 0, prompted.output
+    from_env = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--profile", "p2",
+        MEDIAFRAME_PASSWORD=emulator.password,
+    )  # fmt: skip
+    assert from_env.exit_code == 0, from_env.output
+
+
+@pytest.mark.parametrize("option", ["--password", "--client-secret"])
+def test_secrets_as_arguments_are_refused(run, emulator, option):
+    result = run("login", "--url", emulator.base_url, "--username", "demo", option, "visible")
+    assert result.exit_code == 2
+    assert "ps" in result.output
+
+
+def test_a_wrong_password_exits_3_and_stores_nothing(run, emulator, tmp_path):
+    result = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--password-stdin",
+        input="wrong\n",
+    )  # fmt: skip
+    assert result.exit_code == 3
+    assert "invalid_grant" in result.output
+    assert TokenStore(tmp_path).names() == []
+
+
+def test_token_login_checks_the_token_first(run, emulator, tmp_path):
+    good = run(
+        "login", "--url", emulator.base_url, "--token-stdin", "--profile", "t", input=emulator.token
+    )
+    assert good.exit_code == 0, good.output
+    bad = run(
+        "login", "--url", emulator.base_url, "--token-stdin", "--profile", "u", input="f" * 32
+    )
+    assert bad.exit_code == 3
+    assert "mediaframe login" in bad.output
+    assert TokenStore(tmp_path).names() == ["t"]
+
+
+def test_oob_login_reads_the_pasted_code(run, emulator, monkeypatch):
+    def paste(url):
+        page = requests.get(url, timeout=10).text
+        return re.search(r'name="code" value="([^"]+)"', page).group(1)
+
+    monkeypatch.setattr(cli, "_ask", paste)
+    result = run("login", "--url", emulator.base_url, "--oob", "--profile", "hub")
+    assert result.exit_code == 0, result.output
+    assert "as demo" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--oob", "--token-stdin"], ["--browser"]],
+    ids=["none", "two", "browser-without-redirect"],
+)
+def test_login_needs_exactly_one_complete_way(run, emulator, args):
+    result = run("login", "--url", emulator.base_url, *args)
+    assert result.exit_code == 2
+
+
+def test_plain_http_to_a_remote_host_exits_2(run):
+    result = run("login", "--url", "http://assets.example.org", "--token-stdin", input="x")
+    assert result.exit_code == 2
+    assert "https" in result.output
+
+
+def test_logout_removes_the_profile_and_says_so(run, emulator, tmp_path):
+    run("login", "--url", emulator.base_url, "--token-stdin", input=emulator.token)
+    first = run("logout")
+    assert first.exit_code == 0 and "removed" in first.output and "revoke" in first.output
+    assert TokenStore(tmp_path).names() == []
+    second = run("logout")
+    assert second.exit_code == 0 and "nothing to do" in second.output
+    missing = run("whoami")
+    assert missing.exit_code == 2 and "mediaframe login" in missing.output
+
+
+def test_whoami_with_a_revoked_token_exits_3(run, emulator):
+    token = emulator.token_for("demo")
+    run("login", "--url", emulator.base_url, "--token-stdin", "--profile", "r", input=token)
+    emulator.revoke(token)
+    result = run("whoami", "--profile", "r")
+    assert result.exit_code == 3
+    assert "log in again" in result.output.lower()
+
+
+def test_client_secret_alone_prompts_with_hidden_input(run, emulator):
+    result = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--client-secret",
+        "--password-stdin", "--profile", "s",
+        input=f"{emulator.client_secret}\n{emulator.password}\n",
+        MEDIAFRAME_CLIENT_SECRET=None,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Client secret:" in result.output and emulator.client_secret not in result.output
