@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import stat
 import threading
@@ -453,3 +454,80 @@ def test_refresh_sends_the_refresh_grant_and_keeps_an_unrotated_refresh_token():
 def test_refresh_needs_a_refresh_token():
     with pytest.raises(ConfigurationError, match="log in again"):
         auth.refresh(BASE, Token("old"), client_id="app")
+
+
+# --- end to end, against the emulator ---------------------------------------------------------
+
+
+def test_password_grant_against_the_emulator(inprocess_emulator):
+    emu = inprocess_emulator
+    token = auth.password_grant(
+        emu.inprocess_url, client_id=emu.client_id, client_secret=emu.client_secret,
+        username=emu.username, password=emu.password, session=emu.requests_session(),
+    )  # fmt: skip
+    assert re.fullmatch(r"[0-9a-f]{32}", token.access_token)
+    assert (token.refresh_token, token.expires_at) == (None, None)
+
+
+def test_an_application_without_the_password_grant_is_told_to_use_the_browser(inprocess_emulator):
+    emu = inprocess_emulator
+    web = next(app for app in emu.accounts.apps.values() if not app.password_grant)
+    with pytest.raises(OAuthError, match="--oob") as caught:
+        auth.password_grant(
+            emu.inprocess_url, client_id=web.client_id, client_secret=web.client_secret,
+            username=emu.username, password=emu.password, session=emu.requests_session(),
+        )  # fmt: skip
+    assert caught.value.error == "unsupported_grant_type"
+
+
+def test_code_flow_with_the_loopback_callback_against_the_emulator(emulator):
+    def browser(url):
+        # No browser here: requests follows the authorize redirect to the loopback callback.
+        threading.Thread(target=requests.get, args=(url,), kwargs={"timeout": 10}).start()
+
+    token = auth.login_browser(
+        emulator.base_url, client_id=emulator.client_id, client_secret=emulator.client_secret,
+        redirect_uri=emulator.redirect_uri, open_browser=browser, wait=10,
+    )  # fmt: skip
+    me = requests.get(
+        f"{emulator.base_url}/api/v1/me/", headers=auth.token_header(token.access_token), timeout=10
+    )
+    assert me.json()["response"]["user"]["login"] == "demo"
+
+
+def test_oob_flow_against_the_emulator(emulator):
+    def paste(url):
+        page = requests.get(url, timeout=10).text
+        return re.search(r'name="code" value="([^"]+)"', page).group(1)
+
+    token = auth.login_oob(
+        emulator.base_url, client_id=emulator.client_id, client_secret=emulator.client_secret,
+        ask=paste,
+    )  # fmt: skip
+    assert len(token.access_token) == 32
+
+
+@pytest.mark.parametrize("response_type", ["token", "code-and-token"])
+def test_browser_only_fragment_against_the_emulator(emulator, response_type):
+    url, state = auth.authorization_url(
+        emulator.base_url, client_id=emulator.client_id, redirect_uri=emulator.redirect_uri,
+        response_type=response_type,
+    )  # fmt: skip
+    location = requests.get(url, allow_redirects=False, timeout=10).headers["Location"]
+    token = auth.token_from_redirect(location, state=state)
+    assert len(token.access_token) == 32
+    if response_type == "code-and-token":
+        assert auth.code_from_redirect(location, state=state)
+
+
+def test_a_used_code_is_refused_by_the_emulator(emulator):
+    url, state = auth.authorization_url(
+        emulator.base_url, client_id=emulator.client_id, redirect_uri=emulator.redirect_uri
+    )
+    location = requests.get(url, allow_redirects=False, timeout=10).headers["Location"]
+    code = auth.code_from_redirect(location, state=state)
+    exchange = {"client_id": emulator.client_id, "redirect_uri": emulator.redirect_uri}
+    assert auth.exchange_code(emulator.base_url, code, **exchange)
+    with pytest.raises(OAuthError) as caught:
+        auth.exchange_code(emulator.base_url, code, **exchange)
+    assert caught.value.error == "invalid_grant"

@@ -340,3 +340,96 @@ def test_debug_logs_never_carry_the_token(settings, caplog):
 def test_api_errors_are_api_errors(settings):
     with pytest.raises(APIError):
         transport(FakeService(golden("bad_request")), settings).post("/api/v1/search/")
+
+
+# --- end to end, against the emulator -----------------------------------------------------------
+
+
+def emulator_transport(emu, settings, **options):
+    options.setdefault("token", emu.token)
+    return Transport(
+        emu.inprocess_url, settings=settings, session=emu.requests_session(), **options
+    )
+
+
+def test_a_revoked_token_is_rejected_by_the_emulator(inprocess_emulator, settings):
+    token = inprocess_emulator.token_for("demo")
+    live = emulator_transport(inprocess_emulator, settings, token=token)
+    assert live.get("/api/v1/me/")["user"]["login"] == "demo"
+    inprocess_emulator.revoke(token)
+    with pytest.raises(TokenRejectedError, match="mediaframe login"):
+        live.get("/api/v1/me/")
+
+
+def test_the_emulator_answers_missing_tokens_and_unknown_routes_apart(inprocess_emulator, settings):
+    with pytest.raises(TokenMissingError):
+        emulator_transport(inprocess_emulator, settings, token=None).get("/api/v1/me/")
+    with pytest.raises(NotFoundError):
+        emulator_transport(inprocess_emulator, settings).get("/api/v1/nowhere/")
+    with pytest.raises(MethodNotAllowedError):
+        emulator_transport(inprocess_emulator, settings).post("/api/v1/me/")
+
+
+class _BearerProxy(requests.adapters.BaseAdapter):
+    """Rewrites the header to Bearer, as a server that refuses our header form would see it."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def send(self, request, **kwargs):
+        if "Authorization" in request.headers:
+            request.headers["Authorization"] = request.headers["Authorization"].replace(
+                "OAuth ", "Bearer "
+            )
+        return self.inner.send(request, **kwargs)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_header_refusal_falls_back_to_the_parameter_against_the_emulator(
+    inprocess_emulator, settings
+):
+    session = inprocess_emulator.requests_session()
+    session.mount(
+        inprocess_emulator.inprocess_url,
+        _BearerProxy(session.get_adapter(inprocess_emulator.inprocess_url)),
+    )
+    auto = Transport(
+        inprocess_emulator.inprocess_url,
+        token=inprocess_emulator.token,
+        settings=settings,
+        session=session,
+    )
+    assert auto.get("/api/v1/me/")["user"]["login"] == "demo"
+    assert auto.placement == "param"
+    assert auto.post("/api/v1/search/", [("query", ""), ("per_page", "1")])["per_page"] == 1
+
+
+@pytest.mark.parametrize("representation", ["json", "yaml", "jsonp"])
+def test_every_representation_against_the_emulator(inprocess_emulator, settings, representation):
+    speaker = emulator_transport(inprocess_emulator, settings, representation=representation)
+    assert speaker.get("/api/v1/me/")["user"]["login"] == "demo"
+    with pytest.raises(NotFoundError):
+        speaker.get("/api/v1/records/1/99999999/")
+
+
+def test_param_placement_against_the_emulator(inprocess_emulator, settings):
+    placed = emulator_transport(inprocess_emulator, settings.replace(token_placement="param"))
+    assert placed.get("/api/v1/me/")["user"]["login"] == "demo"
+    assert placed.post("/api/v1/search/", [("per_page", "2")])["per_page"] == 2
+    assert placed.post("/api/v2/search/", [("per_page", "2")])["per_page"] == 2
+
+
+def test_faults_are_retried_until_every_answer_arrives(fresh_emulator, settings, caplog):
+    caplog.set_level(logging.DEBUG, logger="mediaframe.http")
+    emu = fresh_emulator(fail_rate=0.25, drop_rate=0.15, truncate_rate=0.15, fault_seed=3)
+    flaky = Transport(emu.base_url, token=emu.token, settings=settings.replace(retries=12))
+    counts = {
+        flaky.post("/api/v1/search/", [("per_page", "5")])["total_results"] for _ in range(25)
+    }
+    assert len(counts) == 1
+    retried = " ".join(r.getMessage() for r in caplog.records if "retry" in r.getMessage())
+    assert "Internal Server Error" in retried and "dropped" in retried
+    flaky.close()
