@@ -1,0 +1,210 @@
+"""Typed pandas arrays from decoded JSON values: declared conversions and the whole-input rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mediaframe.exceptions import MalformedItemError
+
+__all__ = [
+    "TIMESTAMP",
+    "infer_array",
+    "object_values",
+    "render_text",
+    "to_array",
+]
+
+#: Microseconds, not nanoseconds: pandas 3 parses ISO strings to this unit, it covers the years
+#: 1-9999 (a nanosecond column overflows outside 1677-2262) and it round-trips through parquet.
+TIMESTAMP = "datetime64[us, UTC]"
+
+_NONE = type(None)
+_NUMBERS = frozenset({int, float})
+_SCALARS = frozenset({bool, int, float, str})
+
+#: What each declared dtype accepts, as the exact Python types a JSON decoder produces.
+_ACCEPTS: dict[str, frozenset[type]] = {
+    "Int64": frozenset({int}),
+    "Float64": _NUMBERS,
+    "boolean": frozenset({bool}),
+    "string": frozenset({str}),
+    "category": frozenset({str}),
+    TIMESTAMP: frozenset({str}),
+}
+
+_EXPECTED = {
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    str: "a string",
+}
+
+Label = Callable[[int], str]
+
+
+def to_array(values: Sequence[Any], dtype: str, *, member: str, label: Label) -> Any:
+    """Convert one declared column, refusing values of the wrong JSON type.
+
+    Parameters
+    ----------
+    values : the column's values, ``None`` where the member is null or absent.
+    dtype : a declared dtype: ``Int64``, ``Float64``, ``boolean``, ``string``, ``category`` or
+        :data:`TIMESTAMP`.
+    member : the API member the values come from, for error messages.
+    label : names the item at a position, for error messages.
+
+    Raises
+    ------
+    MalformedItemError
+        A value has another JSON type than the column declares; the message names the item.
+    """
+    accepted = _ACCEPTS[dtype]
+    kinds = set(map(type, values))
+    kinds.discard(_NONE)
+    if not kinds <= accepted:
+        _refuse(values, accepted, member=member, label=label)
+    if dtype == "category":
+        return categorical(values)
+    if dtype == TIMESTAMP:
+        return timestamps(values, member=member, label=label)
+    if dtype == "Int64":
+        return _integers(values, member=member, label=label)
+    return pd.array(values, dtype=dtype)
+
+
+def infer_array(values: Sequence[Any]) -> Any:
+    """Type a column by every value it holds: the rule for technical names and unknown members.
+
+    All integers give ``Int64``; integers and floats give ``Float64``; all booleans give
+    ``boolean``; any string among scalars gives ``string``, the other scalars rendered by
+    :func:`render_text`; nested values (objects, arrays) keep the column as ``object`` with the
+    raw values; a column of nulls only is ``object`` holding ``None``.
+    """
+    kinds = set(map(type, values))
+    kinds.discard(_NONE)
+    if not kinds or not kinds <= _SCALARS:
+        # fromiter keeps each value whole where np.array would turn nested lists into dimensions.
+        return np.fromiter(values, dtype=object, count=len(values))
+    if kinds == {int}:
+        try:
+            return _integers(values, member="", label=str)
+        except MalformedItemError:
+            pass  # beyond int64: the exact digits survive as text
+    elif kinds <= _NUMBERS:
+        return pd.array(values, dtype="Float64")
+    elif kinds == {bool}:
+        return pd.array(values, dtype="boolean")
+    if kinds != {str}:
+        values = [None if v is None else render_text(v) for v in values]
+    return pd.array(values, dtype="string")
+
+
+def render_text(value: bool | int | float | str) -> str:
+    """Write a scalar as text the way it reads in JSON, integral floats without ``.0``.
+
+    Integral floats lose their ``.0`` because a ``Float64`` column no longer knows whether ``5.0``
+    arrived as ``5`` or ``5.0``; rendering by value keeps a per-page frame and a whole-input frame
+    identical when a later page turns the column into text.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def object_values(array: Any) -> np.ndarray:
+    """Return a column's values as Python objects with ``None`` for missing, to be typed again."""
+    if isinstance(array, pd.Series):
+        array = array.array
+    if isinstance(array, pd.Categorical):
+        return _categorical_values(array)
+    if isinstance(array, pd.api.extensions.ExtensionArray):
+        return array.to_numpy(dtype=object, na_value=None)
+    return np.asarray(array, dtype=object)
+
+
+def _categorical_values(array: pd.Categorical) -> np.ndarray:
+    out = np.array(array.astype(object), dtype=object)
+    out[array.isna()] = None
+    return out
+
+
+def categorical(values: Sequence[Any]) -> pd.Categorical:
+    """Build a ``category`` array whose categories are sorted, so page order cannot change them.
+
+    A column without any value gets the single unused category ``""``: pyarrow reads an empty
+    dictionary back with other categories than were written, and this keeps the round trip exact.
+    """
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
+    if len(uniques) == 0:
+        uniques = [""]
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype="str"))
+
+
+def timestamps(values: Sequence[Any], *, member: str, label: Label) -> pd.DatetimeIndex:
+    """Parse ISO 8601 strings to UTC timestamps; placeholders before year 1 become NaT.
+
+    Servers write an unset date as ``-0001-11-30T00:00:00+00:09``: a negative year (or year 0),
+    which no calendar holds, so any such value is missing rather than an error.
+    """
+    cleaned = [None if v is None or v[:1] == "-" or v[:4] == "0000" else v for v in values]
+    try:
+        parsed = pd.to_datetime(cleaned, format="ISO8601", utc=True)
+    except (ValueError, OverflowError):
+        _refuse_dates(cleaned, member=member, label=label)
+        raise
+    return parsed.as_unit("us")
+
+
+def _integers(values: Sequence[Any], *, member: str, label: Label) -> Any:
+    try:
+        return pd.array(values, dtype="Int64")
+    except (OverflowError, TypeError, ValueError):
+        for index, value in enumerate(values):
+            if value is not None and not -(2**63) <= value < 2**63:
+                raise MalformedItemError(
+                    f"{label(index)}: member {member!r} is {value}, beyond a 64-bit integer; "
+                    "the server sent an id or count mediaframe cannot hold",
+                    item=index,
+                ) from None
+        raise
+
+
+def _refuse(values: Sequence[Any], accepted: frozenset[type], *, member: str, label: Label) -> None:
+    for index, value in enumerate(values):
+        if value is not None and type(value) not in accepted:
+            wanted = " or ".join(sorted({_EXPECTED[kind] for kind in accepted}))
+            raise MalformedItemError(
+                f"{label(index)}: member {member!r} is {_describe(value)}, expected {wanted}; "
+                "the server's answer does not follow the API contract (report the payload)",
+                item=index,
+            )
+
+
+def _refuse_dates(values: Sequence[Any], *, member: str, label: Label) -> None:
+    for index, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            pd.to_datetime(value, format="ISO8601", utc=True)
+        except (ValueError, OverflowError):
+            raise MalformedItemError(
+                f"{label(index)}: member {member!r} is {value!r}, not an ISO 8601 date-time; "
+                "the server's answer does not follow the API contract (report the payload)",
+                item=index,
+            ) from None
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return f"{type(value).__name__} {value!r}"

@@ -1,0 +1,149 @@
+"""The column-wise flattening engine every frame is built with: declared columns, then the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+from types import MappingProxyType
+from typing import Any
+
+import pandas as pd
+
+from mediaframe.exceptions import MalformedItemError
+from mediaframe.frames.arrays import infer_array, to_array
+from mediaframe.frames.normalise import keys_of, labeller, member_values
+from mediaframe.frames.schema import Column, Frame
+
+__all__ = ["assemble", "flatten", "nested_rows"]
+
+#: Stands in for a null nested object, so every lookup below it simply finds nothing.
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+Label = Callable[[int], str]
+
+
+def flatten(
+    items: list[dict[str, Any]],
+    frame: Frame,
+    *,
+    given: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    clash_prefix: str = "",
+    label: Label | None = None,
+) -> pd.DataFrame:
+    """Build ``frame`` from a list of dicts, column by column.
+
+    Parameters
+    ----------
+    items : the items, already checked to be dicts (see :func:`normalise.as_items`).
+    frame : the declaration: each column is read from its member path and converted to its dtype;
+        members nobody declared become dynamic columns typed by :func:`arrays.infer_array`.
+    given : arrays for the columns the caller computes (declared with an empty member).
+    extra : more dynamic columns (e.g. pivoted technical names); a name clashing with another
+        column gets ``clash_prefix``.
+    label : names item ``i`` in errors (default: by position and ``frame.key``).
+    """
+    label = label or labeller(items, frame.row, frame.key)
+    given = given or {}
+    sources = {"": items}
+    for path in frame.nested:
+        parent, _, member = path.rpartition(".")
+        sources[path] = nested_rows(sources[parent], member, path=path, label=label)
+    present = {path: keys_of(rows) for path, rows in sources.items()}
+    aliases = _aliases_by_member(frame)
+
+    columns: dict[str, Any] = {}
+    for column in frame.columns:
+        if column.name in given:
+            columns[column.name] = given[column.name]
+            continue
+        source, _, member = column.path.rpartition(".")
+        values = member_values(
+            sources[source], member, aliases=aliases.get(column.path, ()), present=present[source]
+        )
+        columns[column.name] = _declared(values, column, label=label)
+
+    dynamic = _unknown_members(frame, sources, present)
+    taken = columns.keys() | dynamic.keys()
+    for name, array in (extra or {}).items():
+        dynamic[clash_prefix + name if name in taken else name] = array
+    return assemble(frame, columns, dynamic)
+
+
+def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any]) -> pd.DataFrame:
+    """Put the declared columns first, in declared order, then the dynamic ones sorted by name.
+
+    Sorting makes the layout independent of which page first saw a name, so frames built page by
+    page concatenate to the frame of the whole input.
+    """
+    ordered = {name: columns[name] for name in frame.names}
+    ordered.update((name, dynamic[name]) for name in sorted(dynamic))
+    return pd.DataFrame(ordered, copy=False)
+
+
+def nested_rows(
+    rows: Sequence[Mapping[str, Any]], member: str, *, path: str, label: Label
+) -> list[Mapping[str, Any]]:
+    """The objects under ``member`` of each row, an empty mapping where it is null or absent."""
+    values = [row.get(member) for row in rows]
+    if set(map(type, values)) - {dict, MappingProxyType, type(None)}:
+        index = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, dict))
+        raise MalformedItemError(
+            f"{label(index)}: member {path!r} is {type(values[index]).__name__}, expected an "
+            "object or null; the server's answer does not follow the API contract "
+            "(report the payload)",
+            item=index,
+        )
+    return [_EMPTY if value is None else value for value in values]
+
+
+def _declared(values: list[Any], column: Column, *, label: Label) -> Any:
+    if column.required and None in values:
+        index = values.index(None)
+        raise MalformedItemError(
+            f"{label(index)}: member {column.path!r} is missing or null; every item needs it "
+            "to be identified (report the payload)",
+            item=index,
+        )
+    if column.joined:
+        values = _joined(values, column, label=label)
+    return to_array(values, column.dtype, member=column.path, label=label)
+
+
+def _joined(values: list[Any], column: Column, *, label: Label) -> list[Any]:
+    kinds = set(map(type, values)) - {type(None)}
+    entries = chain.from_iterable(v for v in values if type(v) is list)
+    if kinds - {list} or set(map(type, entries)) - {str}:
+        index = next(
+            i
+            for i, v in enumerate(values)
+            if v is not None and (type(v) is not list or any(type(e) is not str for e in v))
+        )
+        raise MalformedItemError(
+            f"{label(index)}: member {column.path!r} is {values[index]!r}, expected an array of "
+            "strings; the server's answer does not follow the API contract (report the payload)",
+            item=index,
+        )
+    return [None if v is None else ",".join(v) for v in values]
+
+
+def _aliases_by_member(frame: Frame) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    for alias, member in frame.aliases.items():
+        found[member] = (*found.get(member, ()), alias)
+    return found
+
+
+def _unknown_members(
+    frame: Frame, sources: Mapping[str, Sequence[Mapping[str, Any]]], present: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Members no declaration reads, as dynamic columns named with their object's prefix."""
+    known = {column.path for column in frame.columns}
+    known |= set(frame.nested) | set(frame.ignored) | set(frame.aliases)
+    dynamic: dict[str, Any] = {}
+    for path, rows in sources.items():
+        prefix = frame.nested.get(path, "")
+        for member in present[path]:
+            if (f"{path}.{member}" if path else member) not in known:
+                dynamic[prefix + member] = infer_array([row.get(member) for row in rows])
+    return dynamic

@@ -1,0 +1,105 @@
+"""Input shapes and spellings of servers of every age, brought to the contract's form."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+from typing import Any
+
+from mediaframe.exceptions import MalformedItemError
+
+__all__ = [
+    "as_items",
+    "keys_of",
+    "labeller",
+    "member_values",
+    "query_time_seconds",
+]
+
+
+def as_items(data: Any, what: str, *, id_member: str | None = None) -> list[dict[str, Any]]:
+    """Return ``data`` as a list of dicts, refusing anything else with an error naming the item.
+
+    Parameters
+    ----------
+    data : a list of objects; or, when ``id_member`` is given, also an object keyed by id (some
+        servers send ``databoxes`` and ``collections`` that way). A value without ``id_member``
+        takes it from its key when the key is an integer.
+    what : what one item is (``record``, ``collection``), for messages.
+    """
+    if isinstance(data, Mapping) and id_member is not None:
+        data = [_with_id(value, key, id_member) for key, value in data.items()]
+    if not isinstance(data, list | tuple):
+        raise MalformedItemError(
+            f"expected a list of {what}s, got {type(data).__name__}; pass the list found in the "
+            "response (e.g. response['results']['records'])",
+        )
+    if set(map(type, data)) - {dict}:
+        index = next(i for i, item in enumerate(data) if type(item) is not dict)
+        raise MalformedItemError(
+            f"{what} #{index} is {type(data[index]).__name__}, expected an object; the server's "
+            "answer does not follow the API contract (report the payload)",
+            item=index,
+        )
+    return list(data)
+
+
+def _with_id(value: Any, key: Any, id_member: str) -> Any:
+    if isinstance(value, dict) and value.get(id_member) is None and str(key).isdigit():
+        return {id_member: int(key), **value}
+    return value
+
+
+def labeller(
+    items: Sequence[Mapping[str, Any]], what: str, key: Sequence[str]
+) -> Callable[[int], str]:
+    """Return a function naming item ``i`` by position and key, e.g. ``record #3 (record_id=7)``."""
+
+    def label(index: int) -> str:
+        item = items[index]
+        ident = ", ".join(f"{k}={item[k]!r}" for k in key if k in item)
+        return f"{what} #{index}" + (f" ({ident})" if ident else "")
+
+    return label
+
+
+def keys_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, None]:
+    """Every member name used by any row, in order of first appearance."""
+    return dict.fromkeys(chain.from_iterable(rows))
+
+
+def member_values(
+    rows: Sequence[Mapping[str, Any]],
+    member: str,
+    *,
+    aliases: Sequence[str] = (),
+    present: Mapping[str, None] | None = None,
+) -> list[Any]:
+    """Values of one member over all rows, ``None`` where absent, falling back to older spellings.
+
+    ``present`` (from :func:`keys_of`) lets the fallback pass be skipped when no row uses an alias.
+    """
+    values = [row.get(member) for row in rows]
+    for alias in aliases:
+        if present is None or alias in present:
+            older = [row.get(alias) for row in rows]
+            values = [
+                old if value is None else value for value, old in zip(values, older, strict=True)
+            ]
+    return values
+
+
+def query_time_seconds(value: Any) -> float | None:
+    """Normalise ``query_time`` to seconds.
+
+    Older servers send float seconds (``0.0123``), newer ones integer milliseconds (``12``): the
+    JSON type tells them apart, so an integer is divided by 1000 and a float is kept.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MalformedItemError(
+            f"search response: member 'query_time' is {value!r}, expected a number; the server's "
+            "answer does not follow the API contract (report the payload)"
+        )
+    return value / 1000 if isinstance(value, int) else float(value)

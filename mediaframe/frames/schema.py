@@ -1,0 +1,526 @@
+"""The one declaration of every frame's columns, dtypes and meanings; renders docs/frame-schema.md.
+
+Run ``python -m mediaframe.frames.schema > docs/frame-schema.md`` after changing a declaration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from mediaframe.frames.arrays import TIMESTAMP
+
+__all__ = ["FRAMES", "Column", "Frame", "render_markdown"]
+
+INT = "Int64"
+FLOAT = "Float64"
+TEXT = "string"
+BOOL = "boolean"
+CATEGORY = "category"
+OBJECT = "object"
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One declared column.
+
+    ``member`` is the dotted path of the API member it is read from (default: the column name);
+    an empty ``member`` marks a column the frame function computes itself.
+    """
+
+    name: str
+    dtype: str
+    doc: str
+    member: str | None = None
+    required: bool = False
+    joined: bool = False  # an array of strings, kept as one text joined with ","
+
+    @property
+    def path(self) -> str:
+        return self.name if self.member is None else self.member
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    """One frame: its columns in order and the API variations it reads.
+
+    Attributes
+    ----------
+    name : the function of :mod:`mediaframe.frames` that builds it.
+    row : what one row is, used to name a malformed item (``record #3 (...)``).
+    key : members that identify a row, shown in error messages.
+    nested : member paths flattened into prefixed columns, path → prefix.
+    aliases : member spellings of older servers, alias → the contract's name.
+    ignored : members that are deliberately not columns, with the reason in ``notes``.
+    extras : how columns beyond the declared ones are named and typed.
+    """
+
+    name: str
+    summary: str
+    row: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+    nested: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    ignored: tuple[str, ...] = ()
+    extras: str = ""
+    notes: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(column.name for column in self.columns)
+
+    @property
+    def dtypes(self) -> dict[str, str]:
+        return {column.name: column.dtype for column in self.columns}
+
+
+_UNKNOWN = (
+    "Unknown members (newer servers, extensions) are kept, never dropped: one column each, named "
+    "with the prefix of the object they sit in, typed over the whole input by the rule below."
+)
+
+_RULE = (
+    "Typing rule for dynamic columns, decided over every value of the whole input: all integers "
+    "→ `Int64`; integers and floats → `Float64`; all booleans → `boolean`; any string among "
+    "scalars → `string`, the other values written as their JSON text (integral floats without "
+    "`.0`, booleans as `true`/`false`); objects or arrays → `object` holding the raw values; "
+    "only nulls → `object` holding `None`."
+)
+
+
+def _thumbnail(prefix: str, path: str) -> tuple[Column, ...]:
+    """Thumbnail (subdefinition) and permalink columns, shared by records and stories."""
+    p, m, pl, ml = prefix, path, f"{prefix}permalink_", f"{path}.permalink"
+    return (
+        Column(f"{p}name", TEXT, "subdefinition name, e.g. `thumbnail`", f"{m}.name"),
+        Column(f"{p}width", INT, "pixels", f"{m}.width"),
+        Column(f"{p}height", INT, "pixels", f"{m}.height"),
+        Column(f"{p}filesize", INT, "bytes", f"{m}.filesize"),
+        Column(
+            f"{p}devices",
+            CATEGORY,
+            "target devices joined with `,` (e.g. `screen`); empty string for an empty list",
+            f"{m}.devices",
+            joined=True,
+        ),
+        Column(f"{p}player_type", CATEGORY, "e.g. `IMAGE`", f"{m}.player_type"),
+        Column(f"{p}mime_type", CATEGORY, "MIME type of the thumbnail file", f"{m}.mime_type"),
+        Column(f"{p}substituted", BOOL, "a stand-in image (newer servers)", f"{m}.substituted"),
+        Column(f"{p}created_on", TIMESTAMP, "newer servers", f"{m}.created_on"),
+        Column(f"{p}updated_on", TIMESTAMP, "newer servers", f"{m}.updated_on"),
+        Column(f"{p}url", TEXT, "direct URL (newer servers)", f"{m}.url"),
+        Column(f"{p}url_ttl", INT, "seconds the URL stays valid (newer servers)", f"{m}.url_ttl"),
+        Column(f"{pl}id", INT, "permalink id", f"{ml}.id"),
+        Column(f"{pl}label", TEXT, "permalink label", f"{ml}.label"),
+        Column(f"{pl}is_activated", BOOL, "permalink active", f"{ml}.is_activated"),
+        Column(f"{pl}created_on", TIMESTAMP, "", f"{ml}.created_on"),
+        Column(f"{pl}updated_on", TIMESTAMP, "", f"{ml}.updated_on"),
+        Column(
+            f"{pl}page_url", TEXT, "preview page (carries the permalink's token)", f"{ml}.page_url"
+        ),
+        Column(f"{pl}url", TEXT, "file URL (carries the permalink's token)", f"{ml}.url"),
+        Column(f"{pl}download_url", TEXT, "download URL", f"{ml}.download_url"),
+    )
+
+
+#: The story metadata keys of the contract, each read from ``metadatas["dc:<name>"]``.
+DUBLIN_CORE = (
+    *("contributor", "coverage", "creator", "date", "description", "format", "identifier"),
+    *("language", "publisher", "relation", "rights", "source", "subject", "title", "type"),
+)
+
+_THUMBNAIL_NESTED = {"thumbnail": "thumbnail_", "thumbnail.permalink": "thumbnail_permalink_"}
+
+RECORDS = Frame(
+    name="records",
+    summary="One row per record, keyed by `(databox_id, record_id)` (ordinary columns, no index).",
+    row="record",
+    key=("databox_id", "record_id"),
+    columns=(
+        Column(
+            "databox_id", INT, "databox (record database) of the record; key part 1", required=True
+        ),
+        Column("record_id", INT, "record id within the databox; key part 2", required=True),
+        Column(
+            "base_id",
+            INT,
+            "instance-wide id of the (databox, collection) pair; NA on older servers",
+        ),
+        Column("collection_id", INT, "collection id, local to the databox"),
+        Column("resource_id", TEXT, "`<instance>_<databox>_<record>` (newer servers)"),
+        Column("uuid", TEXT, "record UUID"),
+        Column("sha256", TEXT, "hex digest of the document"),
+        Column("title", TEXT, "record title"),
+        Column("original_name", TEXT, "file name at upload"),
+        Column("mime_type", CATEGORY, "MIME type of the document"),
+        Column("media_type", CATEGORY, "image, video, audio, document, flash, unknown"),
+        Column("created_on", TIMESTAMP, "UTC; placeholder dates (year < 1) → NaT"),
+        Column("updated_on", TIMESTAMP, "UTC; placeholder dates (year < 1) → NaT"),
+        *_thumbnail("thumbnail_", "thumbnail"),
+    ),
+    nested=_THUMBNAIL_NESTED,
+    aliases={"updated-on": "updated_on", "phrasea_type": "media_type"},
+    ignored=("technical_informations",),
+    extras=(
+        "`technical_informations` is pivoted: one column per technical name as the API spells it "
+        "(`ISO`, `Aperture`, `CameraModel`, …); a name equal to a declared column or to an unknown "
+        "member is prefixed `technical_` (so `title` → `technical_title`). "
+        + _UNKNOWN
+        + " Dynamic columns (technical names and unknown members) follow the declared ones in "
+        "sorted order, so the layout does not depend on which page saw a name first."
+    ),
+    notes="Read `updated-on` as `updated_on` and `phrasea_type` as `media_type`.",
+)
+
+STORIES = Frame(
+    name="stories",
+    summary="One row per story, with its `dc:*` metadata as columns.",
+    row="story",
+    key=("databox_id", "story_id"),
+    columns=(
+        Column("databox_id", INT, "databox of the story; key part 1", required=True),
+        Column("story_id", INT, "story id within the databox; key part 2", required=True),
+        Column("base_id", INT, "instance-wide collection id; NA on older servers"),
+        Column("collection_id", INT, "collection id, local to the databox"),
+        Column("uuid", TEXT, "story UUID"),
+        Column("record_count", INT, "records in the story as the server counts them"),
+        Column("created_on", TIMESTAMP, "UTC (in search results servers repeat `updated_on` here)"),
+        Column("updated_on", TIMESTAMP, "UTC"),
+        *(
+            Column(f"dc:{name}", TEXT, f"Dublin Core {name}", f"metadatas.dc:{name}")
+            for name in DUBLIN_CORE
+        ),
+        *_thumbnail("thumbnail_", "thumbnail"),
+    ),
+    nested={"metadatas": "", **_THUMBNAIL_NESTED},
+    aliases={"updated-on": "updated_on"},
+    ignored=("@entity@", "metadatas.@entity@", "records"),
+    extras=_UNKNOWN + " Unknown `metadatas` keys become columns under their own name.",
+    notes="`@entity@` (a constant type URL) is not kept; `records` go to the story frames below.",
+)
+
+STORY_RECORDS = Frame(
+    name="story_records",
+    summary="Links each story to its records, in the story's order.",
+    row="story",
+    key=("databox_id", "story_id"),
+    columns=(
+        Column("databox_id", INT, "databox of the story", required=True),
+        Column("story_id", INT, "story id", required=True),
+        Column("position", INT, "0-based place of the record in the story", ""),
+        Column("record_databox_id", INT, "databox of the record", ""),
+        Column("record_id", INT, "record id", ""),
+    ),
+    notes="`story_record_frame(items)` gives the records themselves as a `records` frame.",
+)
+
+V2_RESULTS = Frame(
+    name="v2_results",
+    summary="The flat `results` of a v2 search: one row per record (or story) reference.",
+    row="result",
+    key=("databox_id", "record_id"),
+    columns=(
+        Column("databox_id", INT, "databox", required=True),
+        Column("record_id", INT, "record id (the story id when searching stories)", required=True),
+        Column("collection_id", INT, "collection id, local to the databox"),
+        Column("version", INT, "the record's `updated_on` as a Unix timestamp"),
+    ),
+    extras=_UNKNOWN,
+)
+
+FACETS = Frame(
+    name="facets",
+    summary="Facets in long form: one row per facet value.",
+    row="facet",
+    key=("name",),
+    columns=(
+        Column("facet", CATEGORY, "facet name (`Keywords`, `Base_Name`, `_iso`, …)", "name"),
+        Column("field", CATEGORY, "field behind the facet; NA on older servers", "field"),
+        Column("value", TEXT, "the value as shown", ""),
+        Column("raw_value", TEXT, "the value as stored (numbers as text); NA on older servers", ""),
+        Column("count", INT, "records with that value", ""),
+        Column("query", TEXT, "ready search query selecting the value", ""),
+    ),
+    notes="Values with members beyond these are refused only when a declared member has the "
+    "wrong type; unknown value members are kept as extra columns.",
+)
+
+SEARCH_INFO = Frame(
+    name="search_info",
+    summary="A Series summing up one search response (v1 or v2), for harvest reports.",
+    row="search response",
+    columns=(
+        Column("offset_start", INT, "offset of the first result"),
+        Column("per_page", INT, "page size the server applied"),
+        Column(
+            "available_results", INT, "retrievable hits (or hits in this page on newer engines)"
+        ),
+        Column("total_results", INT, "hits in total"),
+        Column(
+            "query_time",
+            FLOAT,
+            "seconds: a JSON float is seconds (older servers), a JSON integer is milliseconds "
+            "(newer servers) and is divided by 1000",
+        ),
+        Column("error", TEXT, "empty string when none"),
+        Column("warning", TEXT, "empty string when none"),
+        Column("search_indexes", TEXT, "engine indexes searched"),
+        Column("query", TEXT, "query as sent to the engine (v1 only)"),
+        Column("search_type", INT, "0 records, 1 stories (v2 only)"),
+        Column("suggestion_count", INT, "number of suggestions (v1 only)", ""),
+        Column("facet_count", INT, "number of facets", ""),
+        Column("result_count", INT, "records plus stories (v1) or results (v2) in this page", ""),
+    ),
+)
+
+USER = Frame(
+    name="user",
+    summary="The authenticated user (`/me/` member `user`) as a Series; unknown members kept.",
+    row="user",
+    key=("id",),
+    columns=(
+        Column("id", INT, "user id", required=True),
+        Column("login", TEXT, ""),
+        Column("email", TEXT, ""),
+        Column("display_name", TEXT, ""),
+        Column("first_name", TEXT, ""),
+        Column("last_name", TEXT, ""),
+        Column("gender", TEXT, "Mr, Mrs or Miss"),
+        Column("company", TEXT, ""),
+        Column("job", TEXT, ""),
+        Column("position", TEXT, ""),
+        Column("address", TEXT, ""),
+        Column("zip_code", TEXT, ""),
+        Column("city", TEXT, ""),
+        Column("country", TEXT, ""),
+        Column("phone", TEXT, ""),
+        Column("fax", TEXT, ""),
+        Column("geoname_id", INT, ""),
+        Column("locale", TEXT, "e.g. `fr` or `en_GB`"),
+        Column("last_connection", TIMESTAMP, "placeholder dates → NaT"),
+        Column("created_on", TIMESTAMP, "placeholder dates → NaT"),
+        Column("updated_on", TIMESTAMP, "placeholder dates → NaT"),
+    ),
+    ignored=("@entity@",),
+    notes="Series values are Python scalars, `pd.Timestamp`/`NaT` for dates, `pd.NA` when unset.",
+)
+
+#: The contract's collection rights, in its fixed order.
+COLLECTION_RIGHTS = (
+    *("actif", "canaddrecord", "canadmin", "cancmd", "candeleterecord", "candwnldhd"),
+    *("candwnldpreview", "canmodifrecord", "canpush", "canputinalbum", "canreport", "chgstatus"),
+    *("imgtools", "manage", "modify_struct", "nowatermark"),
+)
+
+#: The contract's databox rights, in its fixed order.
+DATABOX_RIGHTS = ("bas_modify_struct", "bas_manage", "bas_chupub", "bas_modif_th")
+
+COLLECTIONS = Frame(
+    name="collections",
+    summary="The user's collections (`/me/` member `collections`) with one boolean per right.",
+    row="collection",
+    key=("base_id",),
+    columns=(
+        Column("databox_id", INT, "databox", required=True),
+        Column("base_id", INT, "instance-wide collection id (what `bases[]` takes)"),
+        Column("collection_id", INT, "collection id, local to the databox"),
+        *(Column(right, BOOL, "the user holds this right", "") for right in COLLECTION_RIGHTS),
+    ),
+    aliases={"coll_id": "collection_id"},
+    ignored=("rights", "statuses"),
+    extras="Rights outside the contract's list become extra boolean columns. " + _UNKNOWN,
+    notes="Accepts a list or an object keyed by id; `coll_id` is read as `collection_id`.",
+)
+
+LANGUAGES = ("de", "en", "fr", "nl")
+
+STATUSES = Frame(
+    name="statuses",
+    summary="Status-bit definitions: one row per (collection, bit).",
+    row="collection",
+    key=("base_id",),
+    columns=(
+        Column("databox_id", INT, "databox", ""),
+        Column("base_id", INT, "instance-wide collection id", ""),
+        Column("collection_id", INT, "collection id, local to the databox", ""),
+        Column("position", INT, "status bit number (0-31)", ""),
+        *(Column(f"label_on_{lang}", TEXT, f"label when on ({lang})", "") for lang in LANGUAGES),
+        *(Column(f"label_off_{lang}", TEXT, f"label when off ({lang})", "") for lang in LANGUAGES),
+        Column("restricted", BOOL, "", ""),
+        Column("restriction_flag", BOOL, "", ""),
+    ),
+    extras="Labels in other languages become `label_on_<lang>`/`label_off_<lang>` columns.",
+)
+
+DATABOXES = Frame(
+    name="databoxes",
+    summary="Databox rights (`/me/` member `databoxes`) with one boolean per right.",
+    row="databox",
+    key=("databox_id",),
+    columns=(
+        Column("databox_id", INT, "databox", required=True),
+        *(Column(right, BOOL, "the user holds this right", "") for right in DATABOX_RIGHTS),
+    ),
+    ignored=("rights",),
+    extras="Rights outside the contract's list become extra boolean columns. " + _UNKNOWN,
+    notes="Accepts a list or an object keyed by databox id (the key fills a missing `databox_id`).",
+)
+
+FEED_ENTRIES = Frame(
+    name="feed_entries",
+    summary="Feed entries: one row per entry.",
+    row="feed entry",
+    key=("id",),
+    columns=(
+        Column("id", INT, "entry id", required=True),
+        Column("feed_id", INT, "feed id"),
+        Column("feed_title", TEXT, "feed title (newer servers)"),
+        Column("title", TEXT, ""),
+        Column("subtitle", TEXT, ""),
+        Column("author_name", TEXT, ""),
+        Column("author_email", TEXT, ""),
+        Column("created_on", TIMESTAMP, ""),
+        Column("updated_on", TIMESTAMP, ""),
+        Column("feed_url", TEXT, "`/feeds/<feed_id>/content/`"),
+        Column("url", TEXT, "`/feeds/entry/<entry_id>/`"),
+        Column("item_count", INT, "number of items", ""),
+    ),
+    ignored=("items",),
+    extras=_UNKNOWN,
+)
+
+FEED_ITEMS = Frame(
+    name="feed_items",
+    summary="Feed items: `entry_id`, `item_id`, then the columns of `records`.",
+    row="feed entry",
+    key=("id",),
+    columns=(
+        Column("entry_id", INT, "feed entry id", ""),
+        Column("item_id", INT, "item id within the entry", ""),
+    ),
+    extras="Followed by every column of `records` for the item's record.",
+)
+
+FEEDS = Frame(
+    name="feeds",
+    summary="The feeds list (`/feeds/list/`).",
+    row="feed",
+    key=("id",),
+    columns=(
+        Column("id", INT, "feed id", required=True),
+        Column("title", TEXT, ""),
+        Column("subtitle", TEXT, ""),
+        Column("total_entries", INT, ""),
+        Column("has_icon", BOOL, "the feed has an icon (from `icon`, a boolean or a path)", ""),
+        Column("icon", TEXT, "icon path when the server gives one (older servers), else NA", ""),
+        Column("public", BOOL, ""),
+        Column("readonly", BOOL, ""),
+        Column("deletable", BOOL, ""),
+        Column("created_on", TIMESTAMP, ""),
+        Column("updated_on", TIMESTAMP, ""),
+    ),
+    extras=_UNKNOWN,
+)
+
+BASKETS = Frame(
+    name="baskets",
+    summary="Baskets (`/baskets/list/`), with owner and pusher flattened.",
+    row="basket",
+    key=("basket_id",),
+    columns=(
+        Column("basket_id", INT, "", required=True),
+        Column("name", TEXT, ""),
+        Column("description", TEXT, ""),
+        Column("created_on", TIMESTAMP, ""),
+        Column("updated_on", TIMESTAMP, ""),
+        Column("unread", BOOL, ""),
+        Column("validation_basket", BOOL, ""),
+        Column("pusher_usr_id", INT, "user who pushed the basket"),
+        Column("owner_id", INT, "", "owner.id"),
+        Column("owner_login", TEXT, "", "owner.login"),
+        Column("owner_email", TEXT, "", "owner.email"),
+        Column("owner_display_name", TEXT, "", "owner.display_name"),
+        Column("pusher_id", INT, "", "pusher.id"),
+        Column("pusher_login", TEXT, "", "pusher.login"),
+        Column("pusher_email", TEXT, "", "pusher.email"),
+        Column("pusher_display_name", TEXT, "", "pusher.display_name"),
+    ),
+    nested={"owner": "owner_", "pusher": "pusher_"},
+    ignored=("owner.@entity@", "pusher.@entity@"),
+    extras="Other user members appear as `owner_*`/`pusher_*` columns. " + _UNKNOWN,
+)
+
+TECHNICAL_LONG = Frame(
+    name="technical_long",
+    summary="`technical_informations` in long form: one row per (record, name).",
+    row="record",
+    key=("databox_id", "record_id"),
+    columns=(
+        Column("databox_id", INT, "databox", ""),
+        Column("record_id", INT, "record id", ""),
+        Column("name", TEXT, "technical name as the API spells it", ""),
+        Column(
+            "value", OBJECT, "the raw JSON value (int, float or str), so the way back types it", ""
+        ),
+    ),
+    notes="`technical_wide(long_df)` pivots it back to one column per name, typed by the rule.",
+)
+
+#: Every frame, in the order the documentation shows them.
+FRAMES: Mapping[str, Frame] = MappingProxyType(
+    {
+        frame.name: frame
+        for frame in (
+            RECORDS,
+            TECHNICAL_LONG,
+            STORIES,
+            STORY_RECORDS,
+            V2_RESULTS,
+            FACETS,
+            SEARCH_INFO,
+            USER,
+            COLLECTIONS,
+            STATUSES,
+            DATABOXES,
+            FEED_ENTRIES,
+            FEED_ITEMS,
+            FEEDS,
+            BASKETS,
+        )
+    }
+)
+
+
+def render_markdown() -> str:
+    """Render the schema of every frame as the Markdown page ``docs/frame-schema.md``."""
+    lines = [
+        "# Frame schema",
+        "",
+        "<!-- Generated by `python -m mediaframe.frames.schema > docs/frame-schema.md`; "
+        "do not edit. -->",
+        "",
+        "Every function of `mediaframe.frames` returns these columns, in this order, with these "
+        "dtypes (`string` is `pd.StringDtype()` with `pd.NA`; timestamps are UTC).",
+        "",
+        _RULE,
+        "",
+    ]
+    for frame in FRAMES.values():
+        lines += [f"## `{frame.name}`", "", frame.summary, ""]
+        lines += ["| column | dtype | API member | meaning |", "|---|---|---|---|"]
+        for column in frame.columns:
+            member = f"`{column.path}`" if column.path else "(computed)"
+            required = " Required." if column.required else ""
+            doc = f"{column.doc}{required}".replace("|", "\\|")
+            lines.append(f"| `{column.name}` | `{column.dtype}` | {member} | {doc} |")
+        lines.append("")
+        for text in (frame.extras, frame.notes):
+            if text:
+                lines += [text, ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_markdown(), end="")

@@ -1,0 +1,62 @@
+"""technical_long() and its way back, technical_wide()."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.frames import records, technical_long, technical_wide
+
+
+def items(payload):
+    return payload("search_v1_current")["response"]["results"]["records"]
+
+
+def test_long_form_keeps_every_value_raw(payload):
+    long = technical_long(items(payload))
+    assert list(long.columns) == ["databox_id", "record_id", "name", "value"]
+    assert len(long) == 13 + 6 + 6
+    first = long.iloc[0]
+    assert (first["databox_id"], first["record_id"], first["name"], first["value"]) == (
+        1,
+        101,
+        "Aperture",
+        5,
+    )
+    assert type(long["value"].iloc[0]) is int
+    assert long["value"].iloc[5] == "-3"
+
+
+def test_wide_is_the_way_back_to_the_records_columns(payload):
+    data = items(payload)
+    wide = technical_wide(technical_long(data))
+    flat = records(data)
+    for name in wide.columns:
+        pd.testing.assert_series_equal(wide[name], flat[name], check_names=True)
+
+
+def test_wide_prefixes_names_that_clash_with_record_columns():
+    data = [
+        {
+            "databox_id": 1,
+            "record_id": 1,
+            "technical_informations": [{"name": "title", "value": "x"}],
+        }
+    ]
+    assert list(technical_wide(technical_long(data)).columns) == [
+        "databox_id",
+        "record_id",
+        "technical_title",
+    ]
+
+
+def test_records_without_technical_values_give_empty_frames():
+    data = [{"databox_id": 1, "record_id": 1}]
+    assert technical_long(data).empty
+    assert list(technical_wide(technical_long(data)).columns) == ["databox_id", "record_id"]
+
+
+def test_wide_refuses_a_frame_without_the_long_columns():
+    with pytest.raises(InvalidParameterError, match="technical_long"):
+        technical_wide(pd.DataFrame({"name": ["ISO"]}))
