@@ -15,7 +15,9 @@ from mediaframe.emulator.oauth import OAuthEndpoints
 from mediaframe.emulator.routes import ROUTES, Routes
 
 OAUTH_ROUTES = {"/api/oauthv2/token": ("POST",), "/api/oauthv2/authorize": ("GET", "POST")}
-COMPILED = [(re.compile(pattern), methods, name) for pattern, methods, name in ROUTES]
+COMPILED = [
+    (re.compile(re.sub(r"<\w+>", r"(\\d+)", path)), methods, name) for path, methods, name in ROUTES
+]
 
 
 def _bare(status: int, error: str) -> Response:

@@ -17,20 +17,20 @@ from mediaframe.emulator.feeds import Basket, Entry
 from mediaframe.emulator.search import Search
 
 ANY = None  # a route that accepts every method
-# (path pattern, allowed methods or ANY, handler name)
+# (path, allowed methods or ANY, handler name); each <name> in a path is an integer argument.
 ROUTES = (
-    (r"/api/", ("GET",), "api_info"),
-    (r"/api/v1/search/", ANY, "search_v1"),
-    (r"/api/v2/search/", ANY, "search_v2"),
-    (r"/api/v1/me/", ("GET",), "me"),
-    (r"/api/v1/feeds/content/", ("GET",), "feeds_content"),
-    (r"/api/v1/feeds/list/", ("GET",), "feeds_list"),
-    (r"/api/v1/feeds/(\d+)/content/", ("GET",), "feed_content"),
-    (r"/api/v1/feeds/entry/(\d+)/", ("GET",), "feed_entry"),
-    (r"/api/v1/baskets/list/", ("GET",), "baskets_list"),
-    (r"/api/v1/records/(\d+)/(\d+)/", ("GET",), "record"),
-    (r"/api/v1/stories/(\d+)/(\d+)/", ("GET",), "story"),
-    (r"/api/v1/databoxes/list/", ("GET",), "databoxes_list"),
+    ("/api/", ("GET",), "api_info"),
+    ("/api/v1/search/", ANY, "search_v1"),
+    ("/api/v2/search/", ANY, "search_v2"),
+    ("/api/v1/me/", ("GET",), "me"),
+    ("/api/v1/feeds/content/", ("GET",), "feeds_content"),
+    ("/api/v1/feeds/list/", ("GET",), "feeds_list"),
+    ("/api/v1/feeds/<feed_id>/content/", ("GET",), "feed_content"),
+    ("/api/v1/feeds/entry/<entry_id>/", ("GET",), "feed_entry"),
+    ("/api/v1/baskets/list/", ("GET",), "baskets_list"),
+    ("/api/v1/records/<databox_id>/<record_id>/", ("GET",), "record"),
+    ("/api/v1/stories/<databox_id>/<story_id>/", ("GET",), "story"),
+    ("/api/v1/databoxes/list/", ("GET",), "databoxes_list"),
 )
 
 
@@ -116,7 +116,7 @@ class Routes:
         if entry is None:
             raise ApiError(404, f"Feed entry {entry_id} not found")
         if not self._readable(entry.feed_id, user):
-            return {}
+            raise ApiError(403, f"Feed entry {entry_id} belongs to a feed you cannot read")
         return {"entry": self._entry(entry)}
 
     def _readable(self, feed_id: int, user: User) -> bool:

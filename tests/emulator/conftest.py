@@ -1,0 +1,52 @@
+"""Fixtures of the emulator's own tests: an in-process client speaking raw HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from mediaframe.emulator import Emulator
+
+
+class Api:
+    """Raw HTTP calls to one emulator, with the demo token unless told otherwise."""
+
+    def __init__(self, emu: Emulator, session: requests.Session, base_url: str) -> None:
+        self.emu = emu
+        self.session = session
+        self.base_url = base_url
+
+    def call(
+        self, method: str, path: str, *, token: str | None = "demo", **kwargs: Any
+    ) -> requests.Response:
+        if token is not None:
+            token = self.emu.token if token == "demo" else token
+            where = "params" if method == "GET" or "data" not in kwargs else "data"
+            kwargs[where] = {**(kwargs.get(where) or {}), "oauth_token": token}
+        kwargs.setdefault("allow_redirects", False)
+        return self.session.request(method, self.base_url + path, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.call("GET", path, **kwargs)
+
+    def search(self, version: int = 1, **params: Any) -> dict:
+        answer = self.call("POST", f"/api/v{version}/search/", data=params)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["response"]
+
+
+@pytest.fixture(scope="session")
+def api(inprocess_emulator: Emulator) -> Iterator[Api]:
+    """In-process raw HTTP to the shared (read-only) emulator."""
+    with inprocess_emulator.requests_session() as session:
+        yield Api(inprocess_emulator, session, inprocess_emulator.inprocess_url)
+
+
+@pytest.fixture
+def loopback(emulator: Emulator) -> Iterator[Api]:
+    """Raw HTTP over a real socket to the shared served emulator."""
+    with requests.Session() as session:
+        yield Api(emulator, session, emulator.base_url)
