@@ -458,7 +458,12 @@ def _oauth_session(
     return oauth
 
 
-def _call_token_endpoint(base_url: str, send: Any) -> Token:
+def _call_token_endpoint(
+    base_url: str,
+    oauth: OAuth2Session,
+    session: requests.Session | None,
+    send: Callable[[str], Mapping[str, Any]],
+) -> Token:
     install_redaction()
     try:
         with _plain_http_allowed(base_url):
@@ -472,6 +477,9 @@ def _call_token_endpoint(base_url: str, send: Any) -> Token:
         ) from None
     except oauth2.OAuth2Error as err:
         raise _oauth_failure(err.error) from None
+    finally:
+        if session is None:  # a session passed in shares its adapters: its owner closes them
+            oauth.close()
     return Token.from_oauth(data)
 
 
@@ -500,6 +508,8 @@ def password_grant(
     oauth = _oauth_session(oauth2.LegacyApplicationClient(client_id=client_id), session)
     return _call_token_endpoint(
         base_url,
+        oauth,
+        session,
         lambda url: oauth.fetch_token(
             url,
             username=username,
@@ -623,6 +633,8 @@ def exchange_code(
     )
     return _call_token_endpoint(
         base_url,
+        oauth,
+        session,
         lambda url: oauth.fetch_token(
             url,
             code=code,
@@ -656,6 +668,8 @@ def refresh(
         kwargs["client_secret"] = client_secret
     return _call_token_endpoint(
         base_url,
+        oauth,
+        session,
         lambda url: oauth.refresh_token(
             url, refresh_token=token.refresh_token, timeout=timeout, **kwargs
         ),

@@ -21,6 +21,7 @@ from mediaframe.config import Settings
 from mediaframe.exceptions import (
     APIError,
     BadRequestError,
+    ConfigurationError,
     ConnectionFailedError,
     ForbiddenError,
     MediaframeError,
@@ -154,7 +155,9 @@ class Transport:
         representation: str = "json",
     ) -> None:
         if representation not in REPRESENTATIONS:
-            raise ValueError(f"representation must be one of {REPRESENTATIONS}")
+            raise ConfigurationError(
+                f"representation must be json, yaml or jsonp, not {representation!r}"
+            )
         self.base_url = check_base_url(base_url)
         self.settings = settings or Settings.from_env()
         self.representation = representation

@@ -147,7 +147,7 @@ def test_decode_envelope_turns_an_empty_list_into_an_empty_object():
 
 
 def test_unknown_representation_is_refused(settings):
-    with pytest.raises(ValueError, match="representation"):
+    with pytest.raises(ConfigurationError, match="representation"):
         transport(FakeService(golden("me")), settings, representation="xml")
 
 
