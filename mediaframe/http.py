@@ -227,6 +227,16 @@ class Transport:
     def _send_with_token(self, method: str, path: str, pairs: list[tuple[str, str]]) -> Any:
         token = self._current_token()
         try:
+            return self._send_placed(method, path, pairs, token)
+        except TokenRejectedError:
+            if not (self._refresh and token and token.refresh_token):
+                raise
+            return self._send_placed(method, path, pairs, self._refreshed(token))
+
+    def _send_placed(
+        self, method: str, path: str, pairs: list[tuple[str, str]], token: Token | None
+    ) -> Any:
+        try:
             return self._send(method, path, pairs, token, self._placement or "header")
         except _HeaderRefused as refused:
             if self._placement is not None:
@@ -235,12 +245,6 @@ class Transport:
             log.info("the service refuses the Authorization header; using oauth_token from now on")
             self._placement = "param"
             return self._send(method, path, pairs, token, "param")
-        except TokenRejectedError:
-            if not (self._refresh and token and token.refresh_token):
-                raise
-            return self._send(
-                method, path, pairs, self._refreshed(token), self._placement or "header"
-            )
 
     def _current_token(self) -> Token | None:
         token = self._token
@@ -351,9 +355,14 @@ class Transport:
         except ResponseFormatError as err:
             raise _not_an_envelope(response, line, placement, err) from err
         meta = envelope["meta"]
-        code = meta.get("http_code") if representation == "jsonp" else status
-        if not isinstance(code, int):
-            code = status
+        code = _status_of(meta, status) if representation == "jsonp" else status
+        if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
+            "invalid_token",
+            "expired_token",
+        ):
+            # A server that wraps the bad-token answer in the envelope still says so in its
+            # challenge: that is a dead token, not a permission problem.
+            raise _bodyless_error(response, line, placement)
         if code >= 400:
             error = _api_error(code, meta, line, representation)
             if code in RETRY_STATUSES:
@@ -481,6 +490,14 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
     503: (ServerError, "The service failed through every retry; try again later"),
     504: (ServerError, "The service failed through every retry; try again later"),
 }
+
+
+def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
+    """``meta.http_code`` as an integer (some servers send it as a string)."""
+    code = meta.get("http_code")
+    if isinstance(code, str) and code.strip().isdigit():
+        return int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) else fallback
 
 
 def _challenge_error(challenge: str) -> str | None:

@@ -433,3 +433,14 @@ def test_faults_are_retried_until_every_answer_arrives(fresh_emulator, settings,
     retried = " ".join(r.getMessage() for r in caplog.records if "retry" in r.getMessage())
     assert "Internal Server Error" in retried and "dropped" in retried
     flaky.close()
+
+
+def test_a_bad_token_wrapped_in_the_envelope_is_still_a_rejected_token(settings):
+    with pytest.raises(TokenRejectedError):
+        transport(FakeService(golden("rejected_in_envelope")), settings).get("/api/v1/me/")
+
+
+def test_jsonp_status_given_as_a_string_is_read(settings):
+    fake = FakeService(golden("jsonp_string_status"))
+    with pytest.raises(ForbiddenError):
+        transport(fake, settings, representation="jsonp").get("/api/v1/records/1/5/")
