@@ -39,7 +39,7 @@ class TextField:
     """
 
     def __init__(self, codes: np.ndarray, categories: Sequence[str]) -> None:
-        self.codes = codes.reshape(len(codes), -1).astype(np.int32)
+        self.codes = (codes[:, None] if codes.ndim == 1 else codes).astype(np.int32)
         self.categories = list(categories)
         self._normalised: list[str] | None = None
 

@@ -122,6 +122,8 @@ def _tokenise(query: str) -> list[tuple[str, Any, int]]:
             if word.upper() in OPERATORS:
                 tokens.append(("op", word.upper(), where))
             elif word[-1] in ":=<>":
+                if query[pos:].lstrip().startswith('"'):
+                    raise QueryError(f'unterminated quote after {word!r}; close it with "')
                 raise QueryError(f"missing value after {word!r} at position {where} of the query")
             else:
                 tokens.append(("term", Word(word), where))

@@ -50,3 +50,18 @@ def loopback(emulator: Emulator) -> Iterator[Api]:
     """Raw HTTP over a real socket to the shared served emulator."""
     with requests.Session() as session:
         yield Api(emulator, session, emulator.base_url)
+
+
+@pytest.fixture(scope="session")
+def api_of() -> Iterator[Any]:
+    """Build an in-process Api for any emulator (sessions are closed at the end)."""
+    sessions: list[requests.Session] = []
+
+    def make(emu: Emulator) -> Api:
+        session = emu.requests_session()
+        sessions.append(session)
+        return Api(emu, session, emu.inprocess_url)
+
+    yield make
+    for session in sessions:
+        session.close()
