@@ -16,6 +16,7 @@ from fake_service import BASE, Answer, FakeService, form, golden
 
 from mediaframe import auth
 from mediaframe.auth import OOB_REDIRECT_URI, Profile, Token, TokenStore
+from mediaframe.auth import store as store_module
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
@@ -139,14 +140,14 @@ def test_store_writes_the_secret_only_with_a_refresh_token(tmp_path):
 
 def test_store_files_are_created_private_from_the_first_byte(tmp_path, monkeypatch):
     created = []
-    real_mkstemp = auth.tempfile.mkstemp
+    real_mkstemp = store_module.tempfile.mkstemp
 
     def spy(*args, **kwargs):
         fd, name = real_mkstemp(*args, **kwargs)
         created.append(stat.S_IMODE(os.stat(name).st_mode))
         return fd, name
 
-    monkeypatch.setattr(auth.tempfile, "mkstemp", spy)
+    monkeypatch.setattr(store_module.tempfile, "mkstemp", spy)
     TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
     assert created == [0o600]
 
@@ -158,7 +159,7 @@ def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
     def broken(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(auth.os, "replace", broken)
+    monkeypatch.setattr(store_module.os, "replace", broken)
     with pytest.raises(OSError):
         store.save("p", Profile(BASE, Token("new-token")))
     assert store.load("p").token.access_token == "old-token"

@@ -1,23 +1,17 @@
-"""Credentials: where a token may travel, how it is placed and redacted, obtained and stored."""
+"""OAuth 2.0 flows (requests-oauthlib): password, code via loopback or oob, implicit, refresh."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hmac
 import http.server
-import ipaddress
 import json
-import logging
 import os
-import re
 import secrets
-import tempfile
 import threading
 import time
 import webbrowser
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -25,6 +19,7 @@ import requests
 from oauthlib import oauth2
 from requests_oauthlib import OAuth2Session
 
+from mediaframe.auth.tokens import Token, check_base_url, install_redaction, is_loopback_url, redact
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
@@ -36,327 +31,26 @@ from mediaframe.exceptions import (
 )
 
 __all__ = [
+    "AUTHORIZE_ENDPOINT",
     "OOB_REDIRECT_URI",
-    "TOKEN_PARAM",
-    "Profile",
-    "RedactingFilter",
-    "Token",
-    "TokenStore",
+    "TOKEN_ENDPOINT",
     "authorization_url",
-    "check_base_url",
     "code_from_redirect",
     "exchange_code",
-    "install_redaction",
-    "is_loopback_url",
     "login_browser",
     "login_implicit",
     "login_oob",
     "password_grant",
-    "redact",
     "refresh",
     "token_from_redirect",
-    "token_header",
 ]
-
-log = logging.getLogger(__name__)
 
 #: The redirect URI of the out-of-band flow: the service shows the code instead of redirecting.
 OOB_REDIRECT_URI = "urn:ietf:wg:oauth:2.0:oob"
 
-#: Name of the query or form parameter that carries the token on older servers.
-TOKEN_PARAM = "oauth_token"
-
 TOKEN_ENDPOINT = "/api/oauthv2/token"
 AUTHORIZE_ENDPOINT = "/api/oauthv2/authorize"
 
-
-# --- where a token may travel ---------------------------------------------------------------
-
-
-def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` names this machine (127.0.0.0/8, ``::1`` or ``localhost``)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_base_url(base_url: str) -> str:
-    """Validate the service URL and return it without a trailing slash.
-
-    Tokens and passwords travel only over https; plain http is allowed for loopback hosts, where
-    the emulator runs and nothing crosses a network.
-
-    Raises
-    ------
-    ConfigurationError
-        The URL is not absolute, or is plain http to another host.
-    """
-    if not isinstance(base_url, str) or not base_url.strip():
-        raise ConfigurationError("base_url is empty: give the service URL, e.g. https://host")
-    url = base_url.strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ConfigurationError(
-            f"base_url {url!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
-        )
-    if parts.query or parts.fragment:
-        raise ConfigurationError(f"base_url {url!r} must not carry a query or a fragment")
-    if parts.scheme == "http" and not is_loopback_url(url):
-        raise ConfigurationError(
-            f"base_url {url!r} uses plain http: tokens would travel in clear text. "
-            "Use https (plain http is allowed only for 127.0.0.1, ::1 and localhost)"
-        )
-    return url
-
-
-# --- placement and redaction ----------------------------------------------------------------
-
-
-def token_header(access_token: str) -> dict[str, str]:
-    """The header that carries a token: ``Authorization: OAuth <token>`` (not Bearer)."""
-    return {"Authorization": f"OAuth {access_token}"}
-
-
-_SECRET_VALUE = re.compile(
-    r"""(?ix)
-    \b(oauth_token|access_token|refresh_token|token|client_secret|password|code)
-    (["']?\s*[:=]\s*["']?)          # = in a query string, ": " in JSON or a dict repr
-    ([^"'&\s,;}\])]+)
-    """
-)
-_SECRET_HEADER = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(\w+)\s+[^\"'\s,}]+")
-
-
-def redact(text: str) -> str:
-    """Replace tokens, secrets, passwords and codes in ``text`` by ``***``.
-
-    Examples
-    --------
-    >>> redact("GET /api/v1/me/?oauth_token=abc123&x=1")
-    'GET /api/v1/me/?oauth_token=***&x=1'
-    >>> redact("{'Authorization': 'OAuth abc123'}")
-    "{'Authorization': 'OAuth ***'}"
-    """
-    text = _SECRET_HEADER.sub(r"\1\2 ***", text)
-    return _SECRET_VALUE.sub(r"\1\2***", text)
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that scrubs secrets from every record it sees, then lets it through."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        return True
-
-
-# Loggers that may see a secret: ours, requests-oauthlib (logs token bodies and headers at
-# DEBUG) and urllib3 (logs request URLs, which carry the token in `oauth_token` mode).
-_GUARDED_LOGGERS = (
-    "mediaframe",
-    "mediaframe.auth",
-    "mediaframe.http",
-    "requests_oauthlib.oauth2_session",
-    "urllib3.connectionpool",
-)
-
-
-def install_redaction() -> None:
-    """Attach a :class:`RedactingFilter` to every logger that can see a secret (idempotent).
-
-    A logger filter applies only to records created on that very logger, hence the list. Called
-    before mediaframe sends anything; safe to call again.
-    """
-    for name in _GUARDED_LOGGERS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(RedactingFilter())
-
-
-# --- the token --------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, repr=False)
-class Token:
-    """An access token, with the refresh token and expiry a server may one day send.
-
-    Today's servers send tokens that never expire, so ``refresh_token`` and ``expires_at`` are
-    usually ``None``. The repr never shows a secret.
-    """
-
-    access_token: str
-    refresh_token: str | None = None
-    expires_at: float | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.access_token, str) or not self.access_token.strip():
-            raise ConfigurationError("the access token is empty: log in again")
-
-    def __repr__(self) -> str:
-        refresh = "***" if self.refresh_token else None
-        return (
-            f"Token(access_token='***', refresh_token={refresh!r}, expires_at={self.expires_at!r})"
-        )
-
-    def is_expired(self, *, leeway: float = 60.0, now: float | None = None) -> bool:
-        """Whether the token expires within ``leeway`` seconds (never, without ``expires_at``)."""
-        if self.expires_at is None:
-            return False
-        return (time.time() if now is None else now) + leeway >= self.expires_at
-
-    @classmethod
-    def from_oauth(cls, data: Mapping[str, Any]) -> Token:
-        """Build from a token-endpoint answer as parsed by oauthlib (``expires_at`` derived)."""
-        expires_at = data.get("expires_at")
-        if expires_at is None and data.get("expires_in") not in (None, ""):
-            expires_at = time.time() + float(data["expires_in"])
-        return cls(
-            access_token=str(data.get("access_token") or ""),
-            refresh_token=data.get("refresh_token") or None,
-            expires_at=float(expires_at) if expires_at is not None else None,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The members worth storing (``None`` members left out)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-
-# --- the token store ----------------------------------------------------------------------------
-
-_PROFILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-
-
-@dataclasses.dataclass(frozen=True, repr=False)
-class Profile:
-    """What a stored profile holds: the service URL, the token and how to refresh it."""
-
-    base_url: str
-    token: Token
-    client_id: str | None = None
-    #: Stored only with a refresh token, which cannot be used without it.
-    client_secret: str | None = None
-
-    def __repr__(self) -> str:
-        return f"Profile({self.base_url!r}, token={self.token!r}, client_id={self.client_id!r})"
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"base_url": self.base_url, **self.token.to_dict()}
-        if self.client_id:
-            data["client_id"] = self.client_id
-        if self.client_secret and self.token.refresh_token:
-            data["client_secret"] = self.client_secret
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
-        return cls(
-            base_url=check_base_url(data["base_url"]),
-            token=Token.from_oauth(data),
-            client_id=data.get("client_id"),
-            client_secret=data.get("client_secret"),
-        )
-
-
-class TokenStore:
-    """Named profiles, one JSON file each, in ``<config_dir>/profiles/`` (directory 0700).
-
-    Files are created with mode 0600 from the first byte (never loosened then tightened) and
-    replaced atomically, so a crash leaves the old profile or the new one, never half of one.
-
-    Examples
-    --------
-    >>> store = TokenStore(Settings.from_env().config_dir)             # doctest: +SKIP
-    >>> store.save("work", Profile("https://assets.example.org", Token("...")))  # doctest: +SKIP
-    """
-
-    def __init__(self, config_dir: Path | str) -> None:
-        self.directory = Path(config_dir) / "profiles"
-
-    def __repr__(self) -> str:
-        return f"TokenStore({str(self.directory)!r})"
-
-    def path(self, name: str) -> Path:
-        """The file of profile ``name`` (which must be a plain name, not a path)."""
-        if not isinstance(name, str) or not _PROFILE_NAME.match(name):
-            raise ConfigurationError(
-                f"profile name {name!r} is not valid: use letters, digits, '_', '-' and '.'"
-            )
-        return self.directory / f"{name}.json"
-
-    def names(self) -> list[str]:
-        """The stored profile names, sorted."""
-        if not self.directory.is_dir():
-            return []
-        return sorted(p.stem for p in self.directory.glob("*.json"))
-
-    def load(self, name: str) -> Profile:
-        """Read profile ``name``.
-
-        Raises
-        ------
-        ConfigurationError
-            No such profile, a damaged file, or a file others may read.
-        """
-        path = self.path(name)
-        try:
-            mode = path.stat().st_mode
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ConfigurationError(
-                f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name}`"
-            ) from None
-        if os.name == "posix" and mode & 0o077:
-            raise ConfigurationError(
-                f"{path} can be read by other users: run `chmod 600 {path}` (or log in again)"
-            )
-        try:
-            return Profile.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError) as err:
-            raise ConfigurationError(
-                f"profile file {path} is damaged ({type(err).__name__}): run "
-                f"`mediaframe login --profile {name}` again"
-            ) from None
-
-    def save(self, name: str, profile: Profile) -> Path:
-        """Write profile ``name`` atomically with mode 0600; return its path."""
-        path = self.path(name)
-        self._make_directory()
-        payload = json.dumps(profile.to_dict(), indent=2).encode()
-        # mkstemp creates the file 0600: the secret is never readable by others, not even briefly.
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(payload)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        return path
-
-    def delete(self, name: str) -> bool:
-        """Remove profile ``name``; whether there was one."""
-        try:
-            self.path(name).unlink()
-        except FileNotFoundError:
-            return False
-        return True
-
-    def _make_directory(self) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if os.name == "posix" and self.directory.stat().st_mode & 0o077:
-            os.chmod(self.directory, 0o700)
-
-
-# --- OAuth 2.0 flows (requests-oauthlib) --------------------------------------------------------
 
 _OAUTH_ADVICE = {
     "invalid_client": "check client_id and client_secret (give the secret only if the "

@@ -1,0 +1,52 @@
+"""Credentials: where a token may travel, how it is placed and redacted, obtained and stored.
+
+``tokens`` holds the token and the rules around it (https only, the ``OAuth`` header, redaction),
+``store`` the private profile files, ``flows`` the OAuth 2.0 flows (requests-oauthlib).
+"""
+
+from mediaframe.auth.flows import (
+    OOB_REDIRECT_URI,
+    authorization_url,
+    code_from_redirect,
+    exchange_code,
+    login_browser,
+    login_implicit,
+    login_oob,
+    password_grant,
+    refresh,
+    token_from_redirect,
+)
+from mediaframe.auth.store import Profile, TokenStore
+from mediaframe.auth.tokens import (
+    TOKEN_PARAM,
+    RedactingFilter,
+    Token,
+    check_base_url,
+    install_redaction,
+    is_loopback_url,
+    redact,
+    token_header,
+)
+
+__all__ = [
+    "OOB_REDIRECT_URI",
+    "TOKEN_PARAM",
+    "Profile",
+    "RedactingFilter",
+    "Token",
+    "TokenStore",
+    "authorization_url",
+    "check_base_url",
+    "code_from_redirect",
+    "exchange_code",
+    "install_redaction",
+    "is_loopback_url",
+    "login_browser",
+    "login_implicit",
+    "login_oob",
+    "password_grant",
+    "redact",
+    "refresh",
+    "token_from_redirect",
+    "token_header",
+]

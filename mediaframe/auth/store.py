@@ -1,0 +1,145 @@
+"""The token store: named profiles, one private file each, written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mediaframe.auth.tokens import Token, check_base_url
+from mediaframe.exceptions import ConfigurationError
+
+__all__ = ["Profile", "TokenStore"]
+
+
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Profile:
+    """What a stored profile holds: the service URL, the token and how to refresh it."""
+
+    base_url: str
+    token: Token
+    client_id: str | None = None
+    #: Stored only with a refresh token, which cannot be used without it.
+    client_secret: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Profile({self.base_url!r}, token={self.token!r}, client_id={self.client_id!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"base_url": self.base_url, **self.token.to_dict()}
+        if self.client_id:
+            data["client_id"] = self.client_id
+        if self.client_secret and self.token.refresh_token:
+            data["client_secret"] = self.client_secret
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
+        return cls(
+            base_url=check_base_url(data["base_url"]),
+            token=Token.from_oauth(data),
+            client_id=data.get("client_id"),
+            client_secret=data.get("client_secret"),
+        )
+
+
+class TokenStore:
+    """Named profiles, one JSON file each, in ``<config_dir>/profiles/`` (directory 0700).
+
+    Files are created with mode 0600 from the first byte (never loosened then tightened) and
+    replaced atomically, so a crash leaves the old profile or the new one, never half of one.
+
+    Examples
+    --------
+    >>> store = TokenStore(Settings.from_env().config_dir)             # doctest: +SKIP
+    >>> store.save("work", Profile("https://assets.example.org", Token("...")))  # doctest: +SKIP
+    """
+
+    def __init__(self, config_dir: Path | str) -> None:
+        self.directory = Path(config_dir) / "profiles"
+
+    def __repr__(self) -> str:
+        return f"TokenStore({str(self.directory)!r})"
+
+    def path(self, name: str) -> Path:
+        """The file of profile ``name`` (which must be a plain name, not a path)."""
+        if not isinstance(name, str) or not _PROFILE_NAME.match(name):
+            raise ConfigurationError(
+                f"profile name {name!r} is not valid: use letters, digits, '_', '-' and '.'"
+            )
+        return self.directory / f"{name}.json"
+
+    def names(self) -> list[str]:
+        """The stored profile names, sorted."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.stem for p in self.directory.glob("*.json"))
+
+    def load(self, name: str) -> Profile:
+        """Read profile ``name``.
+
+        Raises
+        ------
+        ConfigurationError
+            No such profile, a damaged file, or a file others may read.
+        """
+        path = self.path(name)
+        try:
+            mode = path.stat().st_mode
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ConfigurationError(
+                f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name}`"
+            ) from None
+        if os.name == "posix" and mode & 0o077:
+            raise ConfigurationError(
+                f"{path} can be read by other users: run `chmod 600 {path}` (or log in again)"
+            )
+        try:
+            return Profile.from_dict(json.loads(raw))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ConfigurationError(
+                f"profile file {path} is damaged ({type(err).__name__}): run "
+                f"`mediaframe login --profile {name}` again"
+            ) from None
+
+    def save(self, name: str, profile: Profile) -> Path:
+        """Write profile ``name`` atomically with mode 0600; return its path."""
+        path = self.path(name)
+        self._make_directory()
+        payload = json.dumps(profile.to_dict(), indent=2).encode()
+        # mkstemp creates the file 0600: the secret is never readable by others, not even briefly.
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(payload)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return path
+
+    def delete(self, name: str) -> bool:
+        """Remove profile ``name``; whether there was one."""
+        try:
+            self.path(name).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _make_directory(self) -> None:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.name == "posix" and self.directory.stat().st_mode & 0o077:
+            os.chmod(self.directory, 0o700)
