@@ -91,8 +91,8 @@ class App:
 def _users() -> list[User]:
     every_base = [c[0] for c in vocab.COLLECTIONS]
     every_databox = [d for d, _ in vocab.DATABOXES]
-    demo_rights = (*READER_RIGHTS, "canaddrecord", "canmodifrecord", "chgstatus")
-    demo_rights = tuple(r for r in COLLECTION_RIGHTS if r in demo_rights)
+    wanted = (*READER_RIGHTS, "canaddrecord", "canmodifrecord", "chgstatus")
+    demo_rights = tuple(r for r in COLLECTION_RIGHTS if r in wanted)
     return [
         # demo: every collection but Legal (7) and Board minutes (8).
         User(1, "demo", "demo-password", "Demo", "User", "Mr",

@@ -80,8 +80,7 @@ def serve(
         signal.signal(sig, lambda *_: stop.set())
     emu.start()
     try:
-        click.echo(json.dumps(emu.credentials))
-        click.get_text_stream("stdout").flush()
+        print(json.dumps(emu.credentials), flush=True)
         while not stop.wait(0.2):
             pass
     finally:

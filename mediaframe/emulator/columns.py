@@ -54,7 +54,7 @@ class TextField:
         values = self.normalised if normalised else self.categories
         hits = np.fromiter((predicate(v) for v in values), dtype=bool, count=len(values))
         # The extra False at the end is what code -1 (no value) indexes.
-        return np.append(hits, False)[self.codes].any(axis=1)
+        return np.asarray(np.append(hits, False)[self.codes].any(axis=1))
 
     def values(self, rows: np.ndarray) -> list[list[str]]:
         """The values of each row, in slot order."""

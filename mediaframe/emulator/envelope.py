@@ -111,7 +111,7 @@ def render(
         body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
         return Response(status, [("Content-Type", "application/yaml; charset=UTF-8"), *extra], body)
     if fmt == "jsonp":
-        body = b"/**/" + callback.encode("ascii") + b"(" + to_json(data) + b");"
+        body = b"/**/" + (callback or "").encode("ascii") + b"(" + to_json(data) + b");"
         wire_status = 500 if status == 500 else 200
         return Response(
             wire_status, [("Content-Type", "text/javascript; charset=UTF-8"), *extra], body

@@ -80,9 +80,9 @@ class Feeds:
             for _ in range(int(rng.integers(3, 13))):
                 pool = public_rows if public else all_rows
                 count = int(rng.integers(0, 6)) if len(pool) else 0
-                rows = rng.choice(pool, size=count, replace=False) if count <= len(pool) else pool
+                picked = rng.choice(pool, size=min(count, len(pool)), replace=False)
                 created = int(rng.integers(start, end + 1))
-                drafts.append((created, feed_id, [int(r) for r in rows]))
+                drafts.append((created, feed_id, [int(r) for r in picked]))
         drafts.sort(key=lambda d: d[0])
         for entry_id, (created, feed_id, rows) in enumerate(drafts, start=1):
             author = AUTHORS[entry_id % len(AUTHORS)]

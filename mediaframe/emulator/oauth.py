@@ -65,9 +65,7 @@ class OAuthEndpoints:
             login, password = _last(params, "username"), _last(params, "password")
             if not login or not password:
                 return _error("invalid_request")
-            user: User | str | None = (
-                self.accounts.check_password(login, password) or "invalid_grant"
-            )
+            user: User | str = self.accounts.check_password(login, password) or "invalid_grant"
         else:
             code, redirect_uri = _last(params, "code"), _last(params, "redirect_uri")
             if not code or not redirect_uri:
@@ -83,6 +81,7 @@ class OAuthEndpoints:
     def _client(self, request: Request) -> App | None:
         """The authenticated client: Basic or form credentials, never both; None if refused."""
         basic = request.basic_auth()
+        secret: str | None
         if basic is not None and "client_id" in request.form:
             return None
         if basic is not None:

@@ -374,9 +374,10 @@ def date_interval(text: str) -> tuple[int, int]:
     match = re.fullmatch(r"(\d{4})(?:[/-](\d{1,2})(?:[/-](\d{1,2}))?)?", text.strip())
     if match is None:
         raise QueryError(f"invalid date {text!r} in the query; use YYYY, YYYY/MM or YYYY/MM/DD")
-    year, month, day = (int(g) if g else None for g in match.groups())
+    year = int(match[1])
+    month, day = (int(g) if g else None for g in match.groups()[1:])
     try:
-        start = datetime(year, month or 1, day or 1, tzinfo=UTC)  # type: ignore[arg-type]
+        start = datetime(year, month or 1, day or 1, tzinfo=UTC)
     except ValueError as err:
         raise QueryError(f"invalid date {text!r} in the query: {err}") from None
     if day is not None:

@@ -268,7 +268,7 @@ class Search:
         return hits
 
     def _evaluate(self, params: SearchParams, bases: frozenset[int]) -> Hits:
-        table = self.catalogue.stories if params.search_type else self.catalogue.records
+        table: Any = self.catalogue.stories if params.search_type else self.catalogue.records
         try:
             tree = parse(params.query)
             mask = Evaluator(table, fields=params.fields, stemme=params.stemme).mask(tree)
@@ -328,7 +328,7 @@ def _date_window(table: Any, params: SearchParams) -> np.ndarray:
     if params.date_field == "Date":
         values, unit = table.dates["Date"], 86_400
     else:
-        values, unit = getattr(table, params.date_field.removesuffix("_on")), 1
+        values, unit = getattr(table, str(params.date_field).removesuffix("_on")), 1
     mask = np.ones(table.size, dtype=bool)
     if params.date_min:
         mask &= values >= date_interval(params.date_min)[0] // unit

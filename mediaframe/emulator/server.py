@@ -6,7 +6,7 @@ import io
 import socketserver
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
@@ -22,6 +22,7 @@ class _Handler(ServerHandler):
     """wsgiref's handler, except that a dropped connection sends nothing at all."""
 
     dropped = False
+    request_handler: WSGIRequestHandler | None = None  # set as wsgiref's own handler does
 
     def handle_error(self) -> None:
         if isinstance(sys.exc_info()[1], DropConnection):
@@ -45,10 +46,14 @@ class _RequestHandler(WSGIRequestHandler):
         if len(self.raw_requestline) > 65536 or not self.parse_request():
             return
         handler = _Handler(
-            self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True
+            self.rfile,
+            self.wfile,  # type: ignore[arg-type]  # a socket writer, as wsgiref passes it too
+            self.get_stderr(),
+            self.get_environ(),
+            multithread=True,
         )
         handler.request_handler = self
-        handler.run(self.server.get_app())
+        handler.run(self.server.get_app())  # type: ignore[attr-defined]  # our WSGIServer
         if handler.dropped:
             self.close_connection = True
 
@@ -80,7 +85,7 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> None:
@@ -103,7 +108,15 @@ class InProcessAdapter(BaseAdapter):
         super().__init__()
         self.app = app
 
-    def send(self, request: requests.PreparedRequest, **kwargs: object) -> requests.Response:
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float, float] | tuple[float, None] | None = None,
+        verify: bool | str = True,
+        cert: bytes | str | tuple[bytes | str, bytes | str] | None = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> requests.Response:
         url = urlsplit(request.url)
         body = request.body or b""
         if isinstance(body, str):
