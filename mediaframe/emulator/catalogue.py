@@ -326,8 +326,9 @@ class Catalogue:
             **{k: common.pop(k) for k in ("base_id", "collection_id")},
             "media_type": pd.Categorical(media, categories=vocab.MEDIA_TYPES),
             "mime_type": pd.Categorical(mime, categories=sorted({m[1] for m in MIMES})),
-            **common,
+            **{k: common.pop(k) for k in ("created_on", "updated_on")},
             "sha256": pd.array(t.sha256[rows].astype(str), dtype="string"),
+            **common,
             "original_name": pd.array(names, dtype="string"),
             "status": pd.array(t.status[rows], dtype="Int64"),
             "keywords": pd.array(

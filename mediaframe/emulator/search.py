@@ -120,8 +120,20 @@ def _paging(value: str, name: str, *, default: int) -> int:
     return number or default
 
 
+def _listed(params: Mapping[str, list[str]], name: str) -> list[str]:
+    """Values of a list parameter sent as name, name[] or name[<index>] (PHP's forms)."""
+    pattern = re.compile(rf"{name}(\[\d*\])?")
+    return [
+        v.strip()
+        for key, values in params.items()
+        if pattern.fullmatch(key)
+        for v in values
+        if v.strip()
+    ]
+
+
 def _bases(params: Mapping[str, list[str]]) -> tuple[int, ...] | None:
-    raw = [v for name in ("bases[]", "bases") for v in params.get(name, []) if v.strip()]
+    raw = _listed(params, "bases")
     if not raw:
         return None
     try:
@@ -165,8 +177,8 @@ def _fields(params: Mapping[str, list[str]], search_type: int) -> tuple[str, ...
     known = STORY_FIELDS if search_type else RECORD_FIELDS
     lookup = {f.lower(): f for f in known}
     out = []
-    for value in [v for name in ("fields[]", "fields") for v in params.get(name, []) if v.strip()]:
-        name = value.strip().removeprefix("field.").lower()
+    for value in _listed(params, "fields"):
+        name = value.removeprefix("field.").lower()
         if name not in lookup:
             raise ApiError(
                 400, f"fields[] {value!r} is unknown; searchable fields are {', '.join(known)}"

@@ -188,8 +188,7 @@ class Emulator:
 
     def update_record(self, databox_id: int, record_id: int, **fields: Any) -> None:
         """Change title, description, creator, keywords or status; updated_on becomes now."""
-        with self.search._lock:
-            self.catalogue.update_record(self._row(databox_id, record_id), **fields)
+        self.catalogue.update_record(self._row(databox_id, record_id), **fields)
         self.search.invalidate()
 
     def delete_record(self, databox_id: int, record_id: int) -> None:

@@ -239,3 +239,13 @@ def test_api_root_describes_the_api(api) -> None:
     response = answer.json()["response"]
     assert "GET /api/v1/me/" in response["routes"]
     assert response["api_version"] == "2.0.0"
+
+
+def test_loopback_server_and_in_process_adapter_agree(loopback, api) -> None:
+    params = {"query": "harbour", "per_page": "5", "sort": "created_on"}
+    over_socket = loopback.call("POST", "/api/v1/search/", data=dict(params)).json()
+    in_process = api.call("POST", "/api/v1/search/", data=dict(params)).json()
+    for body in (over_socket, in_process):
+        body["meta"].pop("response_time")
+        body["response"].pop("query_time")
+    assert over_socket == in_process

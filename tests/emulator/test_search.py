@@ -363,3 +363,13 @@ def test_v2_accepts_a_json_body(small) -> None:
     response = answer.json()["response"]
     assert response["per_page"] == 3
     assert {r["collection_id"] for r in response["results"]} <= {1, 2}
+
+
+def test_list_parameters_in_php_forms(small) -> None:
+    expected = ids(small, **{"bases[]": ["1", "2"]})
+    assert ids(small, **{"bases[0]": "1", "bases[1]": "2"}) == expected
+    assert ids(small, bases=["1", "2"]) == expected
+
+
+def test_prefix_wildcard(small) -> None:
+    assert ids(small, query="harb*") == ids(small, query="harbour")
