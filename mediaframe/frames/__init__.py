@@ -2,17 +2,37 @@
 
 Every function takes what the API returned (already decoded from JSON) and returns a frame whose
 columns and dtypes are declared once in :mod:`mediaframe.frames.schema` and documented in
-``docs/frame-schema.md``.
+``docs/frame-schema.md``. Malformed input raises :class:`~mediaframe.MalformedItemError`
+naming the item.
 """
 
+from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
+from mediaframe.frames.me import collections, databoxes, statuses, user
 from mediaframe.frames.records import concat_records, records
 from mediaframe.frames.schema import render_markdown
+from mediaframe.frames.search import facets, search_info, suggestions, v2_results
+from mediaframe.frames.stories import stories, story_record_frame, story_records
 from mediaframe.frames.technical import technical_long, technical_wide
 
 __all__ = [
+    "baskets",
+    "collections",
     "concat_records",
+    "databoxes",
+    "facets",
+    "feed_entries",
+    "feed_items",
+    "feeds",
     "records",
     "render_markdown",
+    "search_info",
+    "statuses",
+    "stories",
+    "story_record_frame",
+    "story_records",
+    "suggestions",
     "technical_long",
     "technical_wide",
+    "user",
+    "v2_results",
 ]

@@ -7,14 +7,15 @@ from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import infer_array, to_array
-from mediaframe.frames.normalise import keys_of, labeller, member_values
+from mediaframe.frames.normalise import labeller, preferred
 from mediaframe.frames.schema import Column, Frame
 
-__all__ = ["assemble", "flatten", "nested_rows"]
+__all__ = ["assemble", "flatten", "member_columns", "nested_rows"]
 
 #: Stands in for a null nested object, so every lookup below it simply finds nothing.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -43,13 +44,14 @@ def flatten(
         column gets ``clash_prefix``.
     label : names item ``i`` in errors (default: by position and ``frame.key``).
     """
+    n = len(items)
     label = label or labeller(items, frame.row, frame.key)
     given = given or {}
-    sources = {"": items}
+    sources = {"": member_columns(items)}
     for path in frame.nested:
         parent, _, member = path.rpartition(".")
-        sources[path] = nested_rows(sources[parent], member, path=path, label=label)
-    present = {path: keys_of(rows) for path, rows in sources.items()}
+        rows = nested_rows(sources[parent].get(member, [None] * n), path=path, label=label)
+        sources[path] = member_columns(rows)
     aliases = _aliases_by_member(frame)
 
     columns: dict[str, Any] = {}
@@ -58,16 +60,53 @@ def flatten(
             columns[column.name] = given[column.name]
             continue
         source, _, member = column.path.rpartition(".")
-        values = member_values(
-            sources[source], member, aliases=aliases.get(column.path, ()), present=present[source]
-        )
+        values = preferred(sources[source], member, aliases.get(column.path, ()), n)
         columns[column.name] = _declared(values, column, label=label)
 
-    dynamic = _unknown_members(frame, sources, present)
+    dynamic = _unknown_members(frame, sources)
     taken = columns.keys() | dynamic.keys()
     for name, array in (extra or {}).items():
         dynamic[clash_prefix + name if name in taken else name] = array
     return assemble(frame, columns, dynamic)
+
+
+def member_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Sequence[Any]]:
+    """Every member's values over all rows, ``None`` where a row lacks it.
+
+    Rows are read whole, one key layout at a time (servers send their members in one order):
+    touching each dict once is several times faster than one lookup pass per member, because
+    the parsed objects lie scattered in memory.
+    """
+    n = len(rows)
+    layouts = list(map(tuple, rows))
+    distinct = dict.fromkeys(layouts)
+    if len(distinct) == 1:
+        return dict(zip(layouts[0], _transpose(rows), strict=True)) if n and layouts[0] else {}
+    if len(distinct) > _MANY_LAYOUTS:
+        names = dict.fromkeys(chain.from_iterable(layouts))
+        return {name: [row.get(name) for row in rows] for name in names}
+    positions: dict[tuple[str, ...], list[int]] = {}
+    for index, layout in enumerate(layouts):
+        positions.setdefault(layout, []).append(index)
+    columns: dict[str, Any] = {}
+    for layout, indices in positions.items():
+        if not layout:
+            continue
+        group = [rows[i] for i in indices]
+        for name, values in zip(layout, _transpose(group), strict=True):
+            if name not in columns:
+                columns[name] = np.full(n, None, dtype=object)
+            columns[name][indices] = np.fromiter(values, dtype=object, count=len(values))
+    return columns
+
+
+def _transpose(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """Rows sharing one key layout, turned into one list per member."""
+    return list(map(list, zip(*map(dict.values, rows), strict=True)))
+
+
+#: Beyond this many key layouts, reading member by member is cheaper than grouping rows.
+_MANY_LAYOUTS = 64
 
 
 def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any]) -> pd.DataFrame:
@@ -81,12 +120,9 @@ def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any
     return pd.DataFrame(ordered, copy=False)
 
 
-def nested_rows(
-    rows: Sequence[Mapping[str, Any]], member: str, *, path: str, label: Label
-) -> list[Mapping[str, Any]]:
-    """The objects under ``member`` of each row, an empty mapping where it is null or absent."""
-    values = [row.get(member) for row in rows]
-    if set(map(type, values)) - {dict, MappingProxyType, type(None)}:
+def nested_rows(values: Sequence[Any], *, path: str, label: Label) -> list[Mapping[str, Any]]:
+    """The objects of a nested member, an empty mapping where it is null or absent."""
+    if set(map(type, values)) - {dict, type(None)}:
         index = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, dict))
         raise MalformedItemError(
             f"{label(index)}: member {path!r} is {type(values[index]).__name__}, expected an "
@@ -99,7 +135,7 @@ def nested_rows(
 
 def _declared(values: list[Any], column: Column, *, label: Label) -> Any:
     if column.required and None in values:
-        index = values.index(None)
+        index = next(i for i, value in enumerate(values) if value is None)
         raise MalformedItemError(
             f"{label(index)}: member {column.path!r} is missing or null; every item needs it "
             "to be identified (report the payload)",
@@ -135,15 +171,15 @@ def _aliases_by_member(frame: Frame) -> dict[str, tuple[str, ...]]:
 
 
 def _unknown_members(
-    frame: Frame, sources: Mapping[str, Sequence[Mapping[str, Any]]], present: Mapping[str, Any]
+    frame: Frame, sources: Mapping[str, Mapping[str, Sequence[Any]]]
 ) -> dict[str, Any]:
     """Members no declaration reads, as dynamic columns named with their object's prefix."""
     known = {column.path for column in frame.columns}
     known |= set(frame.nested) | set(frame.ignored) | set(frame.aliases)
     dynamic: dict[str, Any] = {}
-    for path, rows in sources.items():
+    for path, columns in sources.items():
         prefix = frame.nested.get(path, "")
-        for member in present[path]:
+        for member, values in columns.items():
             if (f"{path}.{member}" if path else member) not in known:
-                dynamic[prefix + member] = infer_array([row.get(member) for row in rows])
+                dynamic[prefix + member] = infer_array(values)
     return dynamic

@@ -6,13 +6,15 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from mediaframe.exceptions import MalformedItemError
 
 __all__ = [
     "as_items",
-    "keys_of",
+    "children",
     "labeller",
-    "member_values",
+    "preferred",
     "query_time_seconds",
 ]
 
@@ -50,6 +52,32 @@ def _with_id(value: Any, key: Any, id_member: str) -> Any:
     return value
 
 
+def children(
+    items: Sequence[Mapping[str, Any]], member: str, *, what: str, label: Callable[[int], str]
+) -> tuple[list[dict[str, Any]], np.ndarray, Callable[[int], str]]:
+    """The objects in the array ``member`` of every item, flattened.
+
+    Returns the children, the position of the item owning each, and a label naming a child by
+    its container, e.g. ``story #2 (story_id=9), record #0``.
+    """
+    lists = [item.get(member) or [] for item in items]
+    for index, values in enumerate(lists):
+        if type(values) is not list or any(type(value) is not dict for value in values):
+            raise MalformedItemError(
+                f"{label(index)}: member {member!r} is not an array of objects; the server's "
+                "answer does not follow the API contract (report the payload)",
+                item=index,
+            )
+    counts = np.array([len(values) for values in lists], dtype=np.int64)
+    owners = np.repeat(np.arange(len(lists)), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+
+    def child_label(index: int) -> str:
+        return f"{label(int(owners[index]))}, {what} #{index - int(starts[index])}"
+
+    return list(chain.from_iterable(lists)), owners, child_label
+
+
 def labeller(
     items: Sequence[Mapping[str, Any]], what: str, key: Sequence[str]
 ) -> Callable[[int], str]:
@@ -63,30 +91,23 @@ def labeller(
     return label
 
 
-def keys_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, None]:
-    """Every member name used by any row, in order of first appearance."""
-    return dict.fromkeys(chain.from_iterable(rows))
-
-
-def member_values(
-    rows: Sequence[Mapping[str, Any]],
-    member: str,
-    *,
-    aliases: Sequence[str] = (),
-    present: Mapping[str, None] | None = None,
-) -> list[Any]:
-    """Values of one member over all rows, ``None`` where absent, falling back to older spellings.
-
-    ``present`` (from :func:`keys_of`) lets the fallback pass be skipped when no row uses an alias.
-    """
-    values = [row.get(member) for row in rows]
+def preferred(
+    columns: Mapping[str, Sequence[Any]], member: str, aliases: Sequence[str], n: int
+) -> Sequence[Any]:
+    """The values of ``member``, falling back row by row to its older spellings ``aliases``."""
+    values = columns.get(member)
     for alias in aliases:
-        if present is None or alias in present:
-            older = [row.get(alias) for row in rows]
-            values = [
-                old if value is None else value for value, old in zip(values, older, strict=True)
-            ]
-    return values
+        older = columns.get(alias)
+        if older is not None:
+            values = (
+                older
+                if values is None
+                else [
+                    old if value is None else value
+                    for value, old in zip(values, older, strict=True)
+                ]
+            )
+    return [None] * n if values is None else values
 
 
 def query_time_seconds(value: Any) -> float | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS
 from mediaframe.frames.technical import gather, pivot
 
-__all__ = ["concat_records", "records"]
+__all__ = ["concat_records", "flatten_records", "records"]
 
 
 def records(items: list[dict[str, Any]]) -> pd.DataFrame:
@@ -48,7 +48,14 @@ def records(items: list[dict[str, Any]]) -> pd.DataFrame:
     0           1          7      image  200
     """
     items = as_items(items, "record")
-    label = labeller(items, RECORDS.row, RECORDS.key)
+    return flatten_records(items, label=labeller(items, RECORDS.row, RECORDS.key))
+
+
+def flatten_records(items: list[dict[str, Any]], *, label: Callable[[int], str]) -> pd.DataFrame:
+    """:func:`records` for items already checked, with errors naming items through ``label``.
+
+    Stories and feed items use it so that a bad nested record is named by its container.
+    """
     rows, names, values = gather(items, label=label)
     technical = pivot(len(items), rows, names, values)
     return flatten(items, RECORDS, extra=technical, clash_prefix="technical_", label=label)

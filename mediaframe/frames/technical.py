@@ -14,7 +14,7 @@ from mediaframe.frames.arrays import infer_array, object_values, to_array
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS, TECHNICAL_LONG
 
-__all__ = ["gather", "pivot", "technical_long", "technical_wide"]
+__all__ = ["gather", "pivot", "scatter", "technical_long", "technical_wide"]
 
 _SCALAR_OR_NULL = {bool, int, float, str, type(None)}
 _KEY = ("databox_id", "record_id")
@@ -130,11 +130,37 @@ def pivot(n: int, rows: np.ndarray, names: Sequence[str], values: Sequence[Any])
     columns = {}
     start = 0
     for name, end in zip(uniques, ends, strict=True):
-        column = np.full(n, None, dtype=object)
-        column[rows[start:end]] = values[start:end]
-        columns[name] = infer_array(column)
+        columns[name] = scatter(n, rows[start:end], values[start:end])
         start = end
     return columns
+
+
+def scatter(n: int, rows: np.ndarray, values: np.ndarray) -> Any:
+    """One name's values placed at their rows of an ``n``-long column, typed by the rule.
+
+    Plain numbers, by far the most common case, go straight into a masked numpy array; anything
+    else takes the general route of :func:`arrays.infer_array`.
+    """
+    kinds = set(map(type, values))
+    if kinds and kinds <= {int, float}:
+        numbers = _numbers(values, np.int64 if kinds == {int} else np.float64)
+        if numbers is not None:
+            data = np.zeros(n, dtype=numbers.dtype)
+            mask = np.ones(n, dtype=bool)
+            data[rows] = numbers
+            mask[rows] = False
+            kind = pd.arrays.IntegerArray if kinds == {int} else pd.arrays.FloatingArray
+            return kind(data, mask)
+    column = np.full(n, None, dtype=object)
+    column[rows] = values
+    return infer_array(column)
+
+
+def _numbers(values: np.ndarray, dtype: type) -> np.ndarray | None:
+    try:
+        return values.astype(dtype)
+    except OverflowError:  # beyond int64: infer_array keeps the digits as text
+        return None
 
 
 def _refuse(

@@ -1,0 +1,89 @@
+"""Feed frames: entries, their items as records, the feeds list, and baskets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mediaframe.exceptions import MalformedItemError
+from mediaframe.frames.arrays import text, to_array
+from mediaframe.frames.flatten import flatten
+from mediaframe.frames.normalise import as_items, children, labeller
+from mediaframe.frames.records import flatten_records
+from mediaframe.frames.schema import BASKETS, FEED_ENTRIES, FEEDS
+
+__all__ = ["baskets", "feed_entries", "feed_items", "feeds"]
+
+
+def feed_entries(entries: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per feed entry; ``item_count`` says how many items it holds.
+
+    Parameters
+    ----------
+    entries : the ``entries`` member of a feeds content response.
+    """
+    entries = as_items(entries, "feed entry")
+    label = labeller(entries, FEED_ENTRIES.row, FEED_ENTRIES.key)
+    _, owners, _ = children(entries, "items", what="item", label=label)
+    counts = pd.array(np.bincount(owners, minlength=len(entries)), dtype="Int64")
+    return flatten(entries, FEED_ENTRIES, given={"item_count": counts}, label=label)
+
+
+def feed_items(entries: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per feed item: ``entry_id, item_id``, then every column of :func:`records`.
+
+    Examples
+    --------
+    >>> feed_items([{"id": 4, "items": [{"item_id": 1, "record": {
+    ...     "databox_id": 1, "record_id": 7}}]}])[["entry_id", "item_id", "record_id"]]
+       entry_id  item_id  record_id
+    0         4        1          7
+    """
+    entries = as_items(entries, "feed entry")
+    label = labeller(entries, FEED_ENTRIES.row, FEED_ENTRIES.key)
+    items, owners, item_label = children(entries, "items", what="item", label=label)
+    entry_ids = to_array([entry.get("id") for entry in entries], "Int64", member="id", label=label)
+    item_ids = to_array(
+        [item.get("item_id") for item in items], "Int64", member="item_id", label=item_label
+    )
+    records = [item.get("record") for item in items]
+    for index, record in enumerate(records):
+        if type(record) is not dict:
+            raise MalformedItemError(
+                f"{item_label(index)}: member 'record' is not an object (report the payload)",
+                item=index,
+            )
+    frame = flatten_records(records, label=item_label)
+    frame.insert(0, "item_id", item_ids)
+    frame.insert(0, "entry_id", entry_ids.take(owners))
+    return frame
+
+
+def feeds(items: list[dict[str, Any]]) -> pd.DataFrame:
+    """The feeds list; ``icon`` is a boolean on newer servers and a path on older ones.
+
+    ``has_icon`` is true for ``true`` or a non-empty path; ``icon`` keeps the path (NA for a
+    boolean).
+    """
+    items = as_items(items, "feed")
+    label = labeller(items, FEEDS.row, FEEDS.key)
+    icons = [item.get("icon") for item in items]
+    for index, icon in enumerate(icons):
+        if icon is not None and type(icon) not in (bool, str):
+            raise MalformedItemError(
+                f"{label(index)}: member 'icon' is {icon!r}, expected a boolean or a path "
+                "(report the payload)",
+                item=index,
+            )
+    given = {
+        "has_icon": pd.array([None if i is None else bool(i) for i in icons], dtype="boolean"),
+        "icon": text([i if type(i) is str else None for i in icons]),
+    }
+    return flatten(items, FEEDS, given=given, label=label)
+
+
+def baskets(items: list[dict[str, Any]]) -> pd.DataFrame:
+    """Baskets, one row each, with ``owner_*`` and ``pusher_*`` user columns."""
+    return flatten(as_items(items, "basket"), BASKETS)

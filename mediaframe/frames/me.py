@@ -1,0 +1,163 @@
+"""Frames of the ``/me/`` route: the user, collection rights, status definitions, databox rights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from mediaframe.exceptions import MalformedItemError
+from mediaframe.frames.arrays import Label, text, to_array
+from mediaframe.frames.flatten import assemble, flatten
+from mediaframe.frames.normalise import as_items, labeller
+from mediaframe.frames.schema import (
+    COLLECTION_RIGHTS,
+    COLLECTIONS,
+    DATABOX_RIGHTS,
+    DATABOXES,
+    STATUSES,
+    USER,
+)
+
+__all__ = ["collections", "databoxes", "statuses", "user"]
+
+
+def user(user: dict[str, Any]) -> pd.Series:
+    """The user as a Series indexed by member name; dates as ``pd.Timestamp``, unset as NA.
+
+    Examples
+    --------
+    >>> user({"id": 3, "login": "ada", "created_on": "-0001-11-30T00:00:00+00:09"})[
+    ...     ["id", "login", "created_on"]]
+    id               3
+    login          ada
+    created_on     NaT
+    Name: ada, dtype: object
+    """
+    frame = flatten(as_items([user], "user"), USER)
+    series = frame.astype(object).iloc[0]
+    series.name = series["login"] if isinstance(series["login"], str) else None
+    return series
+
+
+def collections(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
+    """The user's collections with one ``boolean`` column per right of the contract's list.
+
+    Rights outside that list become extra ``boolean`` columns; a collection without a ``rights``
+    member has NA rights. Accepts a list or an object keyed by id; reads ``coll_id`` as
+    ``collection_id``.
+    """
+    items = as_items(items, "collection", id_member="base_id")
+    label = labeller(items, COLLECTIONS.row, COLLECTIONS.key)
+    known, unknown = _rights(items, COLLECTION_RIGHTS, label)
+    return flatten(items, COLLECTIONS, given=known, extra=unknown, label=label)
+
+
+def databoxes(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
+    """Databox rights with one ``boolean`` column per right of the contract's list.
+
+    Accepts a list or an object keyed by databox id (the key fills a missing ``databox_id``).
+    """
+    items = as_items(items, "databox", id_member="databox_id")
+    label = labeller(items, DATABOXES.row, DATABOXES.key)
+    known, unknown = _rights(items, DATABOX_RIGHTS, label)
+    return flatten(items, DATABOXES, given=known, extra=unknown, label=label)
+
+
+def statuses(collections: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
+    """Status-bit definitions: one row per (collection, bit) with labels per language.
+
+    Columns ``label_on_<lang>``/``label_off_<lang>`` exist for de, en, fr and nl, and for any
+    other language a server sends.
+    """
+    items = as_items(collections, "collection", id_member="base_id")
+    label = labeller(items, "collection", ("base_id",))
+    rows, owners = [], []
+    for index, item in enumerate(items):
+        for place, status in enumerate(_list(item.get("statuses"), "statuses", index, label)):
+            rows.append(_status(status, f"{label(index)}, status #{place}", index))
+            owners.append(index)
+    owning = [items[owner] for owner in owners]
+    ids = {
+        "databox_id": [item.get("databox_id") for item in owning],
+        "base_id": [item.get("base_id") for item in owning],
+        "collection_id": [_collection_id(item) for item in owning],
+    }
+    labels = sorted({key for row in rows for key in row if key.startswith("label_")})
+    extra_labels = [key for key in labels if key not in STATUSES.names]
+
+    def row_label(index: int) -> str:
+        return label(owners[index])
+
+    columns = {
+        name: to_array(values, "Int64", member=name, label=row_label)
+        for name, values in ids.items()
+    }
+    columns["position"] = to_array(
+        [row.get("position") for row in rows], "Int64", member="position", label=row_label
+    )
+    for name in [*STATUSES.names[4:-2], *extra_labels]:
+        columns[name] = text([row.get(name) for row in rows])
+    for name in ("restricted", "restriction_flag"):
+        columns[name] = to_array(
+            [row.get(name) for row in rows], "boolean", member=name, label=row_label
+        )
+    dynamic = {name: columns.pop(name) for name in extra_labels}
+    return assemble(STATUSES, columns, dynamic)
+
+
+def _collection_id(item: dict[str, Any]) -> Any:
+    """``collection_id``, or ``coll_id`` as old samples spell it."""
+    value = item.get("collection_id")
+    return item.get("coll_id") if value is None else value
+
+
+def _status(status: Any, where: str, index: int) -> dict[str, Any]:
+    if type(status) is not dict:
+        raise MalformedItemError(f"{where} is not an object (report the payload)", item=index)
+    row = {key: status.get(key) for key in ("position", "restricted", "restriction_flag")}
+    labels = status.get("labels") or {}
+    for state in ("on", "off"):
+        texts = labels.get(state) or {}
+        if type(texts) is not dict or any(type(t) not in (str, type(None)) for t in texts.values()):
+            raise MalformedItemError(
+                f"{where}: labels.{state} is not an object of strings (report the payload)",
+                item=index,
+            )
+        row.update({f"label_{state}_{lang}": value for lang, value in texts.items()})
+    return row
+
+
+def _rights(
+    items: list[dict[str, Any]], declared: Sequence[str], label: Label
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One boolean array per right: the declared ones, then any other right the server lists."""
+    held = [_list(item.get("rights"), "rights", index, label) for index, item in enumerate(items)]
+    for index, rights in enumerate(held):
+        if any(type(right) is not str for right in rights):
+            raise MalformedItemError(
+                f"{label(index)}: member 'rights' holds a non-string (report the payload)",
+                item=index,
+            )
+    missing = [item.get("rights") is None for item in items]
+    sets = [set(rights) for rights in held]
+    others = sorted(set().union(*sets) - set(declared))
+
+    def column(right: str) -> Any:
+        values = [None if gone else right in s for s, gone in zip(sets, missing, strict=True)]
+        return pd.array(values, dtype="boolean")
+
+    return {right: column(right) for right in declared}, {right: column(right) for right in others}
+
+
+def _list(value: Any, member: str, index: int, label: Label) -> list[Any]:
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise MalformedItemError(
+            f"{label(index)}: member {member!r} is not an array; the server's answer does not "
+            "follow the API contract (report the payload)",
+            item=index,
+        )
+    return value

@@ -1,0 +1,56 @@
+"""feed_entries(), feed_items(), feeds() and baskets()."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mediaframe.exceptions import MalformedItemError
+from mediaframe.frames import baskets, feed_entries, feed_items, feeds, records
+
+from .conftest import parquet_round_trip
+
+
+def entries(payload):
+    return payload("feeds_content")["response"]["entries"]
+
+
+def test_feed_entries(payload):
+    df = feed_entries(entries(payload))
+    assert df["id"].tolist() == [31, 30]
+    assert df["item_count"].tolist() == [2, 0]
+    assert df.loc[0, "feed_title"] == "Press"
+    assert "items" not in df.columns
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_feed_items_carry_record_columns(payload):
+    df = feed_items(entries(payload))
+    assert list(df.columns[:4]) == ["entry_id", "item_id", "databox_id", "record_id"]
+    assert df[["entry_id", "item_id", "record_id"]].values.tolist() == [[31, 1, 101], [31, 2, 101]]
+    record_columns = records([item["record"] for item in entries(payload)[0]["items"]]).columns
+    assert list(df.columns[2:]) == list(record_columns)
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_feed_icon_boolean_or_path(payload):
+    df = feeds(payload("feeds_list")["response"]["feeds"])
+    assert df["has_icon"].tolist() == [True, False, True]
+    assert df["icon"].tolist()[2] == "/custom/feed_1.jpg"
+    assert df["icon"].isna().tolist()[:2] == [True, True]
+    assert pd.isna(df.loc[2, "updated_on"])
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_baskets_flatten_owner_and_pusher(payload):
+    df = baskets(payload("baskets_list")["response"]["baskets"])
+    assert df["owner_login"].tolist() == ["ada", "ada"]
+    assert pd.isna(df.loc[0, "pusher_id"]) and df.loc[1, "pusher_id"] == 7
+    assert df["owner_locale"].tolist() == ["en_GB", "en_GB"]  # undeclared user member kept
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_a_bad_feed_item_is_named_by_its_entry():
+    bad = [{"id": 4, "items": [{"item_id": 1, "record": None}]}]
+    with pytest.raises(MalformedItemError, match=r"feed entry #0 \(id=4\), item #0"):
+        feed_items(bad)

@@ -1,0 +1,73 @@
+"""user(), collections(), statuses() and databoxes() on current and old /me/ answers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mediaframe.exceptions import MalformedItemError
+from mediaframe.frames import collections, databoxes, statuses, user
+from mediaframe.frames.schema import COLLECTION_RIGHTS
+
+from .conftest import parquet_round_trip
+
+
+def me(payload, name):
+    return payload(name)["response"]
+
+
+def test_user_series_with_dates_and_placeholders(payload):
+    series = user(me(payload, "me_current")["user"])
+    assert series.name == "ada"
+    assert series["id"] == 42 and series["locale"] == "en_GB"
+    assert series["created_on"] == pd.Timestamp("2019-04-01T06:00:00Z")
+    assert pd.isna(series["updated_on"])  # placeholder date
+    assert pd.isna(series["address"])
+    assert "@entity@" not in series.index
+
+
+def test_collections_one_boolean_per_right_and_unknowns_kept(payload):
+    df = collections(me(payload, "me_current")["collections"])
+    assert list(df.columns[3 : 3 + len(COLLECTION_RIGHTS)]) == list(COLLECTION_RIGHTS)
+    assert df.loc[0, "canaddrecord"] and not df.loc[1, "canaddrecord"]
+    assert df["canshare"].tolist() == [False, True]  # a right outside the contract's list
+    assert df["order_master"].dtype == "boolean" and df["restrict_dwnld"].dtype == "Int64"
+    assert df["actif"].dtype == "boolean"
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_collections_keyed_by_id_with_coll_id(payload):
+    df = collections(me(payload, "me_old")["collections"])
+    assert df[["databox_id", "base_id", "collection_id"]].values.tolist() == [[1, 5, 1], [1, 6, 2]]
+    assert "coll_id" not in df.columns
+
+
+def test_statuses_per_language(payload):
+    df = statuses(me(payload, "me_current")["collections"])
+    assert df[["base_id", "position"]].values.tolist() == [[2, 4], [2, 5]]
+    assert df.loc[0, "label_on_de"] == "Veröffentlicht" and df.loc[1, "label_off_nl"] == "Vrij"
+    assert df["restricted"].tolist() == [False, True]
+    pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_statuses_of_old_servers_keep_other_languages(payload):
+    df = statuses(me(payload, "me_old")["collections"])
+    assert df.loc[0, "label_on_es"] == "Publicado"
+    assert pd.isna(df.loc[0, "label_on_de"])
+    assert df.loc[0, "collection_id"] == 1  # from coll_id
+
+
+def test_databoxes_list_and_keyed_by_id(payload):
+    current = databoxes(me(payload, "me_current")["databoxes"])
+    assert current.loc[0, ["bas_chupub", "bas_modif_th", "bas_manage"]].tolist() == [
+        True,
+        True,
+        False,
+    ]
+    old = databoxes(me(payload, "me_old")["databoxes"])
+    assert old.loc[0, "databox_id"] == 1 and old.loc[0, "bas_manage"]
+
+
+def test_rights_must_be_an_array_of_strings():
+    with pytest.raises(MalformedItemError, match=r"collection #0 .*'rights'"):
+        collections([{"databox_id": 1, "base_id": 2, "rights": "actif"}])
