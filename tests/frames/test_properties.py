@@ -1,0 +1,111 @@
+"""Property tests: any well-formed records flatten the same page by page and survive parquet."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mediaframe.frames import concat_records, records, technical_long, technical_wide
+
+from .conftest import parquet_round_trip
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+SCALAR = st.one_of(
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    TEXT,
+    st.booleans(),
+    st.none(),
+)
+OFFSETS = st.sampled_from(
+    [
+        dt.UTC,
+        dt.timezone(dt.timedelta(hours=2)),
+        dt.timezone(dt.timedelta(hours=-5, minutes=-30)),
+    ]
+)
+DATE = st.one_of(
+    st.none(),
+    st.just("-0001-11-30T00:00:00+00:09"),
+    st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2100, 1, 1), timezones=OFFSETS).map(
+        lambda d: d.isoformat()
+    ),
+)
+TECH = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.sampled_from(["ISO", "Aperture", "CameraModel", "title", "Mode"]),
+            "value": SCALAR,
+        }
+    ),
+    max_size=5,
+)
+PERMALINK = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.integers(0, 10**9),
+        "url": TEXT,
+        "is_activated": st.booleans(),
+        "created_on": DATE,
+    },
+)
+THUMBNAIL = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": TEXT,
+            "width": st.integers(0, 10**5),
+            "devices": st.lists(st.sampled_from(["screen", "print", "handheld"]), max_size=2),
+            "mime_type": st.sampled_from(["image/jpeg", "image/png"]),
+            "permalink": st.one_of(st.none(), PERMALINK),
+            "cdn_hint": SCALAR,
+        },
+    ),
+)
+RECORD = st.fixed_dictionaries(
+    {"databox_id": st.integers(1, 4), "record_id": st.integers(1, 10**6)},
+    optional={
+        "base_id": st.integers(1, 20),
+        "title": st.one_of(st.none(), TEXT),
+        "mime_type": st.sampled_from(["image/jpeg", "video/mp4", "application/pdf"]),
+        "media_type": st.sampled_from(["image", "video", "document"]),
+        "phrasea_type": st.sampled_from(["image", "audio"]),
+        "created_on": DATE,
+        "updated-on": DATE,
+        "thumbnail": THUMBNAIL,
+        "technical_informations": TECH,
+        "score": SCALAR,
+        "flags": st.one_of(st.none(), st.booleans()),
+    },
+)
+PAGES = st.lists(st.lists(RECORD, max_size=6), min_size=1, max_size=4)
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(PAGES)
+def test_pages_concatenate_to_the_frame_of_all_items(pages):
+    whole = records([item for page in pages for item in page])
+    pd.testing.assert_frame_equal(concat_records([records(page) for page in pages]), whole)
+
+
+@SETTINGS
+@given(st.lists(RECORD, min_size=1, max_size=8))
+def test_records_round_trip_through_parquet(items):
+    frame = records(items)
+    pd.testing.assert_frame_equal(parquet_round_trip(frame), frame)
+
+
+@SETTINGS
+@given(st.lists(RECORD, max_size=8, unique_by=lambda r: (r["databox_id"], r["record_id"])))
+def test_technical_wide_is_the_way_back(items):
+    key = ["databox_id", "record_id"]
+    wide = technical_wide(technical_long(items)).set_index(key)
+    flat = records(items).set_index(key)
+    for name in wide.columns:
+        pd.testing.assert_series_equal(wide[name], flat.loc[wide.index, name])
