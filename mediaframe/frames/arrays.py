@@ -65,6 +65,12 @@ def to_array(values: Sequence[Any], dtype: str, *, member: str, label: Label) ->
         A value has another JSON type than the column declares; the message names the item.
     """
     accepted = _ACCEPTS[dtype]
+    if dtype == "string":
+        try:  # pyarrow checks every value is a str, faster than a pass in Python
+            return text(values)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            _refuse(values, accepted, member=member, label=label)
+            raise
     kinds = set(map(type, values))
     kinds.discard(_NONE)
     if not kinds <= accepted:
@@ -75,8 +81,6 @@ def to_array(values: Sequence[Any], dtype: str, *, member: str, label: Label) ->
         return timestamps(values, member=member, label=label)
     if dtype == "Int64":
         return _integers(values, member=member, label=label)
-    if dtype == "string":
-        return text(values)
     return pd.array(values, dtype=dtype)
 
 

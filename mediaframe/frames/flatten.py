@@ -79,9 +79,9 @@ def member_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Sequence[Any]
     """
     n = len(rows)
     layouts = list(map(tuple, rows))
+    if n and layouts.count(layouts[0]) == n:  # the common case, cheaper than hashing layouts
+        return dict(zip(layouts[0], _transpose(rows), strict=True)) if layouts[0] else {}
     distinct = dict.fromkeys(layouts)
-    if len(distinct) == 1:
-        return dict(zip(layouts[0], _transpose(rows), strict=True)) if n and layouts[0] else {}
     if len(distinct) > _MANY_LAYOUTS:
         names = dict.fromkeys(chain.from_iterable(layouts))
         return {name: [row.get(name) for row in rows] for name in names}

@@ -57,7 +57,7 @@ def flatten_records(items: list[dict[str, Any]], *, label: Callable[[int], str])
     Stories and feed items use it so that a bad nested record is named by its container.
     """
     rows, names, values = gather(items, label=label)
-    technical = pivot(len(items), rows, names, values)
+    technical = pivot(len(items), rows, names, values, label=label)
     return flatten(items, RECORDS, extra=technical, clash_prefix="technical_", label=label)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,8 @@ def gather(
 ) -> tuple[np.ndarray, list[str], list[Any]]:
     """Collect every technical value as parallel ``(row, name, value)`` sequences.
 
-    Three flat passes over all entries instead of one loop per record: each pass runs in C.
+    Flat passes over all entries instead of one loop per record, each running in C; the types
+    of names and values are checked later, once per distinct name (see :func:`pivot`).
     """
     lists = [item.get("technical_informations") for item in items]
     if set(map(type, lists)) - {list, type(None)}:
@@ -99,30 +101,39 @@ def gather(
     lists = [entries or () for entries in lists]
     rows = np.repeat(np.arange(len(lists)), [len(entries) for entries in lists])
     flat = list(chain.from_iterable(lists))
-    if set(map(type, flat)) - {dict}:
+    try:
+        names = list(map(itemgetter("name"), flat))
+        values = [entry.get("value") for entry in flat]
+    except (AttributeError, KeyError, TypeError):
         _refuse_entry(flat, rows, lambda e: type(e) is not dict, label, "is not an object")
-    names = [entry.get("name") for entry in flat]
-    if set(map(type, names)) - {str}:
-        _refuse_entry(flat, rows, lambda e: type(e.get("name")) is not str, label, "has no name")
-    values = [entry.get("value") for entry in flat]
-    if set(map(type, values)) - _SCALAR_OR_NULL:
-        _refuse_entry(
-            flat,
-            rows,
-            lambda e: type(e.get("value")) not in _SCALAR_OR_NULL,
-            label,
-            "has a value that is not a number or a string",
-        )
+        _refuse_entry(flat, rows, lambda e: "name" not in e, label, "has no name")
+        raise
     return rows, names, values
 
 
-def pivot(n: int, rows: np.ndarray, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+def pivot(
+    n: int,
+    rows: np.ndarray,
+    names: Sequence[str],
+    values: Sequence[Any],
+    *,
+    label: Callable[[int], str] = "record #{}".format,
+) -> dict[str, Any]:
     """Scatter triples into one typed column of length ``n`` per name.
 
     Entries are grouped by name with one stable sort, so each name is typed from its own values
     only; a name repeated within one record keeps its last value.
+
+    Raises
+    ------
+    MalformedItemError
+        A name is not a string or a value is not a number, string, boolean or null; ``label``
+        names the record holding it.
     """
     codes, uniques = pd.factorize(np.asarray(names, dtype=object))
+    for code, name in enumerate(uniques):
+        if type(name) is not str:
+            _refuse_value(int(rows[np.flatnonzero(codes == code)[0]]), label, f"name {name!r}")
     order = np.argsort(codes, kind="stable")
     ends = np.cumsum(np.bincount(codes, minlength=len(uniques)))
     rows = np.asarray(rows)[order]
@@ -130,18 +141,21 @@ def pivot(n: int, rows: np.ndarray, names: Sequence[str], values: Sequence[Any])
     columns = {}
     start = 0
     for name, end in zip(uniques, ends, strict=True):
-        columns[name] = scatter(n, rows[start:end], values[start:end])
+        kinds = set(map(type, values[start:end]))
+        if kinds - _SCALAR_OR_NULL:
+            bad = next(i for i in range(start, end) if type(values[i]) not in _SCALAR_OR_NULL)
+            _refuse_value(int(rows[bad]), label, f"{name!r} has value {values[bad]!r}")
+        columns[name] = scatter(n, rows[start:end], values[start:end], kinds=kinds)
         start = end
     return columns
 
 
-def scatter(n: int, rows: np.ndarray, values: np.ndarray) -> Any:
+def scatter(n: int, rows: np.ndarray, values: np.ndarray, *, kinds: set[type]) -> Any:
     """One name's values placed at their rows of an ``n``-long column, typed by the rule.
 
     Plain numbers, by far the most common case, go straight into a masked numpy array; anything
     else takes the general route of :func:`arrays.infer_array`.
     """
-    kinds = set(map(type, values))
     if kinds and kinds <= {int, float}:
         numbers = _numbers(values, np.int64 if kinds == {int} else np.float64)
         if numbers is not None:
@@ -163,6 +177,14 @@ def _numbers(values: np.ndarray, dtype: type) -> np.ndarray | None:
         return None
 
 
+def _refuse_value(index: int, label: Callable[[int], str], problem: str) -> None:
+    raise MalformedItemError(
+        f"{label(index)}: technical_informations {problem}, expected a number or a string; the "
+        "server's answer does not follow the API contract (report the payload)",
+        item=index,
+    )
+
+
 def _refuse(
     values: Sequence[Any], bad: Callable[[Any], bool], label: Callable, problem: str
 ) -> None:
@@ -177,7 +199,9 @@ def _refuse(
 def _refuse_entry(
     flat: Sequence[Any], rows: np.ndarray, bad: Callable[[Any], bool], label: Callable, problem: str
 ) -> None:
-    position = next(i for i, entry in enumerate(flat) if bad(entry))
+    position = next((i for i, entry in enumerate(flat) if bad(entry)), None)
+    if position is None:
+        return
     index = int(rows[position])
     start = int(np.searchsorted(rows, index))
     raise MalformedItemError(

@@ -163,6 +163,26 @@ def test_concat_refuses_frames_not_built_by_records():
             [_r, {"databox_id": 1, "record_id": 2, "technical_informations": [{"value": 1}]}],
             r"record #1 \(databox_id=1, record_id=2\): technical_informations\[0\] has no name",
         ),
+        (
+            [
+                {
+                    "databox_id": 1,
+                    "record_id": 2,
+                    "technical_informations": [{"name": 5, "value": 1}],
+                }
+            ],
+            r"record #0 .*technical_informations name 5, expected",
+        ),
+        (
+            [
+                {
+                    "databox_id": 1,
+                    "record_id": 2,
+                    "technical_informations": [{"name": "a", "value": []}],
+                }
+            ],
+            r"record #0 .*technical_informations 'a' has value \[\]",
+        ),
     ],
 )
 def test_malformed_items_are_named(items, match):
