@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import gc
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,9 +58,28 @@ def flatten_records(items: list[dict[str, Any]], *, label: Callable[[int], str])
 
     Stories and feed items use it so that a bad nested record is named by its container.
     """
-    rows, names, values = gather(items, label=label)
-    technical = pivot(len(items), rows, names, values, label=label)
-    return flatten(items, RECORDS, extra=technical, clash_prefix="technical_", label=label)
+    with _collector_paused():
+        rows, names, values = gather(items, label=label)
+        technical = pivot(len(items), rows, names, values, label=label)
+        return flatten(items, RECORDS, extra=technical, clash_prefix="technical_", label=label)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold automatic garbage collection while a frame is built, then restore it.
+
+    Flattening allocates millions of short-lived, acyclic containers; each automatic collection
+    they trigger walks every object of the parsed response (~10 million for 200,000 records),
+    which made ``records()`` 2.5 times slower in an ordinary session. Nothing cyclic is created,
+    so nothing is left for the collector to find later.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def concat_records(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -203,3 +203,20 @@ def _record(record_id, *, tech=()):
         "record_id": record_id,
         "technical_informations": [{"name": n, "value": v} for n, v in tech],
     }
+
+
+def test_records_restores_the_garbage_collector_state():
+    import gc
+
+    assert gc.isenabled()
+    records([_record(1, tech=[("ISO", 1)])])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        records([_record(1)])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(MalformedItemError):
+        records([{"databox_id": 1, "record_id": "x"}])
+    assert gc.isenabled()
