@@ -193,7 +193,8 @@ class Client:
         )
         self.api = API(self.transport)
         self._user_key: str | None = None
-        self._lock = threading.Lock()
+        # Re-entrant: user_key holds it while whoami() -> me_raw() may take it again.
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         profile = f", profile={self.profile!r}" if self.profile else ""
