@@ -5,10 +5,13 @@
 >>> client.records(query="sunset")                                     # doctest: +SKIP
 """
 
-from mediaframe.client import Client, connect
-from mediaframe.exceptions import *  # noqa: F403  (the error tree is part of the public surface)
-from mediaframe.exceptions import __all__ as _errors
-
+# Defined before the imports below: cache provenance reads it while the package initialises.
 __version__ = "0.1.0"
 
-__all__ = ["Client", "connect", *_errors, "__version__"]
+from mediaframe.cache import to_dask, to_duckdb
+from mediaframe.client import Client, connect
+from mediaframe.exceptions import *  # noqa: F403  (the error tree is public)
+from mediaframe.exceptions import __all__ as _errors
+from mediaframe.harvest import HarvestReport
+
+__all__ = ["Client", "HarvestReport", "connect", "to_dask", "to_duckdb", *_errors, "__version__"]

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pandas as pd
 import requests
 
-from mediaframe import auth
+from mediaframe import auth, frames
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError
+from mediaframe.exceptions import ConfigurationError, InvalidParameterError
+from mediaframe.harvest import Spec
+from mediaframe.harvest.collect import Options, cache_path, collect
 from mediaframe.http import Transport
-from mediaframe.routes import API
+from mediaframe.routes import API, search_params, to_ymd
 
-__all__ = ["Client", "connect"]
+__all__ = ["Client", "Me", "RemoteSearch", "connect"]
+
+#: Orders the complete result of records() and stories() can be given in (key order otherwise).
+RESULT_SORTS = ("created_on", "updated_on")
+#: Largest page of the feeds content route.
+_FEED_PAGE = 20
 
 
 def connect(
@@ -193,6 +203,7 @@ class Client:
         )
         self.api = API(self.transport)
         self._user_key: str | None = None
+        self._me: dict[str, Any] | None = None
         # Re-entrant: user_key holds it while whoami() -> me_raw() may take it again.
         self._lock = threading.RLock()
 
@@ -210,9 +221,12 @@ class Client:
         """Release the network session (a session passed to :func:`connect` stays open)."""
         self.transport.close()
 
-    def me_raw(self) -> dict[str, Any]:
-        """``/api/v1/me/`` as decoded: ``{user, collections, databoxes}``."""
-        return self.api.me()
+    def me_raw(self, *, refresh: bool = False) -> dict[str, Any]:
+        """``/api/v1/me/`` decoded: ``{user, collections, databoxes}`` (asked once, then kept)."""
+        with self._lock:
+            if self._me is None or refresh:
+                self._me = self.api.me()
+            return self._me
 
     def whoami(self) -> dict[str, Any]:
         """The user the token belongs to (the ``user`` member of ``/me/``).
@@ -252,3 +266,203 @@ class Client:
             stored = Profile(self.base_url, fresh, self._client_id, self._client_secret)
             TokenStore(self.settings.config_dir).save(self.profile, stored)
         return fresh
+
+    # -- DataFrames ------------------------------------------------------------------------
+
+    def records(self, query: str = "", **filters: Any) -> pd.DataFrame:
+        """Every record matching ``query`` and ``filters``, never silently truncated.
+
+        The search is harvested completely under the server's retrieval cap (split into shards
+        when needed), cached as parquet, and synced incrementally when the cache is older than
+        its TTL. The harvest report is in ``df.attrs["harvest"]``
+        (:meth:`mediaframe.HarvestReport.from_frame` rebuilds it).
+
+        Parameters
+        ----------
+        query : the search query in the service's syntax; ``""`` matches everything.
+        **filters : ``bases``, ``record_type``, ``date_field``, ``date_min``, ``date_max``
+            (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
+            ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
+            the result (key order otherwise). How to collect: ``refresh``, ``offline``, ``ttl``
+            (seconds or timedelta), ``allow_incomplete``, ``progress``, ``concurrency``,
+            ``per_page``, ``dask`` (a ``distributed.Client`` or scheduler address),
+            ``cache_dir``.
+
+        Raises
+        ------
+        IncompleteResultError
+            Part of the search cannot be retrieved under the cap (``allow_incomplete=True``
+            warns instead and keeps what could be retrieved).
+
+        Examples
+        --------
+        >>> df = client.records("sunset", record_type="image", date_min="2024/01/01",
+        ...                     date_field="created_on")                      # doctest: +SKIP
+        >>> mf.HarvestReport.from_frame(df).summary()                          # doctest: +SKIP
+        '1234 records of 1234 (complete) from 3 shard(s), 9 request(s), 0.8 s'
+        """
+        return self._collect("records", query, filters)
+
+    def stories(self, query: str = "", **filters: Any) -> pd.DataFrame:
+        """Every story matching ``query`` and ``filters``; same options as :meth:`records`."""
+        return self._collect("stories", query, filters)
+
+    def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
+        """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
+        query`` (each ``query`` selects its value)."""
+        _, search = _split_filters(filters)
+        response = self.api.search_v2(query, per_page=1, **search)
+        return frames.facets(response.get("facets") or [])
+
+    def me(self, *, refresh: bool = False) -> Me:
+        """The user (a Series) and their collection rights, status definitions and databoxes."""
+        raw = self.me_raw(refresh=refresh)
+        collections = raw.get("collections") or []
+        return Me(
+            user=frames.user(raw.get("user") or {}),
+            collections=frames.collections(collections),
+            statuses=frames.statuses(collections),
+            databoxes=frames.databoxes(raw.get("databoxes") or []),
+        )
+
+    def feed_entries(
+        self, *, offset_start: int | None = None, per_page: int | None = None
+    ) -> pd.DataFrame:
+        """Entries of every feed: all of them, or one page with ``offset_start``/``per_page``."""
+        return frames.feed_entries(self._feed_entries(offset_start, per_page))
+
+    def feed_items(
+        self, *, offset_start: int | None = None, per_page: int | None = None
+    ) -> pd.DataFrame:
+        """The records of feed entries, one row per item, with the entry's id."""
+        return frames.feed_items(self._feed_entries(offset_start, per_page))
+
+    def feeds(self) -> pd.DataFrame:
+        """The feeds the user can see."""
+        return frames.feeds(self.api.feeds_list().get("feeds") or [])
+
+    def baskets(self) -> pd.DataFrame:
+        """The user's baskets."""
+        return frames.baskets(self.api.baskets_list().get("baskets") or [])
+
+    def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
+        """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
+        options, search = _split_filters(filters)
+        return cache_path(self, _spec(kind, query, search), options.cache_dir)
+
+    def remote_search(self, *, version: int = 1) -> RemoteSearch:
+        """The search route as a picklable callable, for shard tasks on other processes."""
+        return RemoteSearch(self.base_url, self.transport.token, self.settings, version)
+
+    def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
+        options, search = _split_filters(filters)
+        sort, order = search.pop("sort", None), search.pop("ord", None)
+        if sort is not None and sort not in RESULT_SORTS:
+            raise InvalidParameterError(
+                f"sort={sort!r}: a complete result is ordered by {' or '.join(RESULT_SORTS)} "
+                "(or by key when sort is left out); for ranked pages use client.api.search"
+            )
+        search_params(sort=sort, ord=order)  # validates ord
+        frame = collect(self, _spec(kind, query, search), options)
+        return _ordered(frame, sort, order)
+
+    def _feed_entries(self, offset_start: int | None, per_page: int | None) -> list[dict]:
+        if offset_start is not None or per_page is not None:
+            return (
+                self.api.feeds_content(offset_start=offset_start, per_page=per_page).get("entries")
+                or []
+            )
+        entries: list[dict] = []
+        while True:  # every entry: page until the total is reached or a page comes back empty
+            page = self.api.feeds_content(offset_start=len(entries), per_page=_FEED_PAGE)
+            batch = page.get("entries") or []
+            entries.extend(batch)
+            total = page.get("total_entries")
+            if not batch or (isinstance(total, int) and len(entries) >= total):
+                return entries
+
+
+@dataclasses.dataclass(frozen=True)
+class Me:
+    """What ``/me/`` says, as frames: the user and their rights."""
+
+    user: pd.Series
+    collections: pd.DataFrame
+    statuses: pd.DataFrame
+    databoxes: pd.DataFrame
+
+
+@dataclasses.dataclass
+class RemoteSearch:
+    """A search route that survives pickling: each process opens its own transport.
+
+    Dask workers receive it with the token, so it goes only where the user sends it; its repr,
+    like every repr in mediaframe, never shows the token.
+    """
+
+    base_url: str
+    token: Token | None
+    settings: Settings
+    version: int = 1
+    _api: API | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __call__(self, query: str = "", **filters: Any) -> dict[str, Any]:
+        if self._api is None:
+            self._api = API(Transport(self.base_url, token=self.token, settings=self.settings))
+        search = self._api.search if self.version == 1 else self._api.search_v2
+        return search(query, **filters)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_api": None}
+
+
+_OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}
+
+
+def _split_filters(filters: Mapping[str, Any]) -> tuple[Options, dict[str, Any]]:
+    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
+    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
+    for name in ("offset_start", "search_type"):
+        if name in search:
+            raise InvalidParameterError(
+                f"{name}= is chosen by mediaframe for a complete result; use client.api.search "
+                "for single pages"
+            )
+    return Options(**options), search
+
+
+def _spec(kind: str, query: str, filters: Mapping[str, Any]) -> Spec:
+    """A validated search, with filters in a plain form that names one cache entry."""
+    filters = {k: v for k, v in filters.items() if v is not None}
+    search_params(query, **filters)  # raises InvalidParameterError with what to send instead
+    for name in ("date_min", "date_max"):
+        if name in filters:
+            filters[name] = to_ymd(filters[name], name=name)
+    if "bases" in filters:
+        filters["bases"] = sorted({int(base) for base in filters["bases"]})
+    if "fields" in filters:
+        filters["fields"] = list(filters["fields"])
+    if "status" in filters:
+        filters["status"] = _plain_status(filters["status"])
+    return Spec(kind, query, filters)
+
+
+def _plain_status(status: Mapping[int, Mapping[str, Iterable[int] | int]]) -> dict:
+    return {
+        int(bit): {
+            state: sorted([ids] if isinstance(ids, int) else {int(i) for i in ids})
+            for state, ids in sorted(states.items())
+        }
+        for bit, states in sorted(status.items())
+    }
+
+
+def _ordered(frame: pd.DataFrame, sort: str | None, order: str | None) -> pd.DataFrame:
+    if sort is None:
+        return frame
+    attrs = dict(frame.attrs)
+    ordered = frame.sort_values(
+        [sort, *frame.columns[:2]], ascending=order != "desc", kind="stable", na_position="last"
+    ).reset_index(drop=True)
+    ordered.attrs.update(attrs)
+    return ordered

@@ -179,6 +179,11 @@ class Transport:
         """Where the token goes: ``header``, ``param``, or ``auto`` until the service told."""
         return self._placement or "auto"
 
+    @property
+    def token(self) -> Token | None:
+        """The token in use (its repr shows no secret)."""
+        return self._token
+
     def close(self) -> None:
         """Close the session if this transport made it."""
         if self._owns_session:

@@ -11,7 +11,15 @@ from mediaframe import exceptions
 
 def test_all_is_pinned():
     assert sorted(mediaframe.__all__) == sorted(
-        ["Client", "connect", "__version__", *exceptions.__all__]
+        [
+            "Client",
+            "HarvestReport",
+            "connect",
+            "to_dask",
+            "to_duckdb",
+            "__version__",
+            *exceptions.__all__,
+        ]
     )
     for name in mediaframe.__all__:
         assert hasattr(mediaframe, name), name

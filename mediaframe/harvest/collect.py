@@ -1,0 +1,224 @@
+"""What ``client.records()`` and ``client.stories()`` do: the cache first, then a sync or a harvest.
+
+The policy, in order:
+
+1. a finished cached harvest younger than the TTL (or any, offline) is read back as it is;
+2. an older one is brought up to date by an incremental sync;
+3. otherwise the search is harvested — resuming an interrupted harvest of the same search.
+
+``refresh=True`` skips 1 and 2. Offline mode never touches the network: no cache, no answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import posixpath
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from mediaframe import frames
+from mediaframe.cache import HarvestStore, age, dataset_key
+from mediaframe.exceptions import (
+    CacheCorruptError,
+    CacheMissError,
+    CacheWarning,
+    ConfigurationError,
+)
+from mediaframe.harvest.engine import harvest
+from mediaframe.harvest.plan import Spec
+from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.sync import sync
+
+__all__ = ["Options", "cache_path", "collect"]
+
+#: The kinds a harvest collects, with their frames.
+KINDS = ("records", "stories")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How one call collects: the knobs of ``client.records()`` beyond the search itself."""
+
+    refresh: bool = False
+    offline: bool | None = None
+    ttl: dt.timedelta | float | None = None
+    allow_incomplete: bool = False
+    progress: bool | None = None
+    concurrency: int | None = None
+    per_page: int | None = None
+    dask: Any = None
+    cache_dir: str | None = None
+
+
+def cache_path(client: Any, spec: Spec, cache_dir: str | None = None) -> str:
+    """Where the harvest of ``spec`` by ``client``'s user is cached (never names the token)."""
+    root = str(cache_dir or client.settings.cache_dir)
+    key = dataset_key(server=client.base_url, user=client.user_key, **spec.identity())
+    return posixpath.join(root.rstrip("/"), spec.kind, key)
+
+
+def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
+    """Every hit of ``spec`` as a frame, with its report in ``frame.attrs["harvest"]``."""
+    if spec.kind not in KINDS:
+        raise ConfigurationError(f"kind must be one of {KINDS}, not {spec.kind!r}")
+    settings = client.settings
+    offline = settings.offline if options.offline is None else options.offline
+    store = HarvestStore(cache_path(client, spec, options.cache_dir))
+    if not options.refresh:
+        cached = _read_cached(store, offline)
+        if cached is not None:
+            frame, provenance = cached
+            if offline or age(provenance) < _ttl(options, settings):
+                return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+    if offline:
+        raise CacheMissError(
+            f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
+            f"{store.url}: run it once online, or drop offline=True / MEDIAFRAME_OFFLINE"
+        )
+    bases, statuses = _rights(client)
+    common = _engine_options(client, spec, options, bases, statuses)
+    if not options.refresh:
+        synced = sync(
+            common.pop("search"),
+            _search(client, options, version=2),
+            _fetch_item(client, spec),
+            spec,
+            store,
+            flatten_keys=_keys_frame(spec),
+            lag=dt.timedelta(seconds=settings.sync_lag),
+            **common,
+        )
+        if synced is not None:
+            return _with_report(*synced, spec)
+        common = _engine_options(client, spec, options, bases, statuses)
+    frame, report = harvest(spec=spec, store=store, **common)
+    return _with_report(frame, report, spec)
+
+
+def _read_cached(store: HarvestStore, offline: bool) -> tuple[pd.DataFrame, dict] | None:
+    manifest = store.load_manifest()
+    if not (manifest and manifest.get("complete") and store.has_data()):
+        return None
+    try:
+        return store.read_data()
+    except CacheCorruptError as err:
+        if offline:
+            raise
+        warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=4)
+        return None
+
+
+def _ttl(options: Options, settings: Any) -> dt.timedelta:
+    ttl = settings.cache_ttl if options.ttl is None else options.ttl
+    return ttl if isinstance(ttl, dt.timedelta) else dt.timedelta(seconds=float(ttl))
+
+
+def _engine_options(client, spec, options, bases, statuses) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    settings = client.settings
+    flatten, combine = _frames_of(spec)
+    progress = settings.progress if options.progress is None else options.progress
+    return {
+        "search": _search(client, options, version=1),
+        "flatten": flatten,
+        "combine": combine,
+        "bases": bases,
+        "statuses": statuses,
+        "per_page": options.per_page or settings.per_page,
+        "concurrency": options.concurrency or settings.concurrency,
+        "executor": _executor(options.dask),
+        "allow_incomplete": options.allow_incomplete,
+        "progress": _progress_bar(spec) if progress else None,
+        "provenance": {
+            "server": client.base_url,
+            "user": client.user_key,
+            **spec.identity(),
+        },
+    }
+
+
+def _frames_of(spec: Spec) -> tuple[Callable, Callable]:
+    if spec.kind == "records":
+        return frames.records, frames.concat_records
+    # story columns are all declared (no per-result typing), so a plain concat keeps their dtypes
+    return frames.stories, _concat
+
+
+def _keys_frame(spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
+    # v2 references name a story's id record_id: rename it to the story frames' key.
+    if spec.kind == "records":
+        return frames.v2_results
+    return _story_keys
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts, ignore_index=True)
+
+
+def _story_keys(items: list[dict[str, Any]]) -> pd.DataFrame:
+    return frames.v2_results(items).rename(columns={"record_id": "story_id"})
+
+
+def _search(client: Any, options: Options, *, version: int) -> Callable[..., Mapping[str, Any]]:
+    # Threads share the client's transport; Dask workers need a picklable search of their own.
+    if options.dask is not None:
+        return client.remote_search(version=version)
+    return client.api.search if version == 1 else client.api.search_v2
+
+
+def _fetch_item(client: Any, spec: Spec) -> Callable[[int, int], Mapping[str, Any]]:
+    if spec.kind == "records":
+        return lambda databox_id, record_id: client.api.record(databox_id, record_id)["record"]
+    return lambda databox_id, story_id: client.api.story(databox_id, story_id)["story"]
+
+
+def _rights(client: Any) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
+    """Base ids the user may search, and the status bits defined in each (for planning)."""
+    bases, statuses = [], {}
+    for entry in client.me_raw().get("collections") or []:
+        if "actif" not in (entry.get("rights") or []) or entry.get("base_id") is None:
+            continue
+        base = int(entry["base_id"])
+        bases.append(base)
+        bits = sorted({int(s["position"]) for s in entry.get("statuses") or [] if "position" in s})
+        if entry.get("databox_id") is not None and bits:
+            statuses[base] = (int(entry["databox_id"]), bits)
+    return tuple(sorted(bases)), statuses
+
+
+def _executor(dask: Any) -> Any:
+    """A ``concurrent.futures`` executor on a Dask cluster, from a client or an address."""
+    if dask is None:
+        return None
+    try:
+        import distributed
+    except ImportError as err:
+        raise ConfigurationError(
+            "running shards on Dask needs dask.distributed: pip install 'mediaframe[dask]'"
+        ) from err
+    dask_client = distributed.Client(dask) if isinstance(dask, str) else dask
+    return dask_client.get_executor()
+
+
+def _progress_bar(spec: Spec) -> Callable[[int], Any]:
+    def start(total: int) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=f"harvesting {spec.kind}", unit=spec.kind[:-1])
+
+    return start
+
+
+def _with_report(
+    frame: pd.DataFrame, report: Any, spec: Spec, *, from_cache: bool = False
+) -> pd.DataFrame:
+    if isinstance(report, HarvestReport):
+        data = report.to_dict()
+    else:
+        data = dict(report or {}, kind=spec.kind)
+    data["from_cache"] = from_cache
+    frame.attrs["harvest"] = data
+    return frame

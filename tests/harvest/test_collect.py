@@ -1,0 +1,115 @@
+"""client.records() and friends against the emulator: complete, cached, synced, offline."""
+
+import pandas as pd
+import pytest
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.exceptions import CacheMissError, IncompleteResultError, InvalidParameterError
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, backoff=0.01
+    )
+
+
+@pytest.fixture(scope="module")
+def capped(request):
+    from mediaframe.emulator import Emulator
+
+    with Emulator(records=3000, seed=11, cap=200) as emu:
+        yield emu
+
+
+def keys(frame, key="record_id"):
+    return set(zip(frame["databox_id"].astype(int), frame[key].astype(int), strict=True))
+
+
+def connect(emu, settings):
+    return mf.connect(emu.base_url, token=emu.token, settings=settings)
+
+
+def test_records_are_complete_under_a_low_cap(capped, settings):
+    frame = connect(capped, settings).records()
+    truth = capped.ground_truth()
+    assert keys(frame) == keys(truth) and len(frame) == len(truth)
+    report = mf.HarvestReport.from_frame(frame)
+    assert report.complete and report.cap == 200 and len(report.shards) > 1
+    assert report.total_results == len(truth)
+
+
+def test_filters_and_sort_narrow_and_order(capped, settings):
+    client = connect(capped, settings)
+    frame = client.records(record_type="video", sort="created_on", ord="desc")
+    truth = capped.ground_truth()
+    assert keys(frame) == keys(truth[truth.media_type == "video"])
+    assert frame["created_on"].is_monotonic_decreasing
+    with pytest.raises(InvalidParameterError, match="complete result"):
+        client.records(sort="relevance")
+    with pytest.raises(InvalidParameterError):
+        client.records(date_min="21/03/2024", date_field="created_on")
+
+
+def test_stories_are_complete(capped, settings):
+    frame = connect(capped, settings).stories()
+    truth = capped.ground_truth("stories")
+    assert keys(frame, "story_id") == keys(truth, "story_id")
+
+
+def test_cache_hit_then_offline_then_refresh(capped, settings):
+    client = connect(capped, settings)
+    first = client.records("", record_type="image")
+    again = client.records("", record_type="image")
+    pd.testing.assert_frame_equal(first, again)
+    assert mf.HarvestReport.from_frame(again).from_cache
+    offline = client.records("", record_type="image", offline=True)
+    pd.testing.assert_frame_equal(first, offline)
+    with pytest.raises(CacheMissError, match="run it once online"):
+        client.records("never asked", offline=True)
+    fresh = client.records("", record_type="image", refresh=True)
+    assert not mf.HarvestReport.from_frame(fresh).from_cache
+    pd.testing.assert_frame_equal(first, fresh)
+    relation = mf.to_duckdb(client.cache_path("records", record_type="image"))
+    assert relation.aggregate("count(*) AS n").df().n.iloc[0] == len(first)
+
+
+def test_stale_cache_is_synced(fresh_emulator, settings):
+    emu = fresh_emulator(records=1500, seed=5, cap=150)
+    client = connect(emu, settings)
+    before = client.records()
+    row = before.iloc[3]
+    gone = before.iloc[7]
+    emu.update_record(int(row.databox_id), int(row.record_id), title="renamed")
+    emu.delete_record(int(gone.databox_id), int(gone.record_id))
+    after = client.records(ttl=0)
+    report = mf.HarvestReport.from_frame(after)
+    assert report.synced and report.synced["removed"] == 1 and report.synced["changed"] >= 1
+    assert keys(after) == keys(emu.ground_truth())
+    renamed = after[(after.databox_id == row.databox_id) & (after.record_id == row.record_id)]
+    assert renamed.title.iloc[0] == "renamed"
+    fresh = client.records(refresh=True)
+    pd.testing.assert_frame_equal(after, fresh)
+
+
+def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
+    emu = fresh_emulator(records=400, seed=2, cap=1)
+    with pytest.raises(IncompleteResultError, match="allow_incomplete=True"):
+        connect(emu, settings).records(record_type="image", bases=[1])
+
+
+def test_facets_me_feeds_and_baskets(emulator, settings):
+    client = connect(emulator, settings)
+    facets = client.facets()
+    assert {"facet", "value", "count", "query"} <= set(facets.columns) and len(facets)
+    me = client.me()
+    assert me.user["login"] == emulator.username
+    assert len(me.collections) and "actif" in me.collections.columns
+    assert len(me.statuses) and len(me.databoxes)
+    entries = client.feed_entries()
+    assert len(entries) == client.api.feeds_content(per_page=1)["total_entries"]
+    assert len(client.feed_entries(per_page=2)) == 2
+    assert len(client.feed_items()) >= 1
+    assert len(client.feeds()) >= 1
+    assert "name" in client.baskets().columns
