@@ -169,17 +169,33 @@ class Catalogue:
         created = iso_dates(t.created[idx])
         updated = iso_dates(t.updated[idx])
         thumbs = self._thumbnails(idx, rid, db, media, created, updated)
-        names = sorted(t.tech)
-        techs = zip(*(t.tech[n].render(idx) for n in names), strict=True) if names else None
+        techs: list[list[dict]] = [[] for _ in range(len(idx))]
+        for name in sorted(t.tech):  # column by column: only present values cost anything
+            where, values = t.tech[name].render(idx)
+            for i, value in zip(where, values, strict=True):
+                techs[i].append({"name": name, "value": value})
         rows_out = zip(
             db, rid, mime, t.texts["Title"].first(idx), media, updated, created,
             t.collection_id[idx].tolist(), t.sha256[idx].astype(str).tolist(), thumbs,
-            t.uuid[idx].astype(str).tolist(), t.base_id[idx].tolist(),
+            t.uuid[idx].astype(str).tolist(), t.base_id[idx].tolist(), techs,
             strict=True,
         )  # fmt: skip
         out = []
-        for db_, rid_, mime_, title, media_, upd, cre, coll, sha, thumb, uuid, base in rows_out:
-            values = next(techs) if techs is not None else ()
+        for (
+            db_,
+            rid_,
+            mime_,
+            title,
+            media_,
+            upd,
+            cre,
+            coll,
+            sha,
+            thumb,
+            uuid,
+            base,
+            tech,
+        ) in rows_out:
             out.append(
                 {
                     "databox_id": db_,
@@ -192,11 +208,7 @@ class Catalogue:
                     "collection_id": coll,
                     "sha256": sha,
                     "thumbnail": thumb,
-                    "technical_informations": [
-                        {"name": n, "value": v}
-                        for n, v in zip(names, values, strict=True)
-                        if v is not None
-                    ],
+                    "technical_informations": tech,
                     "media_type": vocab.MEDIA_TYPES[media_],
                     "uuid": uuid,
                     "base_id": base,

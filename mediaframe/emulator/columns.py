@@ -99,14 +99,14 @@ class TechColumn:
         self.raw = list(raw) if raw is not None else None
         self.typed = [typed_value(r) for r in raw] if raw is not None else None
 
-    def render(self, rows: np.ndarray) -> list[int | float | str | None]:
-        """API values of ``rows``; None where the record lacks this name."""
-        present = self.present[rows].tolist()
-        values = self.values[rows].tolist()
+    def render(self, rows: np.ndarray) -> tuple[list[int], list[int | float | str]]:
+        """Positions in ``rows`` of records having this name, and their API values."""
+        where = np.flatnonzero(self.present[rows])
+        values = self.values[rows[where]].tolist()
         if self.typed is not None:
             typed = self.typed
-            return [typed[v] if p else None for v, p in zip(values, present, strict=True)]
-        return [v if p else None for v, p in zip(values, present, strict=True)]
+            values = [typed[v] for v in values]
+        return where.tolist(), values
 
     def numeric(self) -> np.ndarray:
         """Float view for comparisons: NaN where absent or not a number."""
