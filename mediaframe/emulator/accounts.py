@@ -184,7 +184,9 @@ class Accounts:
             stored = self._codes.get(code)
             if stored is None or stored[0] != client_id:
                 return "invalid_grant"
-            if not redirect_uri.lower().startswith(stored[2].lower()):
+            # The redirect must extend the registered one (or repeat the code's own, for oob).
+            registered = self.apps[client_id].redirect_uri.lower()
+            if not redirect_uri.lower().startswith(registered) and redirect_uri != stored[2]:
                 return "invalid_grant"
             if stored[3] < self.clock():
                 return "expired_token"

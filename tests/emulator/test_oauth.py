@@ -237,3 +237,23 @@ def test_login_and_consent_page_without_auto_approve(fresh_emulator) -> None:
     assert wrong.status_code == 200 and "Wrong login or password" in wrong.text
     denied = requests.post(url, data={**form, "action": "deny"}, allow_redirects=False, timeout=10)
     assert redirect_parts(denied)[1] == {"error": ["access_denied"], "state": ["st"]}
+
+
+def test_code_redirect_needs_only_to_extend_the_registered_one(oauth) -> None:
+    emu = oauth.emu
+    code = redirect_parts(authorize(emu, redirect_uri=emu.redirect_uri + "/deep"))[1]["code"][0]
+    form = {"grant_type": "authorization_code", "client_id": emu.client_id, "code": code}
+    assert oauth({**form, "redirect_uri": emu.redirect_uri}).status_code == 200
+
+
+def test_installed_application_flow_with_oob(oauth) -> None:
+    emu = oauth.emu
+    page = authorize(emu, redirect_uri=OOB).text
+    code = re.search(r'id="code" name="code" value="([0-9a-f]+)"', page)[1]
+    form = {
+        "grant_type": "authorization_code",
+        "client_id": emu.client_id,
+        "code": code,
+        "redirect_uri": OOB,
+    }
+    assert oauth(form).status_code == 200
