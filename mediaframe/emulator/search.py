@@ -9,7 +9,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.accounts import User
-from mediaframe.emulator.catalogue import MEDIA_CODES, Catalogue
+from mediaframe.emulator.catalogue import MEDIA_CODES, RECORD_FIELDS, STORY_FIELDS, Catalogue
 from mediaframe.emulator.envelope import ApiError
 from mediaframe.emulator.query import Evaluator, QueryError, date_interval, parse, words_of
 
@@ -63,7 +63,6 @@ class Hits:
     tree: Any
     facets: list | None = None
     suggestions: list | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def parse_params(params: Mapping[str, list[str]]) -> SearchParams:
@@ -172,8 +171,6 @@ def _status(params: Mapping[str, list[str]]) -> tuple[tuple[int, str, int], ...]
 
 
 def _fields(params: Mapping[str, list[str]], search_type: int) -> tuple[str, ...]:
-    from mediaframe.emulator.catalogue import RECORD_FIELDS, STORY_FIELDS
-
     known = STORY_FIELDS if search_type else RECORD_FIELDS
     lookup = {f.lower(): f for f in known}
     out = []
