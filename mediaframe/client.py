@@ -392,7 +392,6 @@ class Me:
     databoxes: pd.DataFrame
 
 
-@dataclasses.dataclass
 class RemoteSearch:
     """A search route that survives pickling: each process opens its own transport.
 
@@ -400,11 +399,14 @@ class RemoteSearch:
     like every repr in mediaframe, never shows the token.
     """
 
-    base_url: str
-    token: Token | None
-    settings: Settings
-    version: int = 1
-    _api: API | None = dataclasses.field(default=None, repr=False, compare=False)
+    def __init__(
+        self, base_url: str, token: Token | None, settings: Settings, version: int = 1
+    ) -> None:
+        self.base_url, self.token, self.settings, self.version = base_url, token, settings, version
+        self._api: API | None = None
+
+    def __repr__(self) -> str:
+        return f"RemoteSearch({self.base_url!r}, version={self.version})"
 
     def __call__(self, query: str = "", **filters: Any) -> dict[str, Any]:
         if self._api is None:
@@ -413,7 +415,14 @@ class RemoteSearch:
         return search(query, **filters)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_api": None}
+        return {
+            **self.__dict__,
+            "_api": None,
+        }  # a transport holds sockets: each process opens its own
+
+    def __dask_tokenize__(self) -> tuple[str, str, int, int]:
+        # stable within a run, and free of the token
+        return ("RemoteSearch", self.base_url, self.version, id(self))
 
 
 _OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}

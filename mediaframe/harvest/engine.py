@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
+import socket
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -272,7 +274,9 @@ class _ShardTask:
         except ShardOverCap as over:
             return self._replan(shard, over.total, started)
         outcome = self.store.write_shard(entry["id"], frame)
-        outcome.update(total=total, requests=requests, seconds=time.monotonic() - started)
+        outcome.update(
+            total=total, requests=requests, seconds=time.monotonic() - started, worker=_worker()
+        )
         return outcome
 
     def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
@@ -313,9 +317,15 @@ class _ShardTask:
             requests=requests,
             seconds=time.monotonic() - started,
             replanned=len(leaves),
+            worker=_worker(),
             stuck=[s.id for s, _ in stuck],
         )
         return outcome
+
+
+def _worker() -> str:
+    """Which process fetched a shard: shown in the plan when shards run on a cluster."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _assemble(store, spec, manifest, combine, report) -> pd.DataFrame:  # type: ignore[no-untyped-def]
@@ -333,6 +343,7 @@ def _assemble(store, spec, manifest, combine, report) -> pd.DataFrame:  # type: 
                 "fetched": len(part),
                 "requests": outcome.get("requests"),
                 "seconds": round(outcome.get("seconds", 0.0), 3),
+                "worker": outcome.get("worker"),
             }
         )
     frame = combine(parts) if parts else combine([])

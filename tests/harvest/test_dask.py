@@ -1,0 +1,36 @@
+"""Shards run on a multi-process Dask cluster give the same dataset as threads."""
+
+import pandas as pd
+import pytest
+
+import mediaframe as mf
+from mediaframe.config import Settings
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside distributed itself
+def test_dask_harvest_equals_the_threaded_one(cluster, fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=1500, seed=4, cap=150)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(progress=False)
+    client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+    on_dask = client.records(cache_dir=str(tmp_path / "shared"), dask=cluster)
+    threaded = client.records(cache_dir=str(tmp_path / "local"))
+    pd.testing.assert_frame_equal(on_dask, threaded)
+    report = mf.HarvestReport.from_frame(on_dask)
+    assert report.complete and len(report.shards) > 1
+    workers = {entry["worker"] for entry in report.shards if entry.get("worker")}
+    assert len(workers) == 2, "both worker processes fetched shards"
+    truth = emu.ground_truth()
+    assert len(on_dask) == len(truth)
