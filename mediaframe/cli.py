@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -236,6 +237,30 @@ def whoami(profile: str | None, as_json: bool) -> None:
             click.echo(json.dumps(user, ensure_ascii=False, indent=2))
         else:
             click.echo(f"{_who(user)} on {client.base_url} [profile {client.profile}]")
+
+
+@main.command()
+@click.option(
+    "--records", default=20_000, show_default=True, help="Size of the emulated catalogue."
+)
+@click.option("--cap", default=1000, show_default=True, help="The emulator's retrieval cap.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the synthetic catalogue.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("mediaframe-demo"),
+    show_default=True,
+    help="Folder for the exports and the parquet cache.",
+)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@_reported
+def demo(records: int, cap: int, seed: int, out: Path, progress: bool) -> None:
+    """Harvest a local emulator completely, prove it, cache it and export it."""
+    from mediaframe.demo import run
+
+    result = run(out, records=records, cap=cap, seed=seed, echo=click.echo, progress=progress)
+    if not result["matches_ground_truth"]:
+        sys.exit(EXIT_ERROR)
 
 
 def _register() -> None:
