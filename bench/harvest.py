@@ -1,0 +1,293 @@
+"""Benchmark of a complete harvest: against the floor, a naive loop, the cache, and its memory.
+
+Usage: ``python bench/harvest.py [--records 100000] [--cap 1000] [--large 1000000 | --no-large]``
+       ``python bench/harvest.py --quick``  (5,000 records, cap 500, no large run: a smoke test)
+
+The emulator runs in its own process (``mediaframe emulator serve``), so its CPU and memory do
+not mix with the client's. One run measures, against ``--records`` records under ``--cap``:
+
+1. mediaframe's complete harvest, ``client.records(refresh=True)``, checked complete and equal,
+   key for key, to the emulator's ground truth (``mediaframe emulator catalogue``);
+2. a naive sequential paging loop with requests, until an empty page: the cap truncates it;
+3. the floor: the same pages the harvest fetched (rebuilt from its report's plan), fetched raw
+   by a thread pool of the same concurrency, bytes read, nothing decoded;
+4. reading the harvest back from the cache, ``client.records()``;
+5. unless ``--no-large``: the client's peak memory while harvesting ``--large`` records, against
+   the final frame's ``memory_usage(deep=True)``.
+
+It prints the ratios the issue sets as targets (harvest/floor ≤ 1.5, cache speedup ≥ 100,
+peak memory/frame ≤ 2.5) and exits 1 if a harvest is not complete and exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import gc
+import json
+import multiprocessing
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+import requests
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.harvest import Shard, Spec
+from mediaframe.routes import search_params
+
+KEY = ["databox_id", "record_id"]
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def mediaframe_command() -> str:
+    """The ``mediaframe`` script of the running interpreter's environment."""
+    beside = Path(sys.executable).with_name("mediaframe")
+    found = str(beside) if beside.exists() else shutil.which("mediaframe")
+    if found is None:
+        raise SystemExit("the mediaframe command is not installed: pip install -e .")
+    return found
+
+
+@contextlib.contextmanager
+def served(records: int, *, cap: int, seed: int) -> Iterator[dict[str, Any]]:
+    """The emulator serving in a child process; yields its JSON line (base_url, token, ...)."""
+    command = [mediaframe_command(), "emulator", "serve"]
+    command += ["--records", str(records), "--cap", str(cap), "--seed", str(seed)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the emulator did not start: {' '.join(command)}")
+        yield json.loads(line)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def ground_truth(records: int, *, seed: int, folder: Path) -> pd.MultiIndex:
+    """Keys of the records the demo user may see, from ``mediaframe emulator catalogue``."""
+    path = folder / "truth.parquet"
+    command = [mediaframe_command(), "emulator", "catalogue"]
+    command += ["--records", str(records), "--seed", str(seed), "-o", str(path)]
+    subprocess.run(command, check=True, capture_output=True)
+    truth = pd.read_parquet(path, columns=[*KEY, "visible"])
+    return keys_of(truth[truth["visible"]])
+
+
+def keys_of(frame: pd.DataFrame) -> pd.MultiIndex:
+    return pd.MultiIndex.from_frame(frame[KEY].astype("int64")).sort_values()
+
+
+# --------------------------------------------------------------------------- the four fetches
+
+
+def connect(server: dict[str, Any], folder: Path, args: argparse.Namespace) -> mf.Client:
+    """A client with its own fresh cache, progress bars off, the benchmark's paging."""
+    settings = Settings(
+        config_dir=folder / "config",
+        cache_dir=folder / "cache",
+        progress=False,
+        concurrency=args.concurrency,
+        per_page=args.per_page,
+    )
+    return mf.connect(server["base_url"], token=server["token"], settings=settings)
+
+
+def timed(work: Callable[[], T]) -> tuple[float, T]:
+    started = time.perf_counter()
+    result = work()
+    return time.perf_counter() - started, result
+
+
+def naive_loop(server: dict[str, Any], *, per_page: int) -> list[dict[str, Any]]:
+    """What one writes without mediaframe: page the search until a page comes back empty."""
+    url = f"{server['base_url']}/api/v1/search/"
+    items: list[dict[str, Any]] = []
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"OAuth {server['token']}"
+        while True:
+            form = {"per_page": per_page, "offset_start": len(items)}
+            response = session.post(url, data=form)
+            response.raise_for_status()
+            page = response.json()["response"]["results"]["records"]
+            if not page:
+                return items
+            items.extend(page)
+
+
+def harvested_pages(report: mf.HarvestReport, *, per_page: int) -> list[list[list[tuple]]]:
+    """The search forms of every page the harvest fetched, one list per shard.
+
+    The engine pages a shard from offset 0 on a stable sort until it has the shard's total.
+    """
+    spec = Spec(report.kind, report.query, report.filters)
+    # The engine's stable order (engine._sort_of): updated_on only when filtering on it.
+    sort = "updated_on" if spec.date_field == "updated_on" else "created_on"
+    shards = []
+    for entry in report.shards:
+        params = {**spec.params(Shard.from_dict(entry["shard"])), "sort": sort, "ord": "asc"}
+        offsets = range(0, entry["total"] or 0, per_page)
+        shards.append(
+            [search_params(**params, offset_start=at, per_page=per_page) for at in offsets]
+        )
+    return shards
+
+
+def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrency: int) -> int:
+    """Fetch the pages raw, a shard per task as the engine does; returns the bytes read."""
+    url = f"{server['base_url']}/api/v1/search/"
+    headers = {"Authorization": f"OAuth {server['token']}"}
+    local = threading.local()
+
+    def fetch_shard(pages: list[list[tuple]]) -> int:
+        if not hasattr(local, "session"):
+            local.session = requests.Session()
+        size = 0
+        for form in pages:
+            response = local.session.post(url, data=form, headers=headers)
+            response.raise_for_status()
+            size += len(response.content)
+        return size
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return sum(pool.map(fetch_shard, shards))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def harvest_memory(server: dict[str, Any], folder: str, args: argparse.Namespace) -> dict:
+    """Run in a fresh process: the growth of its peak RSS over a harvest, and the frame's size.
+
+    ``ru_maxrss`` sees everything the harvest holds — Python objects, numpy buffers, Arrow's
+    memory pool, allocator fragmentation — where tracemalloc misses Arrow's allocations and
+    slows every allocation down. It is a high-water mark, so the baseline is taken after the
+    imports and the connection, just before the harvest starts.
+    """
+    client = connect(server, Path(folder), args)
+    client.me_raw()
+    gc.collect()
+    baseline = _max_rss()
+    seconds, frame = timed(lambda: client.records(refresh=True))
+    peak = _max_rss()
+    report = mf.HarvestReport.from_frame(frame)
+    return {
+        "baseline": baseline,
+        "growth": peak - baseline,
+        "frame": int(frame.memory_usage(deep=True).sum()),
+        "rows": len(frame),
+        "columns": frame.shape[1],
+        "seconds": seconds,
+        "complete": report.complete,
+        "total": report.total_results,
+        "summary": report.summary(),
+    }
+
+
+def _max_rss() -> int:
+    """Peak resident set size of this process so far, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def measure(args: argparse.Namespace, folder: Path) -> bool:
+    """The 100,000-record measures; returns whether the harvest was complete and exact."""
+    folder.mkdir(parents=True)
+    truth = ground_truth(args.records, seed=args.seed, folder=folder)
+    with served(args.records, cap=args.cap, seed=args.seed) as server:
+        client = connect(server, folder, args)
+        client.me_raw()  # who the user is, asked once: not part of any timing
+        harvest_s, frame = timed(lambda: client.records(refresh=True))
+        report = mf.HarvestReport.from_frame(frame)
+        naive_s, naive = timed(lambda: naive_loop(server, per_page=args.per_page))
+        shards = harvested_pages(report, per_page=args.per_page)
+        floor_s, size = timed(lambda: floor(server, shards, concurrency=args.concurrency))
+        cache_s, cached = timed(client.records)
+        client.close()
+    pages = sum(map(len, shards))
+    exact = report.complete and keys_of(frame).equals(truth)
+    print(f"records {args.records:,}, cap {args.cap}, concurrency {args.concurrency}, "
+          f"per_page {args.per_page}, seed {args.seed}")  # fmt: skip
+    print(f"harvest   {harvest_s:8.2f} s   {report.summary()}")
+    print(f"          complete={report.complete}, {len(frame):,} rows vs ground truth "
+          f"{len(truth):,}: {'keys equal' if exact else 'MISMATCH'}")  # fmt: skip
+    print(f"          {len(report.shards)} shards, {pages} pages + "
+          f"{report.requests - pages} planning requests")  # fmt: skip
+    print(f"floor     {floor_s:8.2f} s   the same {pages} pages raw, {size / 1e6:.1f} MB read")
+    print(f"naive     {naive_s:8.2f} s   {len(naive):,} records in sequential pages")
+    print(f"cache     {cache_s:8.3f} s   from_cache="
+          f"{mf.HarvestReport.from_frame(cached).from_cache}, "
+          f"identical={cached.equals(frame)}")  # fmt: skip
+    print(ratio("harvest/floor", harvest_s / floor_s, "<=", 1.5))
+    print(ratio("cache speedup (harvest/cache read)", harvest_s / cache_s, ">=", 100))
+    print(f"naive loop got {len(naive):,} of {len(truth):,} records "
+          f"({len(naive) / max(len(truth), 1):.1%})")  # fmt: skip
+    return exact
+
+
+def measure_large(args: argparse.Namespace, folder: Path) -> bool:
+    """The memory measure on ``--large`` records; returns whether that harvest was complete."""
+    folder.mkdir(parents=True)
+    with served(args.large, cap=args.cap, seed=args.seed) as server:
+        spawn = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            result = pool.submit(harvest_memory, server, str(folder), args).result()
+    mib = 2**20
+    print(f"large     {result['seconds']:8.2f} s   {result['summary']}")
+    print(f"          frame {result['rows']:,} x {result['columns']}, "
+          f"{result['frame'] / mib:,.0f} MiB (memory_usage deep); client peak RSS grew "
+          f"{result['growth'] / mib:,.0f} MiB over a {result['baseline'] / mib:,.0f} MiB "
+          "baseline")  # fmt: skip
+    print(ratio("memory peak/frame", result["growth"] / result["frame"], "<=", 2.5))
+    return bool(result["complete"] and result["rows"] == result["total"])
+
+
+def ratio(name: str, value: float, sense: str, target: float) -> str:
+    met = value <= target if sense == "<=" else value >= target
+    return f"{name} = {value:.2f}   target {sense} {target}   {'met' if met else 'NOT met'}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000, help="catalogue size")
+    parser.add_argument("--cap", type=int, default=1000, help="the emulator's retrieval cap")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the catalogue")
+    parser.add_argument("--concurrency", type=int, default=4, help="shards paged at once")
+    parser.add_argument("--per-page", type=int, default=500, help="page size")
+    parser.add_argument("--large", type=int, default=1_000_000, help="records of the memory run")
+    parser.add_argument("--no-large", action="store_true", help="skip the memory run")
+    parser.add_argument(
+        "--quick", action="store_true", help="5,000 records, cap 500, no memory run"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.cap, args.no_large = 5000, 500, True
+    with tempfile.TemporaryDirectory(prefix="mediaframe-bench-") as folder:
+        ok = measure(args, Path(folder) / "main")
+        if not args.no_large:
+            ok = measure_large(args, Path(folder) / "large") and ok
+    if not ok:
+        print("a harvest was NOT complete and exact", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Smoke test of the harvest benchmark: its quick run completes, checks itself and prints ratios."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "harvest.py"
+
+
+def test_quick_run_prints_its_ratios_and_proves_the_harvest_exact() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert re.search(r"^harvest/floor = \d+\.\d\d   target <= 1\.5", out, re.M), out
+    assert re.search(
+        r"^cache speedup \(harvest/cache read\) = \d+\.\d\d   target >= 100", out, re.M
+    )
+    assert re.search(r"^naive loop got 500 of [\d,]+ records", out, re.M), out  # the cap of --quick
+    assert "keys equal" in out and "identical=True" in out, out
+    assert "memory peak/frame" not in out  # --quick skips the large run
