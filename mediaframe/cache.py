@@ -361,11 +361,35 @@ class HarvestStore:
 
     def write_data(
         self, df: pd.DataFrame, provenance: Mapping[str, Any], *, sort_by: Iterable[str] = ()
-    ) -> None:
+    ) -> dict[str, str]:
+        """Write the final dataset; returns its files' checksums for the manifest."""
         write_frame(df, self.data_path, provenance=provenance, sort_by=sort_by)
+        return self._data_checksums()
 
-    def read_data(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_data(
+        self, checksums: Mapping[str, str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Read the final dataset, first checking its files against ``checksums`` if given.
+
+        Raises
+        ------
+        CacheCorruptError
+            A file was changed, removed or added since the dataset was written.
+        """
+        if checksums is not None and self._data_checksums() != dict(checksums):
+            raise CacheCorruptError(
+                f"the cached dataset at {self.data_path} does not match its manifest"
+            )
         return read_frame(self.data_path)
+
+    def _data_checksums(self) -> dict[str, str]:
+        root = self._path("data")
+        files = sorted(self.fs.find(root))
+        checksums = {}
+        for path in files:
+            with self.fs.open(path, "rb") as handle:
+                checksums[posixpath.relpath(path, root)] = _digest(handle.read())
+        return checksums
 
     def has_data(self) -> bool:
         return self.fs.exists(self._path("data"))

@@ -120,6 +120,20 @@ class TestHarvestStore:
         (tmp_path / "h" / "manifest.json").write_text(json.dumps({"schema_version": 0}))
         assert store.load_manifest() is None
 
+    def test_final_data_is_checked_against_its_checksums(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        checksums = store.write_data(frame, {}, sort_by=KEY)
+        assert len(checksums) == 4 and all(len(v) == 64 for v in checksums.values())
+        pd.testing.assert_frame_equal(store.read_data(checksums)[0], frame)
+        victim = tmp_path / "h" / "data" / "databox_id=2" / "collection_id=1" / "part-0.parquet"
+        other = cache.HarvestStore(str(tmp_path / "other"))
+        other.write_data(frame.iloc[:3], {}, sort_by=KEY)
+        victim.write_bytes(
+            (tmp_path / "other" / "data" / victim.relative_to(tmp_path / "h" / "data")).read_bytes()
+        )
+        with pytest.raises(CacheCorruptError, match="does not match its manifest"):
+            store.read_data(checksums)
+
     def test_final_data_and_cleanup(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         store.write_shard("x", frame)

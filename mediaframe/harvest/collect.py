@@ -68,9 +68,12 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
     settings = client.settings
     offline = settings.offline if options.offline is None else options.offline
     store = HarvestStore(cache_path(client, spec, options.cache_dir))
-    if not options.refresh:
-        cached = _read_cached(store, offline)
-        if cached is not None:
+    refresh = options.refresh
+    if not refresh:
+        cached = _read_cached(store, spec, offline)
+        if cached is _DAMAGED:
+            refresh = True  # nothing to sync from: harvest afresh
+        elif cached is not None:
             frame, provenance = cached
             if offline or age(provenance) < _ttl(options, settings):
                 return _with_report(frame, provenance.get("report"), spec, from_cache=True)
@@ -81,7 +84,7 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
         )
     bases, statuses = _rights(client)
     common = _engine_options(client, spec, options, bases, statuses)
-    if not options.refresh:
+    if not refresh:
         synced = sync(
             common.pop("search"),
             _search(client, options, version=2),
@@ -99,17 +102,23 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
     return _with_report(frame, report, spec)
 
 
-def _read_cached(store: HarvestStore, offline: bool) -> tuple[pd.DataFrame, dict] | None:
+_DAMAGED = object()
+
+
+def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
+    """The cached frame and provenance; ``None`` if there is none; ``_DAMAGED`` if unusable."""
     manifest = store.load_manifest()
     if not (manifest and manifest.get("complete") and store.has_data()):
         return None
     try:
-        return store.read_data()
+        if manifest.get("spec") != spec.identity():
+            raise CacheCorruptError(f"the cache at {store.url} holds another search")
+        return store.read_data(manifest.get("data_files", {}))
     except CacheCorruptError as err:
         if offline:
             raise
         warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=4)
-        return None
+        return _DAMAGED
 
 
 def _ttl(options: Options, settings: Any) -> dt.timedelta:

@@ -172,7 +172,7 @@ def _finish(store, manifest, frame, report, spec) -> None:  # type: ignore[no-un
         "complete": report.complete,
         "report": report.to_dict(),
     }
-    store.write_data(frame, provenance, sort_by=spec.key_columns)
+    manifest["data_files"] = store.write_data(frame, provenance, sort_by=spec.key_columns)
     manifest["complete"] = True
     manifest["high_water"] = _high_water(frame)
     store.save_manifest(manifest)

@@ -74,7 +74,7 @@ def sync(
     if not can_sync(spec, manifest):
         return None
     assert manifest is not None
-    cached, provenance = store.read_data()
+    cached, provenance = store.read_data(manifest.get("data_files"))
     key = list(spec.key_columns)
     since = pd.Timestamp(manifest["high_water"]) - pd.Timedelta(lag)
     common = {"bases": bases, "statuses": statuses, **options}
@@ -154,7 +154,7 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 def _write(store, manifest, provenance, merged, report) -> None:  # type: ignore[no-untyped-def]
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
-    store.write_data(merged, provenance, sort_by=_keys(manifest))
+    manifest["data_files"] = store.write_data(merged, provenance, sort_by=_keys(manifest))
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
         manifest["high_water"] = pd.Timestamp(merged["updated_on"].max()).isoformat()
     store.save_manifest(manifest)

@@ -5,7 +5,13 @@ import pytest
 
 import mediaframe as mf
 from mediaframe.config import Settings
-from mediaframe.exceptions import CacheMissError, IncompleteResultError, InvalidParameterError
+from mediaframe.exceptions import (
+    CacheCorruptError,
+    CacheMissError,
+    CacheWarning,
+    IncompleteResultError,
+    InvalidParameterError,
+)
 
 
 @pytest.fixture
@@ -73,6 +79,20 @@ def test_cache_hit_then_offline_then_refresh(capped, settings):
     pd.testing.assert_frame_equal(first, fresh)
     relation = mf.to_duckdb(client.cache_path("records", record_type="image"))
     assert relation.aggregate("count(*) AS n").df().n.iloc[0] == len(first)
+
+
+def test_damaged_cache_is_refetched_never_used(capped, settings):
+    client = connect(capped, settings)
+    first = client.records(record_type="audio")
+    data = client.cache_path("records", record_type="audio") + "/data"
+    victim = next(p for p in __import__("pathlib").Path(data).rglob("*.parquet"))
+    victim.write_bytes(victim.read_bytes()[:-100] + b"x" * 100)
+    with pytest.raises(CacheCorruptError):
+        client.records(record_type="audio", offline=True)
+    with pytest.warns(CacheWarning, match="fetching it again"):
+        again = client.records(record_type="audio")
+    pd.testing.assert_frame_equal(first, again)
+    assert not mf.HarvestReport.from_frame(again).from_cache
 
 
 def test_stale_cache_is_synced(fresh_emulator, settings):
