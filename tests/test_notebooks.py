@@ -1,0 +1,74 @@
+"""Execute every tutorial notebook on a fresh kernel of this interpreter; any cell error fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+DOCS = ROOT / "docs" / "notebooks.md"
+
+#: Seconds one cell may take; the whole of a notebook runs in a few seconds.
+CELL_TIMEOUT = 120
+
+# Prepended to the in-memory copy only: proves the kernel runs this venv's python, so the
+# notebook sees the mediaframe under test and not some other installation on the machine.
+_WHICH_PYTHON = "import sys; print(sys.prefix)"
+
+
+@pytest.fixture
+def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kernel environment that writes nothing outside ``tmp_path`` and ignores user settings."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for name in [name for name in os.environ if name.startswith("MEDIAFRAME_")]:
+        monkeypatch.delenv(name)
+    return tmp_path
+
+
+def test_every_notebook_is_found_and_documented() -> None:
+    assert {"01-quickstart.ipynb", "02-audit.ipynb"} <= {path.name for path in NOTEBOOKS}
+    text = DOCS.read_text(encoding="utf-8")
+    assert all(path.name in text for path in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_notebook_is_committed_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code
+    assert not [cell.id for cell in code if cell.outputs or cell.execution_count is not None]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_notebook_runs(path: Path, isolated_jupyter: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(_WHICH_PYTHON))
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=CELL_TIMEOUT,
+        resources={"metadata": {"path": str(isolated_jupyter)}},
+    )
+    client.execute()  # raises CellExecutionError naming the failing cell
+
+    assert _stdout(notebook.cells[0]).strip() == sys.prefix
+    noise = [
+        (index, output.get("text", ""))
+        for index, cell in enumerate(notebook.cells)
+        for output in cell.get("outputs", [])
+        if output.get("name") == "stderr"
+    ]
+    assert not noise, f"cells wrote to stderr (warnings or progress bars): {noise}"
+
+
+def _stdout(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
