@@ -434,7 +434,7 @@ def _partitioning(path: str) -> pads.Partitioning | None:
     return pads.partitioning(pa.schema([(name, pa.int64()) for name in names]), flavor="hive")
 
 
-def to_dask(path: str, **kwargs: Any):  # type: ignore[no-untyped-def]
+def to_dask(path: str, **kwargs: Any) -> Any:
     """Open a cached dataset lazily as a Dask DataFrame (needs the ``dask`` extra).
 
     Examples
@@ -451,7 +451,7 @@ def to_dask(path: str, **kwargs: Any):  # type: ignore[no-untyped-def]
     return dd.read_parquet(data, **kwargs)
 
 
-def to_duckdb(path: str, *, connection: Any = None):  # type: ignore[no-untyped-def]
+def to_duckdb(path: str, *, connection: Any = None) -> Any:
     """Open a cached dataset lazily as a DuckDB relation (needs ``duckdb``).
 
     Examples

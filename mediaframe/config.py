@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from mediaframe.exceptions import ConfigurationError
 
 __all__ = ["TOKEN_PLACEMENTS", "Settings"]
+
+_N = TypeVar("_N", int, float)
 
 #: Where the token goes: ``auto`` tries the ``Authorization: OAuth`` header and falls back to the
 #: ``oauth_token`` parameter when an older server refuses the header.
@@ -97,7 +100,7 @@ class Settings:
         )
 
 
-def _number(env: Mapping[str, str], name: str, default, kind):  # type: ignore[no-untyped-def]
+def _number(env: Mapping[str, str], name: str, default: _N, kind: Callable[[str], _N]) -> _N:
     raw = env.get(name)
     if raw in (None, ""):
         return default
@@ -105,7 +108,8 @@ def _number(env: Mapping[str, str], name: str, default, kind):  # type: ignore[n
         return kind(raw)
     except ValueError:
         raise ConfigurationError(
-            f"{name}={raw!r} is not a valid {kind.__name__}; unset it or give a number"
+            f"{name}={raw!r} is not a valid {getattr(kind, '__name__', 'number')}; "
+            "unset it or give a number"
         ) from None
 
 

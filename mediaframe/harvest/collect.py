@@ -126,7 +126,13 @@ def _ttl(options: Options, settings: Any) -> dt.timedelta:
     return ttl if isinstance(ttl, dt.timedelta) else dt.timedelta(seconds=float(ttl))
 
 
-def _engine_options(client, spec, options, bases, statuses) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _engine_options(
+    client: Any,
+    spec: Spec,
+    options: Options,
+    bases: tuple[int, ...],
+    statuses: dict[int, tuple[int, list[int]]],
+) -> dict[str, Any]:
     settings = client.settings
     flatten, combine = _frames_of(spec)
     progress = settings.progress if options.progress is None else options.progress

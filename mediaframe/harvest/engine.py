@@ -163,7 +163,13 @@ def harvest(
     return frame, report
 
 
-def _finish(store, manifest, frame, report, spec) -> None:  # type: ignore[no-untyped-def]
+def _finish(
+    store: HarvestStore,
+    manifest: dict[str, Any],
+    frame: pd.DataFrame,
+    report: HarvestReport,
+    spec: Spec,
+) -> None:
     # Order matters for crash safety: the dataset first, then the manifest that declares it
     # finished, and only then the shard files it was built from.
     provenance = {
@@ -186,7 +192,14 @@ def _high_water(frame: pd.DataFrame) -> str | None:
     return pd.Timestamp(frame["updated_on"].max()).isoformat()
 
 
-def _new_manifest(counter, spec, bases, statuses, pool, provenance):  # type: ignore[no-untyped-def]
+def _new_manifest(
+    counter: ShardCounter,
+    spec: Spec,
+    bases: Sequence[int],
+    statuses: Statuses | None,
+    pool: Executor,
+    provenance: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     root_count = counter(Shard())
     cap = root_count.retrievable if root_count.over_cap else None
     limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
@@ -328,7 +341,13 @@ def _worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _assemble(store, spec, manifest, combine, report) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+def _assemble(
+    store: HarvestStore,
+    spec: Spec,
+    manifest: Mapping[str, Any],
+    combine: Combine,
+    report: HarvestReport,
+) -> pd.DataFrame:
     parts, shards = [], []
     for entry in _entries(manifest):
         outcome = manifest["shards"][entry["id"]]
@@ -359,7 +378,13 @@ def _assemble(store, spec, manifest, combine, report) -> pd.DataFrame:  # type: 
     return frame
 
 
-def _judge(report, manifest, counter, spec, allow_incomplete) -> None:  # type: ignore[no-untyped-def]
+def _judge(
+    report: HarvestReport,
+    manifest: Mapping[str, Any],
+    counter: ShardCounter,
+    spec: Spec,
+    allow_incomplete: bool,
+) -> None:
     """Prove completeness: every shard whole, and the shard totals add up to the global total."""
     short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
     report.incomplete = [dict(s) for s in manifest["stuck"]]

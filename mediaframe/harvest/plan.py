@@ -109,7 +109,7 @@ class Shard:
             date_min=_parse_day(data.get("date_min")),
             date_max=_parse_day(data.get("date_max")),
             record_type=data.get("record_type"),
-            status=tuple(tuple(entry) for entry in data.get("status") or ()),  # type: ignore[misc]
+            status=tuple((int(b), str(s), int(d)) for b, s, d in data.get("status") or ()),
         )
 
 
@@ -271,11 +271,11 @@ class _Dimensions:
             low = _later(self.spec.filters.get("date_min"), low) or low
             high = _earlier(self.spec.filters.get("date_max"), high) or high
             shard = dataclasses.replace(shard, date_min=low, date_max=high)
-        days = shard.days
-        if days < 2:
+        days, first = shard.days, shard.date_min
+        if days < 2 or first is None:
             return []
         pieces = min(days, max(2, math.ceil(total / (cap * _FILL))))
-        edges = [shard.date_min + dt.timedelta(days=days * i // pieces) for i in range(pieces + 1)]
+        edges = [first + dt.timedelta(days=days * i // pieces) for i in range(pieces + 1)]
         return [
             dataclasses.replace(shard, date_min=start, date_max=end - dt.timedelta(days=1))
             for start, end in itertools.pairwise(edges)

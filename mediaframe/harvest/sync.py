@@ -104,7 +104,9 @@ def sync(
     stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
     if len(stragglers) > MAX_STRAGGLERS:
         return None
-    fetched = [fetch_item(int(row[0]), int(row[1])) for row in stragglers[key].itertuples(False)]
+    fetched = [
+        dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
+    ]
     parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
     merged = combine(parts)
     merged = merged.drop_duplicates(key, keep="last").sort_values(key, kind="stable")
@@ -151,7 +153,13 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _write(store, manifest, provenance, merged, report) -> None:  # type: ignore[no-untyped-def]
+def _write(
+    store: HarvestStore,
+    manifest: dict[str, Any],
+    provenance: Mapping[str, Any],
+    merged: pd.DataFrame,
+    report: HarvestReport,
+) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
     manifest["data_files"] = store.write_data(merged, provenance, sort_by=_keys(manifest))
