@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,17 @@ _WHICH_PYTHON = "import sys; print(sys.prefix)"
 
 @pytest.fixture
 def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A kernel environment that writes nothing outside ``tmp_path`` and ignores user settings."""
+    """A kernel environment that writes nothing outside ``tmp_path`` and ignores user settings.
+
+    A ``python3`` kernelspec naming this interpreter comes first on ``JUPYTER_PATH``, ahead of any
+    ``python3`` kernel the user or the system has installed for another Python.
+    """
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "Python 3 (tests)", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
