@@ -27,7 +27,6 @@ import contextlib
 import gc
 import json
 import multiprocessing
-import resource
 import shutil
 import signal
 import subprocess
@@ -175,17 +174,21 @@ def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrenc
 def harvest_memory(server: dict[str, Any], folder: str, args: argparse.Namespace) -> dict:
     """Run in a fresh process: the growth of its peak RSS over a harvest, and the frame's size.
 
-    ``ru_maxrss`` sees everything the harvest holds — Python objects, numpy buffers, Arrow's
+    Resident memory sees everything the harvest holds — Python objects, numpy buffers, Arrow's
     memory pool, allocator fragmentation — where tracemalloc misses Arrow's allocations and
-    slows every allocation down. It is a high-water mark, so the baseline is taken after the
-    imports and the connection, just before the harvest starts.
+    slows every allocation down. ``getrusage().ru_maxrss`` cannot be used as it is: Linux hands
+    a spawned child its parent's high-water mark, so a child of a big parent would start with
+    a peak it never reached. The peak is therefore the kernel's ``VmHWM``, reset to the current
+    resident size just before the harvest (``/proc/self/clear_refs``), after the imports and
+    the connection.
     """
     client = connect(server, Path(folder), args)
     client.me_raw()
     gc.collect()
-    baseline = _max_rss()
+    Path("/proc/self/clear_refs").write_text("5")  # peak := current resident size
+    baseline = _status_bytes("VmRSS")
     seconds, frame = timed(lambda: client.records(refresh=True))
-    peak = _max_rss()
+    peak = _status_bytes("VmHWM")
     report = mf.HarvestReport.from_frame(frame)
     return {
         "baseline": baseline,
@@ -200,9 +203,12 @@ def harvest_memory(server: dict[str, Any], folder: str, args: argparse.Namespace
     }
 
 
-def _max_rss() -> int:
-    """Peak resident set size of this process so far, in bytes (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _status_bytes(name: str) -> int:
+    """A memory line of ``/proc/self/status`` (``VmRSS``, ``VmHWM``: kB) in bytes; Linux only."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit(f"/proc/self/status has no {name}: the memory run needs Linux")
 
 
 # --------------------------------------------------------------------------- the run
