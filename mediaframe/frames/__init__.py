@@ -6,6 +6,7 @@ columns and dtypes are declared once in :mod:`mediaframe.frames.schema` and docu
 naming the item.
 """
 
+from mediaframe.frames.fastjson import records_json
 from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
 from mediaframe.frames.me import collections, databoxes, statuses, user
 from mediaframe.frames.records import concat_records, records
@@ -24,6 +25,7 @@ __all__ = [
     "feed_items",
     "feeds",
     "records",
+    "records_json",
     "render_markdown",
     "search_info",
     "statuses",

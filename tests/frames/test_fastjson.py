@@ -1,0 +1,289 @@
+"""records_json: raw answer bytes give exactly what records() gives for the decoded answer."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mediaframe.emulator.catalogue import Catalogue
+from mediaframe.exceptions import InvalidParameterError, MalformedItemError, ResponseFormatError
+from mediaframe.frames import fastjson, records, records_json
+
+DATA = Path(__file__).parent.parent / "data" / "frames"
+
+
+def envelope(items: list[Any], **response: Any) -> dict[str, Any]:
+    """A v1 search answer holding ``items``, members in the order servers send them."""
+    return {
+        "meta": {"api_version": "2.0.0", "request": "POST /api/v1/search/", "http_code": 200},
+        "response": {
+            "offset_start": 0,
+            "per_page": len(items),
+            "available_results": len(items),
+            "total_results": len(items),
+            "error": "",
+            "warning": "",
+            "query_time": 12,
+            "facets": [{"name": "_iso", "values": [{"value": "100", "count": 3}]}],
+            "query": "",
+            **response,
+            "results": {"records": items, "stories": []},
+        },
+    }
+
+
+def dumps(document: Any) -> bytes:
+    """Compact JSON as servers send it (json, not orjson: integers beyond 64 bits too)."""
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def expected(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
+    response = orjson.loads(body)["response"]
+    info = {name: value for name, value in response.items() if name != "results"}
+    return info, records(response["results"]["records"])
+
+
+def assert_same(body: bytes) -> pd.DataFrame | None:
+    """Same info and frame as records() on the decoded body, or the same error."""
+    try:
+        want_info, want = expected(body)
+    except MalformedItemError as error:
+        with pytest.raises(MalformedItemError, match=re.escape(str(error))):
+            records_json(body)
+        return None
+    info, frame = records_json(body)
+    assert info == want_info
+    pd.testing.assert_frame_equal(frame, want, check_exact=True)
+    return frame
+
+
+@pytest.fixture
+def fallbacks(monkeypatch):
+    """Count the answers that took the decoded route instead of the native one."""
+    calls = []
+    decoded = fastjson._decoded
+
+    def spy(body: bytes):
+        calls.append(body)
+        return decoded(body)
+
+    monkeypatch.setattr(fastjson, "_decoded", spy)
+    return calls
+
+
+def catalogue_items(n: int, seed: int) -> list[dict[str, Any]]:
+    return Catalogue(records=n, seed=seed).record_dicts(range(n))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_the_emulator_catalogue_is_read_natively_and_identically(seed, fallbacks):
+    frame = assert_same(dumps(envelope(catalogue_items(300, seed))))
+    assert fallbacks == []
+    assert len(frame) == 300
+
+
+def test_server_escapes_are_read_natively(fallbacks):
+    # PHP writes "/" as "\/" and non-ASCII as \uXXXX.
+    items = catalogue_items(50, 3)
+    items[0]["title"] = 'Zürich / «quoted» "title"'
+    items[0]["technical_informations"].append({"name": "Lens/Ö", "value": '35mm "f/2"'})
+    text = json.dumps(envelope(items), separators=(",", ":")).replace("/", "\\/")
+    assert_same(text.encode())
+    assert fallbacks == []
+
+
+@pytest.mark.parametrize("name", ["search_v1_current", "search_v1_old", "search_v1_stories"])
+def test_golden_search_answers(name):
+    assert_same((DATA / f"{name}.json").read_bytes())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda r: r.update({"updated-on": r.pop("updated_on")}), id="updated-on"),
+        pytest.param(lambda r: r.update({"phrasea_type": r.pop("media_type")}), id="phrasea_type"),
+        pytest.param(
+            lambda r: r.update({"created_on": "-0001-11-30T00:00:00+00:09"}), id="placeholder"
+        ),
+        pytest.param(lambda r: r.update({"rating": 4}), id="unknown member"),
+        pytest.param(lambda r: r["thumbnail"].update({"cdn": "x"}), id="unknown thumbnail member"),
+        pytest.param(
+            lambda r: r.update(
+                technical_informations=[
+                    {"value": e["value"], "name": e["name"]} for e in r["technical_informations"]
+                ]
+            ),
+            id="value before name",
+        ),
+        pytest.param(
+            lambda r: r["technical_informations"].append({"name": "ISO", "value": None}),
+            id="null technical value",
+        ),
+        pytest.param(
+            lambda r: r["technical_informations"].append({"name": "Big", "value": 2**64}),
+            id="integer beyond int64",
+        ),
+        pytest.param(
+            lambda r: r["technical_informations"].append({"name": "Grid", "value": [1, 2]}),
+            id="nested technical value",
+        ),
+    ],
+)
+def test_variations_fall_back_and_still_match(change, fallbacks):
+    items = catalogue_items(20, 5)
+    for item in items:
+        if item.get("thumbnail") is None:
+            item["thumbnail"] = {"name": "thumbnail"}
+    change(items[-1])
+    assert_same(dumps(envelope(items)))
+    assert len(fallbacks) == 1
+
+
+def test_pretty_printed_answers_fall_back(fallbacks):
+    assert_same(json.dumps(envelope(catalogue_items(10, 4)), indent=2).encode())
+    assert len(fallbacks) == 1
+
+
+def test_an_empty_page():
+    info, frame = records_json(dumps(envelope([])))
+    assert info["total_results"] == 0
+    pd.testing.assert_frame_equal(frame, records([]))
+
+
+def test_a_story_search_has_no_records():
+    body = (DATA / "search_v1_stories.json").read_bytes()
+    info, frame = records_json(body)
+    assert len(frame) == len(orjson.loads(body)["response"]["results"]["records"])
+    assert "results" not in info
+
+
+def test_repeated_technical_name_keeps_the_last_value(fallbacks):
+    items = catalogue_items(5, 1)
+    items[2]["technical_informations"] += [
+        {"name": "Mode", "value": 1},
+        {"name": "Mode", "value": "manual"},
+        {"name": "Flash", "value": "on"},
+        {"name": "Flash", "value": 2},
+    ]
+    frame = assert_same(dumps(envelope(items)))
+    assert frame.loc[2, "Mode"] == "manual"
+    assert frame.loc[2, "Flash"] == 2  # records() types by the values that survive
+    assert fallbacks == []
+
+
+def test_a_malformed_record_is_named():
+    items = catalogue_items(5, 1)
+    items[4]["record_id"] = "seven"
+    with pytest.raises(MalformedItemError, match="record #4"):
+        records_json(dumps(envelope(items)))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"<html><body>502 Bad Gateway</body></html>",
+        b'{"meta": {"http_code": 200}, "response": {"results": {"records": [{"databox',
+        b'{"meta": {"http_code": 200}, "response": {}}',
+        b'{"meta": {}, "response": {"results": {"records": {"databox_id": 1}}}}',
+        b"[1, 2, 3]",
+    ],
+)
+def test_what_is_not_a_search_answer_is_refused_with_a_snippet(body):
+    with pytest.raises(ResponseFormatError) as caught:
+        records_json(body)
+    assert not isinstance(caught.value, MalformedItemError)
+    assert caught.value.snippet == body[:120].decode()
+    assert "/api/v1/search/" in str(caught.value)
+
+
+def test_text_is_not_bytes():
+    with pytest.raises(InvalidParameterError, match="raw bytes"):
+        records_json('{"response": {}}')  # type: ignore[arg-type]
+
+
+# Text that looks like the JSON the rewrites look for, inside names and values.
+TRICKY = st.one_of(
+    st.text(max_size=10),
+    st.sampled_from(
+        [
+            '","value":"',
+            '","value":',
+            '},{"name":"',
+            '[{"name":"',
+            "\\u0000",
+            "\x00",
+            "a\\",
+            '"',
+            "é/ü",
+            "}]",
+            '"records":[',
+            '},{"databox_id":',
+        ]
+    ),
+)
+NUMBER = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([-3, 2.8, 1e5, 5.0, 0.0, -0.0, 1e16, 12345678901234567890, 2**53 + 1]),
+)
+VALUE = st.one_of(NUMBER, TRICKY, st.booleans())
+ENTRY = st.builds(
+    lambda name, value: {"name": name, "value": value},
+    st.one_of(st.sampled_from(["ISO", "Aperture", "title", "Mode", "value", "name"]), TRICKY),
+    VALUE,
+)
+DATE = st.sampled_from(
+    [
+        "2020-01-14T17:59:02+00:00",
+        "2013-05-02T14:11:09+02:00",
+        "1999-12-31T23:59:59-05:30",
+        "2021-06-30T10:21:26.250000+00:00",
+    ]
+)
+RECORD = st.fixed_dictionaries(
+    {"databox_id": st.integers(1, 4), "record_id": st.integers(1, 10**9)},
+    optional={
+        "mime_type": st.sampled_from(["image/jpeg", "video/mp4"]),
+        "title": st.one_of(st.none(), TRICKY),
+        "updated_on": DATE,
+        "created_on": st.one_of(st.none(), DATE),
+        "collection_id": st.integers(1, 9),
+        "thumbnail": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"name": TRICKY},
+                optional={
+                    "permalink": st.fixed_dictionaries(
+                        {"id": st.integers(0, 99), "label": TRICKY, "is_activated": st.booleans()}
+                    ),
+                    "height": st.integers(0, 5000),
+                    "devices": st.lists(st.sampled_from(["screen", "print"]), max_size=2),
+                    "mime_type": st.sampled_from(["image/jpeg", "image/png"]),
+                },
+            ),
+        ),
+        "technical_informations": st.lists(ENTRY, max_size=6),
+        "media_type": st.sampled_from(["image", "video"]),
+        "base_id": st.integers(1, 20),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(RECORD, max_size=8), escaped=st.booleans())
+def test_any_well_formed_records_read_as_records_reads_them(items, escaped):
+    if escaped:  # how PHP servers write JSON
+        body = json.dumps(envelope(items), separators=(",", ":")).replace("/", "\\/").encode()
+    else:
+        body = dumps(envelope(items))
+    assert_same(body)
