@@ -37,6 +37,7 @@ def test_public_surface_is_pinned():
         "feed_items",
         "feeds",
         "records",
+        "records_json",
         "render_markdown",
         "search_info",
         "statuses",
