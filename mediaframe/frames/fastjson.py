@@ -2,23 +2,27 @@
 
 :func:`records_json` gives exactly ``records(orjson.loads(body)["response"]["results"]["records"])``
 without building a Python object per value. pyarrow reads the records array in C++ against the
-declared schema; the one thing it cannot read, ``technical_informations`` values that are numbers
-in one entry and text in another, is first rewritten byte-wise so that each technical name becomes
-a key of its own (``{"name":"ISO","value":200}`` → ``{"ISO":200}``, text values under
-``"<name>\\u0000"``). Any answer outside the shape this path proves it understands (unknown
-members, older spellings, placeholder dates, other member orders, pretty-printed JSON) falls back
-to :func:`~mediaframe.frames.records` on the decoded answer, so the result never differs.
+declared schema. The one thing it cannot read, a ``technical_informations`` ``value`` that is a
+number in one entry and text in another, is renamed byte-wise first: text values to ``text``,
+the others to ``number``. pyarrow reads every number as a float; whether a name's numbers were
+all written as integers (``Int64``) or not (``Float64``) comes from one regular-expression scan
+for numbers written with a fraction or exponent, run while pyarrow parses. Any answer outside
+the shape this path proves it understands (unknown members, older spellings, placeholder dates,
+another member order, pretty-printed JSON, a name repeated in a record, integers beyond 2**53)
+falls back to :func:`~mediaframe.frames.records` on the decoded answer, so the frame never
+differs.
 
 Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so a
 pattern holding an unescaped ``"`` next to ``{``, ``,`` or ``:`` only ever matches structure, never
 text. Each rewrite changes the length by a fixed amount per match, which counts the matches for
-free; the counts are then checked against what pyarrow parsed.
+free; the counts are checked against what pyarrow parsed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -46,15 +50,18 @@ _NEXT_RECORD = b'},{"databox_id":'
 _PLACEHOLDER = "\x00mediaframe-records"
 
 _TECHNICAL = "technical_informations"
-#: Marks a technical name whose value was a string (``\u0000`` cannot end a name mediaframe
-#: accepts on this path: names holding it fall back).
-_TEXT_MARK = "\x00"
-
-# (pattern, replacement): string values first, so that the number rewrite sees only non-strings.
-_STRING_VALUE = (b'","value":"', b'\\u0000":"')
-_OTHER_VALUE = (b'","value":', b'":')
-_FIRST_NAME = (b'[{"name":"', b'[{"')
-_NEXT_NAME = (b'},{"name":"', b'},{"')
+# A string value first, so that the second rewrite meets only numbers (and what must fall back).
+_TEXT_VALUE = (b'","value":"', b'","text":"')
+_NUMBER_VALUE = (b'","value":', b'","number":')
+#: The name of every entry whose number is written with a fraction or an exponent (a float in
+#: JSON). The ``number`` rewrite only matched right after a string, and an entry holds nothing
+#: but ``name`` and its value (pyarrow checks that), so that string is the name. The scan
+#: anchors on the key spelled ``"name"``; :func:`_native` checks every name key is spelled so.
+_FLOAT_ENTRY = re.compile(rb'"name":"([^"\\]*(?:\\.[^"\\]*)*)","number":-?[0-9]+[.eE]')
+_NAME_KEY = b'"name":"'
+_TECHNICAL_ENTRY = pa.struct(
+    [("name", pa.string()), ("number", pa.float64()), ("text", pa.string())]
+)
 
 _ARROW_TYPES = {
     "Int64": pa.int64(),
@@ -195,21 +202,15 @@ def _native(array: bytes) -> pd.DataFrame | None:
     """The records frame from the records array's bytes, or ``None`` where pyarrow cannot say."""
     if array == b"[]":
         return records([])
-    data, rewrites = _rewrite(b'{"records":' + array + b"}")
-    try:
-        table = pj.read_json(
-            pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=len(data) + 1),
-            parse_options=pj.ParseOptions(
-                explicit_schema=_SCHEMA, unexpected_field_behavior="infer"
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+    data, counts = _rewrite(b'{"records":' + array + b"}")
+    # pyarrow parses without the GIL: the float scan, pure Python, runs on the other core.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        parsing = pool.submit(_parse, data)
+        floats = set(_FLOAT_ENTRY.findall(data))
+        table = parsing.result()
+    if table is None or table.num_rows != 1:
         return None
-    items = table.column("records").combine_chunks()
-    if table.num_rows != 1 or not _as_declared(items.type.value_type):
-        return None
-    items = pc.list_flatten(items)
+    items = pc.list_flatten(table.column("records").combine_chunks())
     if items.null_count:
         return None
     members = _members(items, "")
@@ -219,24 +220,47 @@ def _native(array: bytes) -> pd.DataFrame | None:
         if converted is None:
             return None
         columns[column.name] = converted
-    technical = _technical(members[_TECHNICAL], len(items), rewrites)
+    named = len(items) - members["thumbnail.name"].null_count
+    if counts[_NAME_KEY] != named + len(pc.list_flatten(members[_TECHNICAL])):
+        return None  # a name key spelled with escapes, which the float scan would not see
+    technical = _technical(members[_TECHNICAL], len(items), counts, {_text(f) for f in floats})
     if technical is None:
         return None
-    return assemble(RECORDS, columns, {column_name(name): values for name, values in technical})
+    return assemble(RECORDS, columns, technical)
+
+
+def _parse(data: bytes) -> pa.Table | None:
+    """pyarrow's reading of the rewritten array; ``None`` for anything but the declared shape."""
+    try:
+        return pj.read_json(
+            pa.BufferReader(data),
+            read_options=pj.ReadOptions(block_size=len(data) + 1),
+            parse_options=pj.ParseOptions(
+                explicit_schema=_SCHEMA, unexpected_field_behavior="error"
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _text(raw: bytes) -> str:
+    """A JSON string's content as the text it stands for."""
+    return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8")
 
 
 def _rewrite(data: bytes) -> tuple[bytes, dict[bytes, int]]:
-    """Apply the technical rewrites in order; count each one's matches from the length change."""
+    """Rename technical values by kind, counting the matches (from the length change) and names."""
     counts = {}
-    for pattern, replacement in (_STRING_VALUE, _OTHER_VALUE, _FIRST_NAME, _NEXT_NAME):
+    for pattern, replacement in (_TEXT_VALUE, _NUMBER_VALUE):
         rewritten = data.replace(pattern, replacement)
         counts[pattern] = (len(data) - len(rewritten)) // (len(pattern) - len(replacement))
         data = rewritten
+    counts[_NAME_KEY] = data.count(_NAME_KEY)
     return data, counts
 
 
 def _declared_schema() -> pa.Schema:
-    """The records array as pyarrow should find it: every declared member with its type."""
+    """The records array as pyarrow must find it: every declared member with its type."""
     tree: dict[str, Any] = {}
     for column in RECORDS.columns:
         *parents, member = column.path.split(".")
@@ -244,7 +268,7 @@ def _declared_schema() -> pa.Schema:
         for parent in parents:
             node = node.setdefault(parent, {})
         node[member] = pa.list_(pa.string()) if column.joined else _ARROW_TYPES[column.dtype]
-    tree[_TECHNICAL] = pa.list_(pa.struct([]))
+    tree[_TECHNICAL] = pa.list_(_TECHNICAL_ENTRY)
 
     def struct(node: dict[str, Any]) -> pa.StructType:
         return pa.struct(
@@ -258,22 +282,6 @@ def _declared_schema() -> pa.Schema:
 
 
 _SCHEMA = _declared_schema()
-_RECORD = _SCHEMA.field("records").type.value_type
-
-
-def _as_declared(parsed: pa.DataType) -> bool:
-    """Whether pyarrow found only declared members (it adds the unknown ones it meets)."""
-    if not pa.types.is_struct(parsed):
-        return False
-    names = [field.name for field in parsed]
-    if names != [field.name for field in _RECORD]:
-        return False
-    technical = parsed.field(_TECHNICAL).type
-    return (
-        all(parsed.field(f.name) == f for f in _RECORD if f.name != _TECHNICAL)
-        and pa.types.is_list(technical)
-        and pa.types.is_struct(technical.value_type)
-    )
 
 
 def _members(struct: pa.StructArray, prefix: str) -> dict[str, pa.Array]:
@@ -281,7 +289,7 @@ def _members(struct: pa.StructArray, prefix: str) -> dict[str, pa.Array]:
     found = {}
     for field, child in zip(struct.type, struct.flatten(), strict=True):
         path = prefix + field.name
-        if pa.types.is_struct(field.type) and path != _TECHNICAL:
+        if pa.types.is_struct(field.type):
             found.update(_members(child, path + "."))
         else:
             found[path] = child
@@ -318,74 +326,76 @@ def _categorical(values: pa.Array) -> pd.Categorical:
 
 
 def _technical(
-    lists: pa.Array, n: int, rewrites: Mapping[bytes, int]
-) -> list[tuple[str, Any]] | None:
-    """Pivot the rewritten entries (one key each, the technical name) into typed columns.
+    lists: pa.ListArray, n: int, counts: dict[bytes, int], floats: set[str]
+) -> dict[str, Any] | None:
+    """One typed column per technical name, keyed by its records column name.
 
-    Every entry must be exactly ``{"name": <string>, "value": <scalar>}``: as many entries as
-    name rewrites and as value rewrites, each holding one non-null key.
+    Every entry must be ``{"name": <string>, "value": <number or string>}``: a name, and a
+    number or a text but not both, as many of each as the rewrites counted.
     """
     entries = pc.list_flatten(lists)
-    names = rewrites[_FIRST_NAME[0]] + rewrites[_NEXT_NAME[0]]
-    values = rewrites[_STRING_VALUE[0]] + rewrites[_OTHER_VALUE[0]]
-    if entries.null_count or not len(entries) == names == values:
+    names, numbers, texts = entries.flatten()
+    is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
+    is_text = texts.is_valid().to_numpy(zero_copy_only=False)
+    if (
+        entries.null_count
+        or names.null_count
+        or np.any(is_number == is_text)
+        or counts[_NUMBER_VALUE[0]] != is_number.sum()
+        or counts[_TEXT_VALUE[0]] != is_text.sum()
+    ):
         return None
     parents = pc.list_parent_indices(lists).to_numpy()
-    parts: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
-    present = 0
-    for field, child in zip(entries.type, entries.flatten(), strict=True):
-        is_text = field.name.endswith(_TEXT_MARK)
-        name = field.name[:-1] if is_text else field.name
-        kind_ok = pa.types.is_string(field.type) if is_text else field.type in _PANDAS_TYPES
-        if _TEXT_MARK in name or not kind_ok:
-            return None
-        valid = child.is_valid()
-        positions = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
-        present += len(positions)
-        parts.setdefault(name, []).append((positions, child.filter(valid)))
-    if present != len(entries):
-        return None
-    columns = []
-    for name, found in parts.items():
-        column = _technical_column(found, parents, n)
+    encoded = names.dictionary_encode()
+    codes = encoded.indices.to_numpy()
+    values = numbers.to_numpy(zero_copy_only=False)
+    columns: dict[str, Any] = {}
+    for code, name in enumerate(encoded.dictionary.to_pylist()):
+        positions = np.flatnonzero(codes == code)
+        rows = parents[positions]
+        if np.any(rows[1:] == rows[:-1]) or column_name(name) in columns:
+            return None  # a record repeats the name, or two names share a column: records() says
+        column = _technical_column(
+            n, rows, values[positions], texts.take(positions), is_text[positions], name in floats
+        )
         if column is None:
             return None
-        columns.append((name, column))
+        columns[column_name(name)] = column
     return columns
 
 
-def _technical_column(parts: list[tuple[np.ndarray, pa.Array]], parents: np.ndarray, n: int) -> Any:
-    """One technical name's column; the last value wins where a record repeats the name."""
-    if len(parts) == 1:
-        positions, values = parts[0]
-        if pa.types.is_floating(values.type) and _ambiguous(values, limit=2**63):
-            return None  # integers beyond int64 read as floats: records() keeps their digits
-        rows, last = _last_per_row(parents[positions])
+def _technical_column(
+    n: int,
+    rows: np.ndarray,
+    numbers: np.ndarray,
+    texts: pa.Array,
+    is_text: np.ndarray,
+    floats: bool,
+) -> Any:
+    """One name's values placed at their rows, typed as :func:`records` types them."""
+    if is_text.all():
         index = np.full(n, -1, dtype=np.int64)
-        index[rows] = last
-        placed = values.take(pa.array(index, mask=index < 0))
-        if pa.types.is_string(placed.type):
-            return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
-        return placed.to_pandas(types_mapper=_PANDAS_TYPES.get).array
-    # Text and other values under one name: typed by the values that survive, as records() does.
-    if any(pa.types.is_floating(v.type) and _ambiguous(v, limit=2**53) for _, v in parts):
-        return None  # an integer's digits were rounded away by the float
-    positions = np.concatenate([p for p, _ in parts])
-    raw = np.concatenate([np.array(v.to_pylist(), dtype=object) for _, v in parts])
-    order = np.argsort(positions, kind="stable")
-    rows, last = _last_per_row(parents[positions[order]])
+        index[rows] = np.arange(len(rows))
+        placed = texts.take(pa.array(index, mask=index < 0))
+        return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
+    written = numbers[~is_text]
+    exact = floats and not is_text.any()  # records() too makes every number of the name a float
+    if not exact and np.any((np.abs(written) > 2**53) & (written == np.floor(written))):
+        return None  # the float pyarrow read may have rounded an integer's digits away
+    if not is_text.any():
+        data = np.zeros(n, dtype=np.float64 if floats else np.int64)
+        mask = np.ones(n, dtype=bool)
+        data[rows] = numbers
+        mask[rows] = False
+        kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
+        return kind(data, mask)
+    # Text beside numbers: all become text, the numbers written as in JSON (arrays.render_text);
+    # an integral float and an integer below 2**53 read the same there.
+    numbers = np.where(is_text, 0, numbers)  # text entries read NaN as numbers
+    mixed = np.array(
+        numbers.tolist() if floats else numbers.astype(np.int64).tolist(), dtype=object
+    )
+    mixed[is_text] = texts.filter(pa.array(is_text)).to_pylist()
     column = np.full(n, None, dtype=object)
-    column[rows] = raw[order][last]
+    column[rows] = mixed
     return infer_array(list(column))
-
-
-def _last_per_row(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows (ascending, maybe repeated) and, for each distinct row, the position of its last."""
-    last = np.flatnonzero(np.append(rows[1:] != rows[:-1], True)) if len(rows) else rows
-    return rows[last], last
-
-
-def _ambiguous(values: pa.Array, *, limit: float) -> bool:
-    """Whether some float is integral and at least ``limit``: it may have been an integer."""
-    numbers = values.to_numpy()
-    return bool(np.any((np.abs(numbers) >= limit) & (numbers == np.floor(numbers))))

@@ -165,7 +165,7 @@ def test_a_story_search_has_no_records():
     assert "results" not in info
 
 
-def test_repeated_technical_name_keeps_the_last_value(fallbacks):
+def test_a_repeated_technical_name_falls_back_and_keeps_the_last_value(fallbacks):
     items = catalogue_items(5, 1)
     items[2]["technical_informations"] += [
         {"name": "Mode", "value": 1},
@@ -176,7 +176,32 @@ def test_repeated_technical_name_keeps_the_last_value(fallbacks):
     frame = assert_same(dumps(envelope(items)))
     assert frame.loc[2, "Mode"] == "manual"
     assert frame.loc[2, "Flash"] == 2  # records() types by the values that survive
+    assert len(fallbacks) == 1
+
+
+def test_each_name_is_typed_by_how_its_numbers_are_written(fallbacks):
+    items = catalogue_items(4, 2)
+    for index, item in enumerate(items):
+        item["technical_informations"] += [
+            {"name": "Whole", "value": index},
+            {"name": "Written", "value": 5.0 if index == 3 else index},
+            {"name": "Huge", "value": 1e20 + index},
+            {"name": "Both", "value": "n/a" if index else 2.5},
+        ]
+    frame = assert_same(dumps(envelope(items)))
     assert fallbacks == []
+    assert str(frame["Whole"].dtype) == "Int64"
+    assert str(frame["Written"].dtype) == "Float64"
+    assert frame["Both"].tolist() == ["2.5", "n/a", "n/a", "n/a"]
+
+
+def test_a_name_key_spelled_with_escapes_falls_back(fallbacks):
+    items = catalogue_items(3, 2)
+    items[1]["technical_informations"].append({"name": "Exposure", "value": 2.0})
+    body = dumps(envelope(items)).replace(b'{"name":"Exposure"', b'{"n\\u0061me":"Exposure"')
+    assert b"n\\u0061me" in body
+    assert_same(body)
+    assert len(fallbacks) == 1
 
 
 def test_a_malformed_record_is_named():
