@@ -350,9 +350,9 @@ class Client:
         options, search = _split_filters(filters)
         return cache_path(self, _spec(kind, query, search), options.cache_dir)
 
-    def remote_search(self, *, version: int = 1) -> RemoteSearch:
-        """The search route as a picklable callable, for shard tasks on other processes."""
-        return RemoteSearch(self.base_url, self.transport.token, self.settings, version)
+    def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
+        """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""
+        return RemoteSearch(self.base_url, self.transport.token, self.settings, route)
 
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
         options, search = _split_filters(filters)
@@ -399,20 +399,19 @@ class RemoteSearch:
     like every repr in mediaframe, never shows the token.
     """
 
-    def __init__(
-        self, base_url: str, token: Token | None, settings: Settings, version: int = 1
-    ) -> None:
-        self.base_url, self.token, self.settings, self.version = base_url, token, settings, version
+    def __init__(self, base_url: str, token: Token | None, settings: Settings, route: str) -> None:
+        if not route.startswith("search") or not callable(getattr(API, route, None)):
+            raise ConfigurationError(f"{route!r} is not a search route of mediaframe.routes.API")
+        self.base_url, self.token, self.settings, self.route = base_url, token, settings, route
         self._api: API | None = None
 
     def __repr__(self) -> str:
-        return f"RemoteSearch({self.base_url!r}, version={self.version})"
+        return f"RemoteSearch({self.base_url!r}, {self.route!r})"
 
-    def __call__(self, query: str = "", **filters: Any) -> dict[str, Any]:
+    def __call__(self, query: str = "", **filters: Any) -> Any:
         if self._api is None:
             self._api = API(Transport(self.base_url, token=self.token, settings=self.settings))
-        search = self._api.search if self.version == 1 else self._api.search_v2
-        return search(query, **filters)
+        return getattr(self._api, self.route)(query, **filters)
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -420,9 +419,9 @@ class RemoteSearch:
             "_api": None,
         }  # a transport holds sockets: each process opens its own
 
-    def __dask_tokenize__(self) -> tuple[str, str, int, int]:
+    def __dask_tokenize__(self) -> tuple[str, str, str, int]:
         # stable within a run, and free of the token
-        return ("RemoteSearch", self.base_url, self.version, id(self))
+        return ("RemoteSearch", self.base_url, self.route, id(self))
 
 
 _OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}

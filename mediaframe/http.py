@@ -106,6 +106,10 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
     return envelope
 
 
+#: Reads a successful JSON body in place of the envelope decoding (``None``: the envelope).
+_Decode = Callable[[bytes], Any] | None
+
+
 class _Retry(Exception):
     """Internal: this attempt failed in a way worth retrying; ``error`` is raised at the end."""
 
@@ -203,12 +207,24 @@ class Transport:
         """POST ``path`` with form (v1) or query (v2) parameters; see :meth:`request`."""
         return self.request("POST", path, params)
 
-    def request(self, method: str, path: str, params: Params = ()) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        params: Params = (),
+        *,
+        decode: Callable[[bytes], Any] | None = None,
+    ) -> Any:
         """Send one read, retrying transient failures, and return the envelope's ``response``.
 
         Every route of the service only reads, so connection failures, timeouts, dropped or
         truncated answers and HTTP 500/502/503/504 are retried ``settings.retries`` times with
         exponential backoff and jitter. Other errors are raised at once.
+
+        ``decode``, when given, reads the raw body of a successful JSON answer instead (e.g.
+        straight into a frame); its result is returned as is, and a
+        :class:`ResponseFormatError` it raises is reported like any unreadable answer. Error
+        answers and other representations are read as usual.
 
         Raises
         ------
@@ -218,7 +234,7 @@ class Transport:
         pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
         for attempt in itertools.count():
             try:
-                return self._send_with_token(method.upper(), path, pairs)
+                return self._send_with_token(method.upper(), path, pairs, decode)
             except _Retry as retry:
                 if attempt >= self.settings.retries:
                     raise retry.error from retry.error.__cause__
@@ -229,27 +245,34 @@ class Transport:
 
     # -- token: refresh, placement fallback --------------------------------------------------
 
-    def _send_with_token(self, method: str, path: str, pairs: list[tuple[str, str]]) -> Any:
+    def _send_with_token(
+        self, method: str, path: str, pairs: list[tuple[str, str]], decode: _Decode
+    ) -> Any:
         token = self._current_token()
         try:
-            return self._send_placed(method, path, pairs, token)
+            return self._send_placed(method, path, pairs, token, decode)
         except TokenRejectedError:
             if not (self._refresh and token and token.refresh_token):
                 raise
-            return self._send_placed(method, path, pairs, self._refreshed(token))
+            return self._send_placed(method, path, pairs, self._refreshed(token), decode)
 
     def _send_placed(
-        self, method: str, path: str, pairs: list[tuple[str, str]], token: Token | None
+        self,
+        method: str,
+        path: str,
+        pairs: list[tuple[str, str]],
+        token: Token | None,
+        decode: _Decode,
     ) -> Any:
         try:
-            return self._send(method, path, pairs, token, self._placement or "header")
+            return self._send(method, path, pairs, token, self._placement or "header", decode)
         except _HeaderRefused as refused:
             if self._placement is not None:
                 raise refused.error from refused.error.__cause__
             # Servers older than 2019 read the token only from the `oauth_token` parameter.
             log.info("the service refuses the Authorization header; using oauth_token from now on")
             self._placement = "param"
-            return self._send(method, path, pairs, token, "param")
+            return self._send(method, path, pairs, token, "param", decode)
 
     def _current_token(self) -> Token | None:
         token = self._token
@@ -274,7 +297,8 @@ class Transport:
         pairs: list[tuple[str, str]],
         token: Token | None,
         placement: str,
-    ) -> dict[str, Any]:
+        decode: _Decode = None,
+    ) -> Any:
         line = f"{method} {path}"
         v2 = path.startswith("/api/v2/")
         representation = "json" if v2 else self.representation
@@ -331,7 +355,7 @@ class Transport:
         except requests.RequestException as err:
             raise _translated(TransportError, f"{line}: {redact(str(err))[:200]}", err) from None
         log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
-        result = self._read(response, line, representation, placement if token else None)
+        result = self._read(response, line, representation, placement if token else None, decode)
         if self._placement is None and token is not None:
             self._placement = "header"  # the header worked: no need to test it again
         return result
@@ -342,7 +366,8 @@ class Transport:
         line: str,
         representation: str,
         placement: str | None,
-    ) -> dict[str, Any]:
+        decode: _Decode = None,
+    ) -> Any:
         status = response.status_code
         content = response.content
         if not content.strip():
@@ -355,6 +380,11 @@ class Transport:
                     snippet=_snippet(content),
                 )
             )
+        if decode is not None and status == 200 and representation == "json":
+            try:
+                return decode(content)
+            except ResponseFormatError as err:
+                raise _not_an_envelope(response, line, placement, err) from err
         try:
             envelope = decode_envelope(content, representation)
         except ResponseFormatError as err:

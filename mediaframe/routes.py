@@ -28,7 +28,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pandas as pd
+
+from mediaframe import frames
 from mediaframe.exceptions import InvalidParameterError
+from mediaframe.frames import records_json
 from mediaframe.http import Transport
 
 __all__ = [
@@ -362,6 +366,44 @@ class API:
             raise InvalidParameterError(f"version must be 1 or 2, not {version!r}")
         response = self.transport.post(f"/api/v{version}/search/", params)
         return normalise_search(response) if version == 1 else response
+
+    def search_records_frame(
+        self, query: str = "", **filters: Any
+    ) -> tuple[dict[str, Any], pd.DataFrame]:
+        """``POST /api/v1/search/`` read straight into the records frame.
+
+        Returns the ``response`` members other than ``results`` and the records as
+        :func:`mediaframe.frames.records` would build them; a JSON answer is parsed natively
+        from its bytes (:func:`mediaframe.frames.records_json`), never as Python dicts.
+        """
+        params = search_params(query, **filters)
+        answer = self.transport.request("POST", "/api/v1/search/", params, decode=records_json)
+        if isinstance(answer, tuple):
+            return answer
+        answer = normalise_search(answer)  # YAML or JSONP: read the decoded envelope
+        results = answer.pop("results", None) or {}
+        return answer, frames.records(results.get("records") or [])
+
+    def search_stories_frame(
+        self, query: str = "", **filters: Any
+    ) -> tuple[dict[str, Any], pd.DataFrame]:
+        """``POST /api/v1/search/`` for stories: the other ``response`` members and the stories
+        frame (:func:`mediaframe.frames.stories`)."""
+        answer = self.search(query, **{**filters, "search_type": 1})
+        results = answer.pop("results", None) or {}
+        return answer, frames.stories(results.get("stories") or [])
+
+    def search_v2_frame(
+        self, query: str = "", **filters: Any
+    ) -> tuple[dict[str, Any], pd.DataFrame]:
+        """``POST /api/v2/search/`` references as a frame (:func:`mediaframe.frames.v2_results`);
+        in a story search the id column is named ``story_id``, as the service means it."""
+        answer = self.search_v2(query, **filters)
+        results = answer.pop("results", None) or []
+        frame = frames.v2_results(results)
+        if str(filters.get("search_type", 0)) in ("1", "2", "stories"):
+            frame = frame.rename(columns={"record_id": "story_id"})
+        return answer, frame
 
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""

@@ -7,8 +7,8 @@ sort, several at once, and proves that the shard totals add up
 (:mod:`~mediaframe.harvest.engine`). A cached harvest is later brought up to date by fetching
 only what changed (:mod:`~mediaframe.harvest.sync`).
 
-The engine knows nothing of HTTP: it calls ``search(**params)`` (the client binds it to the
-search route) and ``flatten(items)`` (a frames function).
+The engine knows nothing of HTTP: it calls ``page(**params) -> (response, frame)`` (the client
+binds it to a search route that reads the answer straight into a frame).
 """
 
 from mediaframe.harvest.engine import harvest

@@ -29,7 +29,7 @@ from mediaframe.exceptions import (
     ConfigurationError,
 )
 from mediaframe.harvest.engine import harvest
-from mediaframe.harvest.plan import Spec
+from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.sync import sync
 
@@ -86,18 +86,17 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
     common = _engine_options(client, spec, options, bases, statuses)
     if not refresh:
         synced = sync(
-            common.pop("search"),
-            _search(client, options, version=2),
+            common["page"],
+            _page(client, options, "search_v2_frame"),
             _fetch_item(client, spec),
             spec,
             store,
-            flatten_keys=_keys_frame(spec),
+            flatten=frames.records if spec.kind == "records" else frames.stories,
             lag=dt.timedelta(seconds=settings.sync_lag),
-            **common,
+            **_without(common, "page"),
         )
         if synced is not None:
             return _with_report(*synced, spec)
-        common = _engine_options(client, spec, options, bases, statuses)
     frame, report = harvest(spec=spec, store=store, **common)
     return _with_report(frame, report, spec)
 
@@ -134,11 +133,14 @@ def _engine_options(
     statuses: dict[int, tuple[int, list[int]]],
 ) -> dict[str, Any]:
     settings = client.settings
-    flatten, combine = _frames_of(spec)
     progress = settings.progress if options.progress is None else options.progress
+    if spec.kind == "records":
+        page, combine = _page(client, options, "search_records_frame"), frames.concat_records
+    else:
+        # story columns are all declared (no per-result typing): a plain concat keeps dtypes
+        page, combine = _page(client, options, "search_stories_frame"), _concat
     return {
-        "search": _search(client, options, version=1),
-        "flatten": flatten,
+        "page": page,
         "combine": combine,
         "bases": bases,
         "statuses": statuses,
@@ -155,33 +157,20 @@ def _engine_options(
     }
 
 
-def _frames_of(spec: Spec) -> tuple[Callable, Callable]:
-    if spec.kind == "records":
-        return frames.records, frames.concat_records
-    # story columns are all declared (no per-result typing), so a plain concat keeps their dtypes
-    return frames.stories, _concat
-
-
-def _keys_frame(spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
-    # v2 references name a story's id record_id: rename it to the story frames' key.
-    if spec.kind == "records":
-        return frames.v2_results
-    return _story_keys
-
-
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _story_keys(items: list[dict[str, Any]]) -> pd.DataFrame:
-    return frames.v2_results(items).rename(columns={"record_id": "story_id"})
+def _without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    return {name: value for name, value in mapping.items() if name not in names}
 
 
-def _search(client: Any, options: Options, *, version: int) -> Callable[..., Mapping[str, Any]]:
-    # Threads share the client's transport; Dask workers need a picklable search of their own.
+def _page(client: Any, options: Options, route: str) -> Page:
+    """One page of a search route as ``(response, frame)``, e.g. ``search_records_frame``."""
+    # Threads share the client's transport; Dask workers need a picklable route of their own.
     if options.dask is not None:
-        return client.remote_search(version=version)
-    return client.api.search if version == 1 else client.api.search_v2
+        return client.remote_search(route)
+    return getattr(client.api, route)
 
 
 def _fetch_item(client: Any, spec: Spec) -> Callable[[int, int], Mapping[str, Any]]:

@@ -22,14 +22,13 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.plan import (
-    Search,
+    Page,
     Shard,
     ShardCounter,
     Spec,
     Statuses,
     int_member,
     plan,
-    result_items,
     to_plain,
 )
 from mediaframe.harvest.report import HarvestReport
@@ -37,7 +36,6 @@ from mediaframe.harvest.report import HarvestReport
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
-Flatten = Callable[[list[dict[str, Any]]], pd.DataFrame]
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
 
 
@@ -50,13 +48,12 @@ class ShardOverCap(Exception):
 
 
 def fetch_shard(
-    search: Search,
+    page: Page,
     spec: Spec,
     shard: Shard,
     *,
     per_page: int,
     capped_engine: bool,
-    flatten: Flatten,
     combine: Combine,
     partial: bool = False,
 ) -> tuple[pd.DataFrame, int, int]:
@@ -69,18 +66,17 @@ def fetch_shard(
     parts: list[pd.DataFrame] = []
     offset = total = requests = 0
     while True:
-        response = search(**params, offset_start=offset, per_page=per_page)
+        response, frame = page(**params, offset_start=offset, per_page=per_page)
         requests += 1
         total = int_member(response, "total_results")
         if capped_engine and not partial and int_member(response, "available_results") < total:
             raise ShardOverCap(total)
-        items = result_items(response, spec.kind)
-        if items:
-            parts.append(flatten(items))
-            offset += len(items)
-        if not items or offset >= total:
+        if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
+            parts.append(frame)
+        offset += len(frame)
+        if not len(frame) or offset >= total:
             break
-    return (combine(parts) if parts else flatten([])), total, requests
+    return combine(parts), total, requests
 
 
 def _sort_of(spec: Spec) -> str:
@@ -89,11 +85,10 @@ def _sort_of(spec: Spec) -> str:
 
 
 def harvest(
-    search: Search,
+    page: Page,
     spec: Spec,
     store: HarvestStore,
     *,
-    flatten: Flatten,
     combine: Combine,
     bases: Sequence[int] = (),
     statuses: Statuses | None = None,
@@ -108,8 +103,8 @@ def harvest(
 
     Parameters
     ----------
-    search : ``search(**params) -> decoded response`` of the search route.
-    flatten : page items to a frame; ``combine`` joins shard frames (dtypes over the whole).
+    page : reads one page of the search route: ``page(**params) -> (response, frame)``.
+    combine : joins page and shard frames into one (dtypes decided over the whole).
     bases, statuses : the user's searchable base ids, and ``{base_id: (databox_id, bits)}``.
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
@@ -125,7 +120,7 @@ def harvest(
         Some hits could not be retrieved and ``allow_incomplete`` is false.
     """
     started = time.monotonic()
-    counter = ShardCounter(search, spec)
+    counter = ShardCounter(page, spec)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
@@ -143,9 +138,7 @@ def harvest(
         done = _verified_done(store, manifest, bar)
         report.resumed_shards = len(done)
         todo = [entry for entry in _entries(manifest) if entry["id"] not in done]
-        task = _ShardTask(
-            search, spec, store, per_page, manifest["capped_engine"], flatten, combine
-        )
+        task = _ShardTask(page, spec, store, per_page, manifest["capped_engine"], combine)
         runner = executor or pool
         for entry, outcome in zip(todo, runner.map(task, todo), strict=True):
             manifest["shards"][entry["id"]] = outcome
@@ -271,12 +264,11 @@ def _verified_done(store: HarvestStore, manifest: dict[str, Any], bar: Any) -> s
 class _ShardTask:
     """Fetch one planned shard and write it to the store; picklable for Dask workers."""
 
-    search: Search
+    page: Page
     spec: Spec
     store: HarvestStore
     per_page: int
     capped_engine: bool
-    flatten: Flatten
     combine: Combine
 
     def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -294,19 +286,18 @@ class _ShardTask:
 
     def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
-            self.search,
+            self.page,
             self.spec,
             shard,
             per_page=self.per_page,
             capped_engine=self.capped_engine,
-            flatten=self.flatten,
             combine=self.combine,
             partial=partial,
         )
 
     def _replan(self, shard: Shard, total: int, started: float) -> dict[str, Any]:
         # The shard grew past the cap since it was planned: split it again and fetch the parts.
-        counter = ShardCounter(self.search, self.spec)
+        counter = ShardCounter(self.page, self.spec)
         counter.capped_engine = self.capped_engine
         probe = counter(shard)
         leaves, stuck = plan(
@@ -323,7 +314,7 @@ class _ShardTask:
             parts.append(frame)
             fetched_total += leaf_total
             requests += leaf_requests
-        frame = self.combine(parts) if parts else self.flatten([])
+        frame = self.combine(parts)
         outcome = self.store.write_shard(shard.id, frame)
         outcome.update(
             total=fetched_total,

@@ -16,13 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+import pandas as pd
+
 from mediaframe.exceptions import ResponseFormatError
 
 #: Values of ``record_type``; a split by type is kept only if these cover every hit.
 RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
 # Aim below the cap when cutting date windows, so one cut usually suffices.
 _FILL = 0.7
-Search = Callable[..., Mapping[str, Any]]
+#: Reads one page of a search: ``page(**params) -> (response members, frame of its items)``.
+Page = Callable[..., tuple[Mapping[str, Any], pd.DataFrame]]
 #: ``{base_id: (databox_id, status bits defined for it)}``, for the last split.
 Statuses = Mapping[int, tuple[int, Sequence[int]]]
 
@@ -128,15 +131,15 @@ class Count:
 class ShardCounter:
     """Counts shards, knowing which meaning of ``available_results`` the server uses."""
 
-    def __init__(self, search: Search, spec: Spec) -> None:
-        self.search = search
+    def __init__(self, page: Page, spec: Spec) -> None:
+        self.page = page
         self.spec = spec
         self.requests = 0
         self.capped_engine = True
         self._lock = threading.Lock()
 
     def __call__(self, shard: Shard) -> Count:
-        response = self._ask(shard, per_page=1)
+        response, _ = self._ask(shard, per_page=1)
         total = int_member(response, "total_results")
         available = int_member(response, "available_results")
         if shard == Shard() and total > 1 and available == 1:
@@ -146,10 +149,10 @@ class ShardCounter:
             return Count(total, total)
         return Count(total, min(available, total))
 
-    def _ask(self, shard: Shard, **paging: Any) -> Mapping[str, Any]:
+    def _ask(self, shard: Shard, **paging: Any) -> tuple[Mapping[str, Any], pd.DataFrame]:
         with self._lock:
             self.requests += 1
-        return self.search(**self.spec.params(shard), offset_start=0, **paging)
+        return self.page(**self.spec.params(shard), offset_start=0, **paging)
 
     def bounds(self, shard: Shard) -> tuple[dt.date, dt.date]:
         """First and last day the shard's hits fall on, padded by a day for time zones.
@@ -164,9 +167,8 @@ class ShardCounter:
         pad = dt.timedelta(days=1)
         found = []
         for order in ("asc", "desc"):
-            response = self._ask(shard, per_page=1, sort=field, ord=order)
-            items = result_items(response, self.spec.kind)
-            found.append(_item_day(items[0], field) if items else None)
+            _, frame = self._ask(shard, per_page=1, sort=field, ord=order)
+            found.append(_first_day(frame, field))
         first, last = found
         if first and last and first > last:  # a server sorting the other way round
             first, last = last, first
@@ -301,17 +303,6 @@ class _Dimensions:
         ]
 
 
-def result_items(response: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
-    results = response.get("results")
-    if isinstance(results, list):  # v2: references
-        return results
-    if isinstance(results, Mapping):
-        items = results.get(kind)
-        if isinstance(items, list):
-            return items
-    raise ResponseFormatError(f"the search answer has no results.{kind} list")
-
-
 def int_member(response: Mapping[str, Any], name: str) -> int:
     value = response.get(name)
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -324,14 +315,11 @@ def int_member(response: Mapping[str, Any], name: str) -> int:
         ) from None
 
 
-def _item_day(item: Mapping[str, Any], field: str) -> dt.date | None:
-    raw = item.get(field) or item.get(field.replace("_", "-"))
-    if not isinstance(raw, str) or len(raw) < 10 or raw.startswith("-"):
+def _first_day(frame: pd.DataFrame, field: str) -> dt.date | None:
+    """The day of the first row's date (UTC; the caller pads a day for the server's zone)."""
+    if field not in frame.columns or not len(frame) or pd.isna(frame[field].iloc[0]):
         return None
-    try:
-        return dt.date.fromisoformat(raw[:10])
-    except ValueError:
-        return None
+    return pd.Timestamp(frame[field].iloc[0]).date()
 
 
 def _merge_status(

@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest.engine import Combine, Flatten, harvest
-from mediaframe.harvest.plan import Search, Spec, Statuses
+from mediaframe.harvest.engine import Combine, harvest
+from mediaframe.harvest.plan import Page, Spec, Statuses
 from mediaframe.harvest.report import HarvestReport
 
 __all__ = ["can_sync", "sync"]
@@ -46,15 +46,14 @@ def can_sync(spec: Spec, manifest: Mapping[str, Any] | None) -> bool:
 
 
 def sync(
-    search: Search,
-    search_v2: Search,
+    page: Page,
+    page_keys: Page,
     fetch_item: Callable[[int, int], Mapping[str, Any]],
     spec: Spec,
     store: HarvestStore,
     *,
-    flatten: Flatten,
+    flatten: Callable[[list[dict[str, Any]]], pd.DataFrame],
     combine: Combine,
-    flatten_keys: Flatten,
     lag: dt.timedelta,
     bases: tuple[int, ...] = (),
     statuses: Statuses | None = None,
@@ -64,9 +63,11 @@ def sync(
 
     Parameters
     ----------
-    search, search_v2 : the v1 and v2 search routes, bound as ``search(**params)``.
-    fetch_item : ``fetch_item(databox_id, item_id)`` reads one record (or story) by key.
-    flatten_keys : v2 references to a frame with the key columns and ``version``.
+    page : one page of the v1 search as ``(response, frame)``, as the harvest reads it.
+    page_keys : one page of v2 references as ``(response, frame)``: the key columns and
+        ``version`` (``updated_on`` as a Unix time).
+    fetch_item : ``fetch_item(databox_id, item_id)`` reads one record (or story) by key;
+        ``flatten`` makes a frame of those.
     lag : how far before the high-water mark the changed pass starts.
     options : passed to each pass's :func:`~mediaframe.harvest.harvest` (per_page, ...).
     """
@@ -83,21 +84,9 @@ def sync(
         spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
     )
     changed, changed_report = harvest(
-        search,
-        changed_spec,
-        _scratch(store, "changed"),
-        flatten=flatten,
-        combine=combine,
-        **common,
+        page, changed_spec, _scratch(store, "changed"), combine=combine, **common
     )
-    keys, keys_report = harvest(
-        search_v2,
-        spec,
-        _scratch(store, "keys"),
-        flatten=flatten_keys,
-        combine=_concat,
-        **common,
-    )
+    keys, keys_report = harvest(page_keys, spec, _scratch(store, "keys"), combine=_concat, **common)
     present = _key_index(keys, key)
     kept = cached[_key_index(cached, key).isin(present)]
     removed = len(cached) - len(kept)

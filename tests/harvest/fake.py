@@ -53,6 +53,12 @@ class FakeService:
         return cls(records, **knobs)
 
     def __call__(self, **params):
+        """The records page route: ``(response members, frame of the page)``."""
+        answer = self.search(**params)
+        return _without_results(answer), flatten(answer["results"]["records"])
+
+    def search(self, **params):
+        """The decoded v1 answer."""
         with self._lock:
             self.requests += 1
         hits = [r for r in self.records if self._match(r, params)]
@@ -94,8 +100,8 @@ class FakeService:
         return True
 
     def v2(self, **params):
-        """The v2 route: the same hits as references with ``version``."""
-        answer = self(**params)
+        """The v2 route read into a frame: the same hits as references with ``version``."""
+        answer = self.search(**params)
         refs = [
             {
                 "databox_id": r["databox_id"],
@@ -105,7 +111,7 @@ class FakeService:
             }
             for r in answer["results"]["records"]
         ]
-        return {**answer, "results": refs}
+        return _without_results(answer), flatten_keys(refs)
 
     def item(self, databox_id, record_id):
         with self._lock:
@@ -119,6 +125,10 @@ class FakeService:
 
     def truth(self):
         return {(r["databox_id"], r["record_id"]) for r in self.records}
+
+
+def _without_results(answer):
+    return {name: value for name, value in answer.items() if name != "results"}
 
 
 def flatten(items):

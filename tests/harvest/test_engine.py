@@ -6,7 +6,7 @@ from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest import HarvestReport, Spec, harvest
 
-from .fake import FakeService, combine, flatten
+from .fake import FakeService, combine
 
 STATUSES = {1: (1, range(4, 8)), 2: (1, range(4, 8)), 3: (2, range(4, 8))}
 
@@ -19,7 +19,6 @@ def run(service, tmp_path, spec=None, **options):
         service,
         spec or Spec("records"),
         HarvestStore(str(tmp_path / "h")),
-        flatten=flatten,
         combine=combine,
         **options,
     )

@@ -8,7 +8,7 @@ from mediaframe.cache import HarvestStore
 from mediaframe.harvest import Spec, harvest
 from mediaframe.harvest.sync import can_sync, sync
 
-from .fake import FakeService, combine, flatten, flatten_keys
+from .fake import FakeService, combine, flatten
 
 NOW = dt.datetime(2021, 6, 1, tzinfo=dt.UTC)
 
@@ -18,7 +18,6 @@ def first_harvest(service, path):
         service,
         Spec("records"),
         HarvestStore(str(path)),
-        flatten=flatten,
         combine=combine,
         bases=(1, 2, 3),
         per_page=50,
@@ -34,7 +33,6 @@ def run_sync(service, path, spec=None):
         HarvestStore(str(path)),
         flatten=flatten,
         combine=combine,
-        flatten_keys=flatten_keys,
         lag=dt.timedelta(minutes=5),
         bases=(1, 2, 3),
         per_page=50,
