@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 import mediaframe as mf
+import mediaframe.routes
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     CacheCorruptError,
@@ -133,3 +134,12 @@ def test_facets_me_feeds_and_baskets(emulator, settings):
     assert len(client.feed_items()) >= 1
     assert len(client.feeds()) >= 1
     assert "name" in client.baskets().columns
+
+
+def test_record_pages_are_read_from_bytes_not_decoded(capped, settings, monkeypatch):
+    def decoded(*args, **kwargs):
+        raise AssertionError("a records harvest must not decode search answers into dicts")
+
+    monkeypatch.setattr(mf.routes.API, "search", decoded)
+    frame = connect(capped, settings).records(record_type="document", refresh=True)
+    assert len(frame) == (capped.ground_truth().media_type == "document").sum()
