@@ -158,7 +158,7 @@ def _search_parts(document: Any) -> tuple[dict[str, Any], Any] | None:
     return info, response["results"].get("records")
 
 
-def _locate(body: bytes) -> tuple[dict[str, Any], bytes] | None:
+def _locate(body: bytes) -> tuple[dict[str, Any], memoryview] | None:
     """Cut the records array out of the answer, decoding the rest; ``None`` if unsure where."""
     start = body.find(_RECORDS_KEY)
     if start < 0:
@@ -175,7 +175,7 @@ def _locate(body: bytes) -> tuple[dict[str, Any], bytes] | None:
     parts = _search_parts(skeleton)
     if parts is None or parts[1] != _PLACEHOLDER:
         return None
-    return parts[0], body[opening:end]
+    return parts[0], memoryview(body)[opening:end]  # a view: the array is copied once, later
 
 
 def _array_end(body: bytes, opening: int) -> int | None:
@@ -198,11 +198,11 @@ def _array_end(body: bytes, opening: int) -> int | None:
     return end + 1 if body[end : end + 1] == b"]" else None
 
 
-def _native(array: bytes) -> pd.DataFrame | None:
+def _native(array: memoryview) -> pd.DataFrame | None:
     """The records frame from the records array's bytes, or ``None`` where pyarrow cannot say."""
-    if array == b"[]":
+    if array.nbytes == 2:  # "[]"
         return records([])
-    data, counts = _rewrite(b'{"records":' + array + b"}")
+    data, counts = _rewrite(b"".join((b'{"records":', array, b"}")))
     # pyarrow parses without the GIL: the float scan, pure Python, runs on the other core.
     with ThreadPoolExecutor(max_workers=1) as pool:
         parsing = pool.submit(_parse, data)
