@@ -2,15 +2,15 @@
 
 :func:`records_json` gives exactly ``records(orjson.loads(body)["response"]["results"]["records"])``
 without building a Python object per value. pyarrow reads the records array in C++ against the
-declared schema. The one thing it cannot read, a ``technical_informations`` ``value`` that is a
-number in one entry and text in another, is renamed byte-wise first: text values to ``text``,
-the others to ``number``. pyarrow reads every number as a float; whether a name's numbers were
-all written as integers (``Int64``) or not (``Float64``) comes from one regular-expression scan
-for numbers written with a fraction or exponent, run while pyarrow parses. Any answer outside
-the shape this path proves it understands (unknown members, older spellings, placeholder dates,
-another member order, pretty-printed JSON, a name repeated in a record, integers beyond 2**53)
-falls back to :func:`~mediaframe.frames.records` on the decoded answer, so the frame never
-differs.
+declared schema, one record a line. The one thing it cannot read, a ``technical_informations``
+``value`` that is a number in one entry and text in another, is renamed byte-wise first: text
+values become ``text``, numbers keep ``value``. pyarrow reads every number as a float; whether
+a name's numbers were all written as integers (``Int64``) or not (``Float64``) comes from one
+regular-expression scan for numbers written with a fraction or exponent, run while pyarrow
+parses. Any answer outside the shape this path proves it understands (unknown members, older
+spellings, placeholder dates, another member order, pretty-printed JSON, a name repeated in a
+record, integers beyond 2**53) falls back to :func:`~mediaframe.frames.records` on the decoded
+answer, so the frame never differs.
 
 Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so a
 pattern holding an unescaped ``"`` next to ``{``, ``,`` or ``:`` only ever matches structure, never
@@ -50,17 +50,21 @@ _NEXT_RECORD = b'},{"databox_id":'
 _PLACEHOLDER = "\x00mediaframe-records"
 
 _TECHNICAL = "technical_informations"
-# A string value first, so that the second rewrite meets only numbers (and what must fall back).
-_TEXT_VALUE = (b'","value":"', b'","text":"')
-_NUMBER_VALUE = (b'","value":', b'","number":')
+_NEXT_LINE = b'}\n{"databox_id":'
+_BLOCK = 1 << 22
+#: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
+#: ``value`` right after a string is a number after its name, and those are counted.
+_TEXT_VALUE = b'","value":"'
+_TEXT_RENAMED = b'","text":"'
+_NUMBER_VALUE = b'","value":'
 #: The name of every entry whose number is written with a fraction or an exponent (a float in
-#: JSON). The ``number`` rewrite only matched right after a string, and an entry holds nothing
-#: but ``name`` and its value (pyarrow checks that), so that string is the name. The scan
+#: JSON). Counted numbers follow a string, and an entry holds nothing but ``name`` and its value
+#: (pyarrow checks that), so that string is the name. The scan
 #: anchors on the key spelled ``"name"``; :func:`_native` checks every name key is spelled so.
-_FLOAT_ENTRY = re.compile(rb'"name":"([^"\\]*(?:\\.[^"\\]*)*)","number":-?[0-9]+[.eE]')
+_FLOAT_ENTRY = re.compile(rb'"name":"([^"\\]*(?:\\.[^"\\]*)*)","value":-?[0-9]+[.eE]')
 _NAME_KEY = b'"name":"'
 _TECHNICAL_ENTRY = pa.struct(
-    [("name", pa.string()), ("number", pa.float64()), ("text", pa.string())]
+    [("name", pa.string()), ("value", pa.float64()), ("text", pa.string())]
 )
 
 _ARROW_TYPES = {
@@ -202,17 +206,17 @@ def _native(array: memoryview) -> pd.DataFrame | None:
     """The records frame from the records array's bytes, or ``None`` where pyarrow cannot say."""
     if array.nbytes == 2:  # "[]"
         return records([])
-    data, counts = _rewrite(b"".join((b'{"records":', array, b"}")))
+    data, counts = _rewrite(array[1:-1].tobytes())
     # pyarrow parses without the GIL: the float scan, pure Python, runs on the other core.
     with ThreadPoolExecutor(max_workers=1) as pool:
         parsing = pool.submit(_parse, data)
         floats = set(_FLOAT_ENTRY.findall(data))
         table = parsing.result()
-    if table is None or table.num_rows != 1:
+    if table is None:
         return None
-    items = pc.list_flatten(table.column("records").combine_chunks())
-    if items.null_count:
-        return None
+    items = pa.StructArray.from_arrays(
+        [column.combine_chunks() for column in table.columns], fields=list(_SCHEMA)
+    )
     members = _members(items, "")
     columns = {}
     for column in RECORDS.columns:
@@ -230,11 +234,15 @@ def _native(array: memoryview) -> pd.DataFrame | None:
 
 
 def _parse(data: bytes) -> pa.Table | None:
-    """pyarrow's reading of the rewritten array; ``None`` for anything but the declared shape."""
+    """pyarrow's reading of the records, one a line; ``None`` for anything but the declared shape.
+
+    One thread: the other core runs the float scan. Lines in blocks parse faster than one line
+    holding the whole array.
+    """
     try:
         return pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=len(data) + 1),
+            read_options=pj.ReadOptions(block_size=_BLOCK, use_threads=False),
             parse_options=pj.ParseOptions(
                 explicit_schema=_SCHEMA, unexpected_field_behavior="error"
             ),
@@ -249,14 +257,19 @@ def _text(raw: bytes) -> str:
 
 
 def _rewrite(data: bytes) -> tuple[bytes, dict[bytes, int]]:
-    """Rename technical values by kind, counting the matches (from the length change) and names."""
-    counts = {}
-    for pattern, replacement in (_TEXT_VALUE, _NUMBER_VALUE):
-        rewritten = data.replace(pattern, replacement)
-        counts[pattern] = (len(data) - len(rewritten)) // (len(pattern) - len(replacement))
-        data = rewritten
-    counts[_NAME_KEY] = data.count(_NAME_KEY)
-    return data, counts
+    """Put one record a line and rename text values; count numbers, text values and name keys.
+
+    A record that does not start with ``databox_id`` stays on its neighbour's line, which
+    pyarrow refuses. Text values are counted from the length change of their rename.
+    """
+    data = data.replace(_NEXT_RECORD, _NEXT_LINE)
+    renamed = data.replace(_TEXT_VALUE, _TEXT_RENAMED)
+    counts = {
+        _TEXT_VALUE: (len(data) - len(renamed)) // (len(_TEXT_VALUE) - len(_TEXT_RENAMED)),
+        _NUMBER_VALUE: renamed.count(_NUMBER_VALUE),
+        _NAME_KEY: renamed.count(_NAME_KEY),
+    }
+    return renamed, counts
 
 
 def _declared_schema() -> pa.Schema:
@@ -278,7 +291,7 @@ def _declared_schema() -> pa.Schema:
             ]
         )
 
-    return pa.schema([("records", pa.list_(struct(tree)))])
+    return pa.schema(list(struct(tree)))
 
 
 _SCHEMA = _declared_schema()
@@ -341,8 +354,8 @@ def _technical(
         entries.null_count
         or names.null_count
         or np.any(is_number == is_text)
-        or counts[_NUMBER_VALUE[0]] != is_number.sum()
-        or counts[_TEXT_VALUE[0]] != is_text.sum()
+        or counts[_NUMBER_VALUE] != is_number.sum()
+        or counts[_TEXT_VALUE] != is_text.sum()
     ):
         return None
     parents = pc.list_parent_indices(lists).to_numpy()
