@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -214,20 +215,20 @@ def _native(array: memoryview) -> pd.DataFrame | None:
         table = parsing.result()
     if table is None:
         return None
-    items = pa.StructArray.from_arrays(
-        [column.combine_chunks() for column in table.columns], fields=list(_SCHEMA)
-    )
-    members = _members(items, "")
+    # Columns stay in pyarrow's blocks (chunks): pandas keeps chunked strings as they are, and
+    # combining every column first would copy the whole table once more.
+    members = _members(zip(table.schema, table.columns, strict=True), "")
     columns = {}
     for column in RECORDS.columns:
         converted = _convert(members[column.path], column.dtype, required=column.required)
         if converted is None:
             return None
         columns[column.name] = converted
-    named = len(items) - members["thumbnail.name"].null_count
-    if counts[_NAME_KEY] != named + len(pc.list_flatten(members[_TECHNICAL])):
+    lists = members[_TECHNICAL].combine_chunks()
+    named = table.num_rows - members["thumbnail.name"].null_count
+    if counts[_NAME_KEY] != named + len(pc.list_flatten(lists)):
         return None  # a name key spelled with escapes, which the float scan would not see
-    technical = _technical(members[_TECHNICAL], len(items), counts, {_text(f) for f in floats})
+    technical = _technical(lists, table.num_rows, counts, {_text(f) for f in floats})
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
@@ -297,19 +298,21 @@ def _declared_schema() -> pa.Schema:
 _SCHEMA = _declared_schema()
 
 
-def _members(struct: pa.StructArray, prefix: str) -> dict[str, pa.Array]:
-    """Every leaf of a struct array by dotted path; a null parent makes its children null."""
+def _members(
+    columns: Iterable[tuple[pa.Field, pa.ChunkedArray]], prefix: str
+) -> dict[str, pa.ChunkedArray]:
+    """Every leaf column by dotted path; a null parent makes its children null."""
     found = {}
-    for field, child in zip(struct.type, struct.flatten(), strict=True):
+    for field, child in columns:
         path = prefix + field.name
         if pa.types.is_struct(field.type):
-            found.update(_members(child, path + "."))
+            found.update(_members(zip(field.type, child.flatten(), strict=True), path + "."))
         else:
             found[path] = child
     return found
 
 
-def _convert(values: pa.Array, dtype: str, *, required: bool) -> Any:
+def _convert(values: pa.ChunkedArray, dtype: str, *, required: bool) -> Any:
     """A declared column from its pyarrow array, or ``None`` where :func:`records` may differ."""
     if required and values.null_count:
         return None  # records() names the item lacking it
@@ -326,9 +329,9 @@ def _convert(values: pa.Array, dtype: str, *, required: bool) -> Any:
     return values.to_pandas(types_mapper=_PANDAS_TYPES.get).array
 
 
-def _categorical(values: pa.Array) -> pd.Categorical:
+def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
     """Sorted categories, as :func:`arrays.categorical` gives (``""`` alone when empty)."""
-    encoded = values.dictionary_encode()
+    encoded = values.combine_chunks().dictionary_encode()
     order = pc.array_sort_indices(encoded.dictionary).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
