@@ -56,8 +56,8 @@ _BLOCK = 1 << 22
 #: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
 #: ``value`` right after a string is a number after its name, and those are counted.
 _TEXT_VALUE = b'","value":"'
-_TEXT_RENAMED = b'","text":"'
-_NUMBER_VALUE = b'","value":'
+_TEXT = b'","text":"'
+_NUMBER = b'","value":'
 #: The name of every entry whose number is written with a fraction or an exponent (a float in
 #: JSON). Counted numbers follow a string, and an entry holds nothing but ``name`` and its value
 #: (pyarrow checks that), so that string is the name. The scan
@@ -126,8 +126,8 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
         )
     located = _locate(body)
     if located is not None:
-        info, array = located
-        frame = _native(array)
+        info, opening, end = located
+        frame = _native(body, opening, end)
         if frame is not None:
             return info, frame
     return _decoded(body)
@@ -163,8 +163,8 @@ def _search_parts(document: Any) -> tuple[dict[str, Any], Any] | None:
     return info, response["results"].get("records")
 
 
-def _locate(body: bytes) -> tuple[dict[str, Any], memoryview] | None:
-    """Cut the records array out of the answer, decoding the rest; ``None`` if unsure where."""
+def _locate(body: bytes) -> tuple[dict[str, Any], int, int] | None:
+    """Find the records array (from ``[`` to past ``]``), decoding the rest; ``None`` if unsure."""
     start = body.find(_RECORDS_KEY)
     if start < 0:
         return None
@@ -180,7 +180,7 @@ def _locate(body: bytes) -> tuple[dict[str, Any], memoryview] | None:
     parts = _search_parts(skeleton)
     if parts is None or parts[1] != _PLACEHOLDER:
         return None
-    return parts[0], memoryview(body)[opening:end]  # a view: the array is copied once, later
+    return parts[0], opening, end
 
 
 def _array_end(body: bytes, opening: int) -> int | None:
@@ -203,15 +203,17 @@ def _array_end(body: bytes, opening: int) -> int | None:
     return end + 1 if body[end : end + 1] == b"]" else None
 
 
-def _native(array: memoryview) -> pd.DataFrame | None:
-    """The records frame from the records array's bytes, or ``None`` where pyarrow cannot say."""
-    if array.nbytes == 2:  # "[]"
+def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
+    """The records frame from the array at ``body[opening:end]``, or ``None`` if unsure."""
+    if end - opening == 2:  # "[]"
         return records([])
-    data, counts = _rewrite(array[1:-1].tobytes())
-    # pyarrow parses without the GIL: the float scan, pure Python, runs on the other core.
+    data, start, stop, texts = _rewrite(body, opening, end)
+    # pyarrow parses without the GIL: the scans, pure Python, run on the other core meanwhile.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        parsing = pool.submit(_parse, data)
-        floats = set(_FLOAT_ENTRY.findall(data))
+        parsing = pool.submit(_parse, pa.py_buffer(data).slice(start, stop - start))
+        floats = set(_FLOAT_ENTRY.findall(data, start, stop))
+        counts = {key: data.count(key, start, stop) for key in (_NUMBER, _NAME_KEY)}
+        counts[_TEXT] = texts  # renames only: a "text" key the server sent must not count
         table = parsing.result()
     if table is None:
         return None
@@ -234,7 +236,7 @@ def _native(array: memoryview) -> pd.DataFrame | None:
     return assemble(RECORDS, columns, technical)
 
 
-def _parse(data: bytes) -> pa.Table | None:
+def _parse(data: pa.Buffer) -> pa.Table | None:
     """pyarrow's reading of the records, one a line; ``None`` for anything but the declared shape.
 
     One thread: the other core runs the float scan. Lines in blocks parse faster than one line
@@ -257,20 +259,25 @@ def _text(raw: bytes) -> str:
     return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8")
 
 
-def _rewrite(data: bytes) -> tuple[bytes, dict[bytes, int]]:
-    """Put one record a line and rename text values; count numbers, text values and name keys.
+def _rewrite(body: bytes, opening: int, end: int) -> tuple[bytes, int, int, int]:
+    """The records between ``[`` and ``]``, one a line, text values renamed ``text``.
+
+    Returns the rewritten body, where the records now start and stop in it, and how many text
+    values among them were renamed.
 
     A record that does not start with ``databox_id`` stays on its neighbour's line, which
-    pyarrow refuses. Text values are counted from the length change of their rename.
+    pyarrow refuses. The whole body is rewritten (slicing first would copy it once more); the
+    records are then found again from how many renames fell before and after them.
     """
-    data = data.replace(_NEXT_RECORD, _NEXT_LINE)
-    renamed = data.replace(_TEXT_VALUE, _TEXT_RENAMED)
-    counts = {
-        _TEXT_VALUE: (len(data) - len(renamed)) // (len(_TEXT_VALUE) - len(_TEXT_RENAMED)),
-        _NUMBER_VALUE: renamed.count(_NUMBER_VALUE),
-        _NAME_KEY: renamed.count(_NAME_KEY),
-    }
-    return renamed, counts
+    lines = body.replace(_NEXT_RECORD, _NEXT_LINE)  # as long as before: positions hold
+    renamed = lines.replace(_TEXT_VALUE, _TEXT)
+    shrink = len(_TEXT_VALUE) - len(_TEXT)
+    before = body.count(_TEXT_VALUE, 0, opening)
+    after = body.count(_TEXT_VALUE, end)
+    start = opening + 1 - before * shrink
+    stop = len(renamed) - (len(body) - end + 1 - after * shrink)
+    texts = (len(body) - len(renamed)) // shrink - before - after
+    return renamed, start, stop, texts
 
 
 def _declared_schema() -> pa.Schema:
@@ -357,8 +364,8 @@ def _technical(
         entries.null_count
         or names.null_count
         or np.any(is_number == is_text)
-        or counts[_NUMBER_VALUE] != is_number.sum()
-        or counts[_TEXT_VALUE] != is_text.sum()
+        or counts[_NUMBER] != is_number.sum()
+        or counts[_TEXT] != is_text.sum()
     ):
         return None
     parents = pc.list_parent_indices(lists).to_numpy()

@@ -204,6 +204,14 @@ def test_a_name_key_spelled_with_escapes_falls_back(fallbacks):
     assert len(fallbacks) == 1
 
 
+def test_an_entry_with_a_text_member_instead_of_a_value_falls_back(fallbacks):
+    items = catalogue_items(3, 2)
+    items[1]["technical_informations"].append({"name": "Caption", "text": "a note"})
+    frame = assert_same(dumps(envelope(items)))
+    assert frame["Caption"].isna().all()
+    assert len(fallbacks) == 1
+
+
 def test_a_malformed_record_is_named():
     items = catalogue_items(5, 1)
     items[4]["record_id"] = "seven"
