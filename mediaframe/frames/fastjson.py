@@ -243,15 +243,17 @@ def _parse(data: pa.Buffer) -> pa.Table | None:
     holding the whole array.
     """
     try:
-        return pj.read_json(
+        table = pj.read_json(
             pa.BufferReader(data),
             read_options=pj.ReadOptions(block_size=_BLOCK, use_threads=False),
             parse_options=pj.ParseOptions(
                 explicit_schema=_SCHEMA, unexpected_field_behavior="error"
             ),
         )
+        table.validate(full=True)  # the parser lets invalid UTF-8 through; orjson refuses it
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
+    return table
 
 
 def _text(raw: bytes) -> str:
@@ -403,7 +405,7 @@ def _technical_column(
         return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
     written = numbers[~is_text]
     exact = floats and not is_text.any()  # records() too makes every number of the name a float
-    if not exact and np.any((np.abs(written) > 2**53) & (written == np.floor(written))):
+    if not exact and np.any((np.abs(written) >= 2**53) & (written == np.floor(written))):
         return None  # the float pyarrow read may have rounded an integer's digits away
     if not is_text.any():
         data = np.zeros(n, dtype=np.float64 if floats else np.int64)

@@ -228,13 +228,15 @@ def test_a_malformed_record_is_named():
         b'{"meta": {"http_code": 200}, "response": {}}',
         b'{"meta": {}, "response": {"results": {"records": {"databox_id": 1}}}}',
         b"[1, 2, 3]",
+        b'{"response": {"results": {"records": [{"databox_id": 1, "record_id": 2, "title": "\xff'
+        b'"}], "stories": []}}}',
     ],
 )
 def test_what_is_not_a_search_answer_is_refused_with_a_snippet(body):
     with pytest.raises(ResponseFormatError) as caught:
         records_json(body)
     assert not isinstance(caught.value, MalformedItemError)
-    assert caught.value.snippet == body[:120].decode()
+    assert caught.value.snippet == body[:120].decode(errors="replace")
     assert "/api/v1/search/" in str(caught.value)
 
 
