@@ -318,6 +318,14 @@ USER = Frame(
     notes="Series values are Python scalars, `pd.Timestamp`/`NaT` for dates, `pd.NA` when unset.",
 )
 
+def _person(prefix: str, path: str) -> tuple[Column, ...]:
+    """A basket's owner or pusher: the user members of ``/me/``, typed the same way."""
+    return tuple(
+        Column(f"{prefix}{column.name}", column.dtype, column.doc, f"{path}.{column.name}")
+        for column in USER.columns
+    )
+
+
 #: The contract's collection rights, in its fixed order.
 COLLECTION_RIGHTS = (
     *("actif", "canaddrecord", "canadmin", "cancmd", "candeleterecord", "candwnldhd"),
@@ -450,18 +458,12 @@ BASKETS = Frame(
         Column("unread", BOOL, ""),
         Column("validation_basket", BOOL, ""),
         Column("pusher_usr_id", INT, "user who pushed the basket"),
-        Column("owner_id", INT, "", "owner.id"),
-        Column("owner_login", TEXT, "", "owner.login"),
-        Column("owner_email", TEXT, "", "owner.email"),
-        Column("owner_display_name", TEXT, "", "owner.display_name"),
-        Column("pusher_id", INT, "", "pusher.id"),
-        Column("pusher_login", TEXT, "", "pusher.login"),
-        Column("pusher_email", TEXT, "", "pusher.email"),
-        Column("pusher_display_name", TEXT, "", "pusher.display_name"),
+        *_person("owner_", "owner"),
+        *_person("pusher_", "pusher"),
     ),
     nested={"owner": "owner_", "pusher": "pusher_"},
     ignored=("owner.@entity@", "pusher.@entity@"),
-    extras="Other user members appear as `owner_*`/`pusher_*` columns. " + _UNKNOWN,
+    extras="Unknown user members appear as further `owner_*`/`pusher_*` columns. " + _UNKNOWN,
 )
 
 TECHNICAL_LONG = Frame(

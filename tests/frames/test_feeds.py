@@ -46,8 +46,17 @@ def test_baskets_flatten_owner_and_pusher(payload):
     df = baskets(payload("baskets_list")["response"]["baskets"])
     assert df["owner_login"].tolist() == ["ada", "ada"]
     assert pd.isna(df.loc[0, "pusher_id"]) and df.loc[1, "pusher_id"] == 7
-    assert df["owner_locale"].tolist() == ["en_GB", "en_GB"]  # undeclared user member kept
+    assert df["owner_locale"].tolist() == ["en_GB", "en_GB"]
     pd.testing.assert_frame_equal(parquet_round_trip(df), df)
+
+
+def test_basket_people_are_typed_like_the_me_user(payload):
+    df = baskets(payload("baskets_list")["response"]["baskets"])
+    for who in ("owner", "pusher"):
+        assert str(df[f"{who}_created_on"].dtype) == "datetime64[us, UTC]"
+        assert df[f"{who}_geoname_id"].dtype == "Int64"
+        assert df[f"{who}_fax"].dtype == "string", "an all-null member keeps its declared dtype"
+    assert not [name for name in df.columns if df[name].dtype == object]
 
 
 def test_a_bad_feed_item_is_named_by_its_entry():
