@@ -51,6 +51,7 @@ _NEXT_RECORD = b'},{"databox_id":'
 _PLACEHOLDER = "\x00mediaframe-records"
 
 _TECHNICAL = "technical_informations"
+#: Records go one a line: pyarrow reads lines in blocks faster than one line holding the array.
 _NEXT_LINE = b'}\n{"databox_id":'
 _BLOCK = 1 << 22
 #: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
@@ -59,9 +60,9 @@ _TEXT_VALUE = b'","value":"'
 _TEXT = b'","text":"'
 _NUMBER = b'","value":'
 #: The name of every entry whose number is written with a fraction or an exponent (a float in
-#: JSON). Counted numbers follow a string, and an entry holds nothing but ``name`` and its value
-#: (pyarrow checks that), so that string is the name. The scan
-#: anchors on the key spelled ``"name"``; :func:`_native` checks every name key is spelled so.
+#: JSON). Each counted number follows a string, and an entry holds nothing but ``name`` and its
+#: value (pyarrow checks that), so that string is the name; the scan anchors on the key spelled
+#: ``"name"``, and :func:`_native` checks that every name key is spelled so.
 _FLOAT_ENTRY = re.compile(rb'"name":"([^"\\]*(?:\\.[^"\\]*)*)","value":-?[0-9]+[.eE]')
 _NAME_KEY = b'"name":"'
 _TECHNICAL_ENTRY = pa.struct(
