@@ -153,10 +153,12 @@ def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrenc
     url = f"{server['base_url']}/api/v1/search/"
     headers = {"Authorization": f"OAuth {server['token']}"}
     local = threading.local()
+    sessions: list[requests.Session] = []
 
     def fetch_shard(pages: list[list[tuple]]) -> int:
         if not hasattr(local, "session"):
             local.session = requests.Session()
+            sessions.append(local.session)
         size = 0
         for form in pages:
             response = local.session.post(url, data=form, headers=headers)
@@ -165,7 +167,10 @@ def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrenc
         return size
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return sum(pool.map(fetch_shard, shards))
+        size = sum(pool.map(fetch_shard, shards))
+    for session in sessions:
+        session.close()
+    return size
 
 
 # --------------------------------------------------------------------------- memory
@@ -237,9 +242,11 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
     print(f"harvest   {harvest_s:8.2f} s   {report.summary()}")
     print(f"          complete={report.complete}, {len(frame):,} rows vs ground truth "
           f"{len(truth):,}: {'keys equal' if exact else 'MISMATCH'}")  # fmt: skip
-    print(f"          {len(report.shards)} shards, {pages} pages + "
-          f"{report.requests - pages} planning requests")  # fmt: skip
-    print(f"floor     {floor_s:8.2f} s   the same {pages} pages raw, {size / 1e6:.1f} MB read")
+    paged = sum(entry["requests"] or 0 for entry in report.shards)
+    print(f"          {len(report.shards)} shards, {paged} pages + "
+          f"{report.requests - paged} planning requests")  # fmt: skip
+    same = "the same" if pages == paged else f"NOT the same ({paged} paged):"
+    print(f"floor     {floor_s:8.2f} s   {same} {pages} pages raw, {size / 1e6:.1f} MB read")
     print(f"naive     {naive_s:8.2f} s   {len(naive):,} records in sequential pages")
     print(f"cache     {cache_s:8.3f} s   best of 3 reads, from_cache="
           f"{mf.HarvestReport.from_frame(cached).from_cache}, "

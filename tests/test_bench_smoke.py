@@ -26,4 +26,5 @@ def test_quick_run_prints_its_ratios_and_proves_the_harvest_exact() -> None:
     )
     assert re.search(r"^naive loop got 500 of [\d,]+ records", out, re.M), out  # the cap of --quick
     assert "keys equal" in out and "identical=True" in out, out
+    assert re.search(r"^floor .* the same \d+ pages raw", out, re.M), out  # the harvest's pages
     assert "memory peak/frame" not in out  # --quick skips the large run
