@@ -113,6 +113,11 @@ def test_golden_search_answers(name):
         pytest.param(
             lambda r: r.update({"created_on": "-0001-11-30T00:00:00+00:09"}), id="placeholder"
         ),
+        pytest.param(
+            lambda r: r["thumbnail"].update({"updated_on": "0000-01-01T00:00:00+00:00"}),
+            id="year 0 placeholder",
+        ),
+        pytest.param(lambda r: r.update({"updated_on": "2021-06-30"}), id="date without time"),
         pytest.param(lambda r: r.update({"rating": 4}), id="unknown member"),
         pytest.param(lambda r: r["thumbnail"].update({"cdn": "x"}), id="unknown thumbnail member"),
         pytest.param(
