@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import fsspec
+import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -297,7 +298,7 @@ class HarvestStore:
             return None
         try:
             with self.fs.open(path, "rb") as handle:
-                manifest = json.load(handle)
+                manifest = orjson.loads(handle.read())
         except (OSError, ValueError):
             return None
         if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -307,8 +308,8 @@ class HarvestStore:
     def save_manifest(self, manifest: Mapping[str, Any]) -> None:
         """Replace the manifest atomically (write a sibling, then rename over)."""
         _refuse_secrets(manifest.get("provenance", {}))
-        body = json.dumps({**manifest, "schema_version": SCHEMA_VERSION}, default=str, indent=1)
-        self._write_atomic(self._path("manifest.json"), body.encode())
+        body = {**manifest, "schema_version": SCHEMA_VERSION}
+        self._write_atomic(self._path("manifest.json"), orjson.dumps(body, default=str))
 
     def _write_atomic(self, path: str, data: bytes) -> None:
         self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
@@ -319,15 +320,41 @@ class HarvestStore:
 
     # shards -----------------------------------------------------------------
 
-    def write_shard(self, shard_id: str, df: pd.DataFrame) -> dict[str, Any]:
-        """Write one finished shard; returns the entry the manifest keeps to verify it later."""
+    def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> dict[str, Any]:
+        """Write one finished shard, then its entry (with ``facts``) beside it; returns the entry.
+
+        The entry is written last: a shard counts as finished only once its entry exists, so a
+        crash between the two leaves an unfinished shard, never a half-written finished one.
+        """
         buffer = io.BytesIO()
         table = _to_table(df, _frame_metadata(df, {"shard": shard_id}))
         pq.write_table(table, buffer)
         data = buffer.getvalue()
-        path = self._path("shards", f"{shard_id}.parquet")
-        self._write_atomic(path, data)
-        return {"file": f"shards/{shard_id}.parquet", "rows": len(df), "sha256": _digest(data)}
+        self._write_atomic(self._path("shards", f"{shard_id}.parquet"), data)
+        entry = {
+            "id": shard_id,
+            "file": f"shards/{shard_id}.parquet",
+            "rows": len(df),
+            "sha256": _digest(data),
+            **facts,
+        }
+        self._write_atomic(self._path("shards", f"{shard_id}.json"), orjson.dumps(entry))
+        return entry
+
+    def finished_shards(self) -> dict[str, dict[str, Any]]:
+        """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
+        root = self._path("shards")
+        if not self.fs.exists(root):
+            return {}
+        entries = {}
+        for path in self.fs.glob(posixpath.join(root, "*.json")):
+            try:
+                with self.fs.open(path, "rb") as handle:
+                    entry = orjson.loads(handle.read())
+            except (OSError, ValueError):
+                continue  # a damaged entry: the shard is simply fetched again
+            entries[entry["id"]] = entry
+        return entries
 
     def read_shard(self, entry: Mapping[str, Any]) -> pd.DataFrame:
         """Read a shard written by :meth:`write_shard`, checking it against its manifest entry."""

@@ -33,7 +33,7 @@ class Settings:
     ``MEDIAFRAME_BACKOFF``      first backoff in seconds, doubled each retry (default 0.5)
     ``MEDIAFRAME_TOKEN_PLACEMENT``  ``auto``, ``header`` or ``param`` (default ``auto``)
     ``MEDIAFRAME_CONCURRENCY``  shards paged at once by a harvest (default 4)
-    ``MEDIAFRAME_PER_PAGE``     page size of a harvest (default 500)
+    ``MEDIAFRAME_PER_PAGE``     page size of a harvest (default 1000, the usual cap)
     ``MEDIAFRAME_PROGRESS``     ``0`` silences progress bars (default ``1``)
     ``MEDIAFRAME_OFFLINE``      ``1`` reads only the cache, never the network (default ``0``)
     ``MEDIAFRAME_CACHE_TTL``    seconds a cached result is used as is before it is synced (3600)
@@ -48,7 +48,7 @@ class Settings:
     backoff: float = 0.5
     token_placement: str = "auto"
     concurrency: int = 4
-    per_page: int = 500
+    per_page: int = 1000
     progress: bool = True
     offline: bool = False
     cache_ttl: float = 3600.0
@@ -92,7 +92,7 @@ class Settings:
             backoff=_number(env, "MEDIAFRAME_BACKOFF", 0.5, float),
             token_placement=env.get("MEDIAFRAME_TOKEN_PLACEMENT") or "auto",
             concurrency=_number(env, "MEDIAFRAME_CONCURRENCY", 4, int),
-            per_page=_number(env, "MEDIAFRAME_PER_PAGE", 500, int),
+            per_page=_number(env, "MEDIAFRAME_PER_PAGE", 1000, int),
             progress=_flag(env, "MEDIAFRAME_PROGRESS", True),
             offline=_flag(env, "MEDIAFRAME_OFFLINE", False),
             cache_ttl=_number(env, "MEDIAFRAME_CACHE_TTL", 3600.0, float),

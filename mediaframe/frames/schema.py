@@ -318,6 +318,7 @@ USER = Frame(
     notes="Series values are Python scalars, `pd.Timestamp`/`NaT` for dates, `pd.NA` when unset.",
 )
 
+
 def _person(prefix: str, path: str) -> tuple[Column, ...]:
     """A basket's owner or pusher: the user members of ``/me/``, typed the same way."""
     return tuple(

@@ -97,7 +97,8 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
         )
         if synced is not None:
             return _with_report(*synced, spec)
-    frame, report = harvest(spec=spec, store=store, **common)
+    # refresh means "as the server is now": an interrupted harvest is not resumed either
+    frame, report = harvest(spec=spec, store=store, resume=not options.refresh, **common)
     return _with_report(frame, report, spec)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
@@ -92,12 +93,13 @@ def harvest(
     combine: Combine,
     bases: Sequence[int] = (),
     statuses: Statuses | None = None,
-    per_page: int = 500,
+    per_page: int = 1000,
     concurrency: int = 4,
     executor: Executor | None = None,
     allow_incomplete: bool = False,
     progress: Callable[[int | None], Any] | None = None,
     provenance: Mapping[str, Any] | None = None,
+    resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
     """Retrieve every hit of ``spec``, resuming from ``store`` when a manifest is there.
 
@@ -109,6 +111,8 @@ def harvest(
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
     progress : called with the expected total once, then returns an object with ``update(n)``.
+    resume : go on from an interrupted harvest of the same search in ``store``; its finished
+        shards are kept if they are intact and their counts have not changed since.
 
     Returns
     -------
@@ -122,9 +126,10 @@ def harvest(
     started = time.monotonic()
     counter = ShardCounter(page, spec)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
-    manifest = _resumable(store.load_manifest(), spec)
+    manifest = _resumable(store.load_manifest(), spec) if resume else None
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
         if manifest is None:
+            store.clear_shards()  # what another run left would mislead a later resume
             manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance)
             store.save_manifest(manifest)
         counter.capped_engine = manifest["capped_engine"]
@@ -135,23 +140,29 @@ def harvest(
         report.total_results, report.cap = manifest["total"], manifest["cap"]
         report.capped_engine = manifest["capped_engine"]
         bar = progress(manifest["total"]) if progress else None
-        done = _verified_done(store, manifest, bar)
-        report.resumed_shards = len(done)
-        todo = [entry for entry in _entries(manifest) if entry["id"] not in done]
-        task = _ShardTask(page, spec, store, per_page, manifest["capped_engine"], combine)
-        runner = executor or pool
-        for entry, outcome in zip(todo, runner.map(task, todo), strict=True):
-            manifest["shards"][entry["id"]] = outcome
-            store.save_manifest(manifest)
+        outcomes = _still_valid(store, manifest, counter, pool)
+        report.resumed_shards = len(outcomes)
+        if bar is not None:
+            bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
+        todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
+        # Threads hand their frames back; Dask workers leave theirs in the shared store.
+        task = _ShardTask(
+            page, spec, store, per_page, manifest["capped_engine"], combine, executor is None
+        )
+        in_memory = {}
+        for entry, (outcome, frame) in zip(todo, (executor or pool).map(task, todo), strict=True):
+            outcomes[entry["id"]] = outcome
+            if frame is not None:
+                in_memory[entry["id"]] = frame
             report.requests += outcome["requests"]
             if bar is not None:
-                bar.update(outcome.get("rows", 0))
+                bar.update(outcome["rows"])
         if bar is not None and hasattr(bar, "close"):
             bar.close()
     report.requests += counter.requests
-    frame = _assemble(store, spec, manifest, combine, report)
+    frame = _assemble(store, spec, manifest, outcomes, in_memory, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
-    _judge(report, manifest, counter, spec, allow_incomplete)
+    _judge(report, manifest, outcomes, counter, spec, allow_incomplete)
     _finish(store, manifest, frame, report, spec)
     return frame, report
 
@@ -215,7 +226,6 @@ def _new_manifest(
         "capped_engine": counter.capped_engine,
         "plan": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in leaves],
         "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
-        "shards": {},
         "complete": False,
     }
 
@@ -247,17 +257,27 @@ def _resumable(manifest: Mapping[str, Any] | None, spec: Spec) -> dict[str, Any]
     return dict(manifest)
 
 
-def _verified_done(store: HarvestStore, manifest: dict[str, Any], bar: Any) -> set[str]:
-    # A shard counts as done only if its file is intact: a damaged one is fetched again.
-    done = set()
-    for shard_id, outcome in list(manifest["shards"].items()):
-        if outcome.get("file") and store.has_shard(outcome):
-            done.add(shard_id)
-            if bar is not None:
-                bar.update(outcome["rows"])
-        else:
-            del manifest["shards"][shard_id]
-    return done
+def _still_valid(
+    store: HarvestStore, manifest: Mapping[str, Any], counter: ShardCounter, pool: Executor
+) -> dict[str, dict[str, Any]]:
+    """Finished shards of an interrupted run that can be kept: intact and not changed since.
+
+    A damaged file is fetched again, and so is a shard whose count moved (records added,
+    deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
+    """
+    planned = {entry["id"]: entry for entry in _entries(manifest)}
+    found = [
+        outcome
+        for shard_id, outcome in store.finished_shards().items()
+        if shard_id in planned and store.has_shard(outcome)
+    ]
+    shards = [Shard.from_dict(planned[outcome["id"]]["shard"]) for outcome in found]
+    totals = list(pool.map(lambda shard: counter(shard).total, shards))
+    return {
+        outcome["id"]: outcome
+        for outcome, total in zip(found, totals, strict=True)
+        if total == outcome["total"]
+    }
 
 
 @dataclasses.dataclass
@@ -270,19 +290,25 @@ class _ShardTask:
     per_page: int
     capped_engine: bool
     combine: Combine
+    keep_frame: bool = True
 
-    def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+    def __call__(self, entry: Mapping[str, Any]) -> tuple[dict[str, Any], pd.DataFrame | None]:
         started = time.monotonic()
         shard = Shard.from_dict(entry["shard"])
         try:
             frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
-        except ShardOverCap as over:
-            return self._replan(shard, over.total, started)
-        outcome = self.store.write_shard(entry["id"], frame)
-        outcome.update(
-            total=total, requests=requests, seconds=time.monotonic() - started, worker=_worker()
+        except ShardOverCap:
+            return self._replan(shard, started)
+        return self._written(entry["id"], frame, started, total=total, requests=requests)
+
+    def _written(
+        self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any
+    ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+        seconds = time.monotonic() - started
+        outcome = self.store.write_shard(
+            shard_id, frame, seconds=seconds, worker=_worker(), **facts
         )
-        return outcome
+        return outcome, frame if self.keep_frame else None
 
     def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
@@ -295,7 +321,7 @@ class _ShardTask:
             partial=partial,
         )
 
-    def _replan(self, shard: Shard, total: int, started: float) -> dict[str, Any]:
+    def _replan(self, shard: Shard, started: float) -> tuple[dict[str, Any], pd.DataFrame | None]:
         # The shard grew past the cap since it was planned: split it again and fetch the parts.
         counter = ShardCounter(self.page, self.spec)
         counter.capped_engine = self.capped_engine
@@ -314,17 +340,15 @@ class _ShardTask:
             parts.append(frame)
             fetched_total += leaf_total
             requests += leaf_requests
-        frame = self.combine(parts)
-        outcome = self.store.write_shard(shard.id, frame)
-        outcome.update(
+        return self._written(
+            shard.id,
+            self.combine(parts),
+            started,
             total=fetched_total,
             requests=requests,
-            seconds=time.monotonic() - started,
             replanned=len(leaves),
-            worker=_worker(),
             stuck=[s.id for s, _ in stuck],
         )
-        return outcome
 
 
 def _worker() -> str:
@@ -336,13 +360,17 @@ def _assemble(
     store: HarvestStore,
     spec: Spec,
     manifest: Mapping[str, Any],
+    outcomes: Mapping[str, Mapping[str, Any]],
+    in_memory: dict[str, pd.DataFrame],
     combine: Combine,
     report: HarvestReport,
 ) -> pd.DataFrame:
     parts, shards = [], []
     for entry in _entries(manifest):
-        outcome = manifest["shards"][entry["id"]]
-        part = store.read_shard(outcome)
+        outcome = outcomes[entry["id"]]
+        part = in_memory.pop(entry["id"], None)
+        if part is None:  # fetched by an earlier run, or on another machine
+            part = store.read_shard(outcome)
         parts.append(part)
         shards.append(
             {
@@ -356,22 +384,32 @@ def _assemble(
                 "worker": outcome.get("worker"),
             }
         )
-    frame = combine(parts) if parts else combine([])
-    del parts
+    frame = combine(parts)
+    parts.clear()
     key = list(spec.key_columns)
     duplicated = frame.duplicated(key)
     report.duplicates = int(duplicated.sum())
     if report.duplicates:
         frame = frame[~duplicated]
-    frame = frame.sort_values(key, kind="stable").reset_index(drop=True)
+    frame = _sorted(frame, key)
     report.fetched = len(frame)
     report.shards = shards
     return frame
 
 
+def _sorted(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """``frame`` in key order, moved column by column so that two copies never coexist."""
+    order = np.lexsort([frame[name].to_numpy("int64", na_value=-1) for name in reversed(key)])
+    columns = {}
+    for name in list(frame.columns):
+        columns[name] = frame.pop(name).array.take(order)
+    return pd.DataFrame(columns, copy=False)
+
+
 def _judge(
     report: HarvestReport,
     manifest: Mapping[str, Any],
+    outcomes: Mapping[str, Mapping[str, Any]],
     counter: ShardCounter,
     spec: Spec,
     allow_incomplete: bool,
@@ -380,13 +418,13 @@ def _judge(
     short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
     report.incomplete = [dict(s) for s in manifest["stuck"]]
     stuck_extra = [
-        {"id": sid, "stuck": o["stuck"]} for sid, o in manifest["shards"].items() if o.get("stuck")
+        {"id": sid, "stuck": o["stuck"]} for sid, o in outcomes.items() if o.get("stuck")
     ]
     shard_sum = sum(s["total"] or 0 for s in report.shards)
     total = report.total_results
     if shard_sum != total and not report.incomplete:
         # The catalogue may have changed while we paged: compare with a fresh count.
-        total = counter(Shard()).total
+        total = report.total_results = counter(Shard()).total
         report.requests += 1
     report.complete = not (report.incomplete or short or stuck_extra) and (
         report.fetched + report.duplicates == shard_sum == total

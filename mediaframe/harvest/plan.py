@@ -290,9 +290,10 @@ class _Dimensions:
         return [dataclasses.replace(shard, record_type=kind) for kind in RECORD_TYPES]
 
     def _by_status(self, shard: Shard, total: int, cap: int) -> list[Shard]:
-        if len(shard.bases) != 1:
+        bases = shard.bases or tuple(self.spec.filters.get("bases") or ())
+        if len(bases) != 1:  # bits are defined per collection: one base, one set of bits
             return []
-        databox, bits = self.statuses.get(shard.bases[0], (None, ()))
+        databox, bits = self.statuses.get(bases[0], (None, ()))
         used = {bit for bit, _, _ in shard.status}
         free = [bit for bit in bits if bit not in used]
         if databox is None or not free:

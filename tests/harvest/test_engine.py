@@ -77,6 +77,16 @@ def test_unsplittable_shard_raises_unless_allowed(tmp_path):
     assert len(frame) == 100, "what the cap lets through is kept"
 
 
+def test_status_bits_split_a_single_base_the_user_named(tmp_path):
+    service = FakeService.build(900, cap=60, same_day=500, bases=(1, 2))
+    for record in service.records:
+        record["media_type"] = "image"  # nothing but status bits can split the crowded day
+    frame, report = run(service, tmp_path, Spec("records", filters={"bases": [1]}))
+    expected = {(r["databox_id"], r["record_id"]) for r in service.records if r["base_id"] == 1}
+    assert keys(frame) == expected and report.complete
+    assert any(s["shard"]["status"] for s in report.shards)
+
+
 def test_newer_engine_without_cap_is_detected(tmp_path):
     service = FakeService.build(700, cap=100, newer_engine=True)
     frame, report = run(service, tmp_path)
@@ -111,7 +121,7 @@ def test_resume_fetches_only_unfinished_shards(tmp_path):
     with pytest.raises(Crash):
         run(flaky, tmp_path, concurrency=1)
     manifest = HarvestStore(str(tmp_path / "h")).load_manifest()
-    finished = len(manifest["shards"])
+    finished = len(HarvestStore(str(tmp_path / "h")).finished_shards())
     assert 0 < finished < len(manifest["plan"])
     before = service.requests
     frame, report = run(service, tmp_path)
@@ -120,6 +130,41 @@ def test_resume_fetches_only_unfinished_shards(tmp_path):
     assert service.requests - before == report.requests
     _, fresh = run(service, tmp_path / "fresh")
     assert report.requests < fresh.requests, "finished shards were fetched again"
+
+
+def crash_midway(service, tmp_path, after_pages=25):
+    calls = {"n": 0}
+
+    def flaky(**params):
+        if params.get("per_page") == 40:
+            calls["n"] += 1
+            if calls["n"] == after_pages:
+                raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1)
+    return HarvestStore(str(tmp_path / "h")).finished_shards()
+
+
+def test_resume_refetches_a_finished_shard_that_changed_since(tmp_path):
+    service = FakeService.build(1500, cap=100)
+    finished = crash_midway(service, tmp_path)
+    first_file = next(iter(finished.values()))["file"]
+    frame = HarvestStore(str(tmp_path / "h")).read_shard(next(iter(finished.values())))
+    gone = (int(frame.databox_id.iloc[0]), int(frame.record_id.iloc[0]))
+    service.records = [r for r in service.records if (r["databox_id"], r["record_id"]) != gone]
+    result, report = run(service, tmp_path)
+    assert gone not in keys(result), f"a record deleted from {first_file} must not come back"
+    assert keys(result) == service.truth() and report.complete
+    assert report.resumed_shards == len(finished) - 1
+
+
+def test_without_resume_every_shard_is_fetched_again(tmp_path):
+    service = FakeService.build(1500, cap=100)
+    crash_midway(service, tmp_path)
+    frame, report = run(service, tmp_path, resume=False)
+    assert report.resumed_shards == 0 and keys(frame) == service.truth()
 
 
 def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
@@ -134,7 +179,7 @@ def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
         with pytest.raises(Crash):
             run(service, tmp_path)
     manifest = store.load_manifest()
-    victim = next(iter(manifest["shards"].values()))
+    victim = next(iter(store.finished_shards().values()))
     (tmp_path / "h" / victim["file"]).write_bytes(b"garbage")
     frame, report = run(service, tmp_path)
     assert keys(frame) == service.truth()
@@ -158,7 +203,7 @@ def test_shard_that_grew_past_the_cap_is_split_again(tmp_path):
 
     frame, report = run(growing, tmp_path)
     assert keys(frame) == service.truth()
-    assert report.complete
+    assert report.complete and report.total_results == report.fetched == len(frame)
 
 
 def test_finished_harvest_leaves_only_the_dataset_and_manifest(tmp_path):
