@@ -59,11 +59,14 @@ _BLOCK = 1 << 22
 _TEXT_VALUE = b'","value":"'
 _TEXT = b'","text":"'
 _NUMBER = b'","value":'
-#: The name of every entry whose number is written with a fraction or an exponent (a float in
-#: JSON). Each counted number follows a string, and an entry holds nothing but ``name`` and its
-#: value (pyarrow checks that), so that string is the name; the scan anchors on the key spelled
-#: ``"name"``, and :func:`_native` checks that every name key is spelled so.
-_FLOAT_ENTRY = re.compile(rb'"name":"([^"\\]*(?:\\.[^"\\]*)*)","value":-?[0-9]+[.eE]')
+#: A number written as a float (a point or an exponent) whose value may be whole: zeros after
+#: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
+#: so a fraction may round away). Integers never match. Only such
+#: a number can make a name whose values pyarrow read all whole ``Float64`` rather than
+#: ``Int64`` in records(); a fraction that is not whole shows in the value itself.
+_WHOLE_FLOAT = re.compile(
+    rb'","value":-?(?:[0-9]+(?:\.[0-9]*)?[eE]|[0-9]+\.0+[,}]|(?=[0-9]*\.)[0-9.]{17})'
+)
 _NAME_KEY = b'"name":"'
 _TECHNICAL_ENTRY = pa.struct(
     [("name", pa.string()), ("value", pa.float64()), ("text", pa.string())]
@@ -212,7 +215,7 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     # pyarrow parses without the GIL: the scans, pure Python, run on the other core meanwhile.
     with ThreadPoolExecutor(max_workers=1) as pool:
         parsing = pool.submit(_parse, pa.py_buffer(data).slice(start, stop - start))
-        floats = set(_FLOAT_ENTRY.findall(data, start, stop))
+        whole = [match.start() for match in _WHOLE_FLOAT.finditer(data, start, stop)]
         counts = {key: data.count(key, start, stop) for key in (_NUMBER, _NAME_KEY)}
         counts[_TEXT] = texts  # renames only: a "text" key the server sent must not count
         table = parsing.result()
@@ -231,7 +234,7 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     named = table.num_rows - members["thumbnail.name"].null_count
     if counts[_NAME_KEY] != named + len(pc.list_flatten(lists)):
         return None  # a name key spelled with escapes, which the float scan would not see
-    technical = _technical(lists, table.num_rows, counts, {_text(f) for f in floats})
+    technical = _technical(lists, table.num_rows, counts, {_name_before(data, at) for at in whole})
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
@@ -257,8 +260,14 @@ def _parse(data: pa.Buffer) -> pa.Table | None:
     return table
 
 
-def _text(raw: bytes) -> str:
-    """A JSON string's content as the text it stands for."""
+def _name_before(data: bytes, at: int) -> str:
+    """The technical name written right before the ``","value":`` at ``at``.
+
+    Every counted number follows its name's string, and a string cannot hold ``"name":"``
+    unescaped, so the last one before ``at`` opens it (:func:`_native` checks that every name
+    key is spelled so).
+    """
+    raw = data[data.rfind(_NAME_KEY, 0, at) + len(_NAME_KEY) : at]
     return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8")
 
 
@@ -366,7 +375,7 @@ def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
 
 
 def _technical(
-    lists: pa.ListArray, n: int, counts: dict[bytes, int], floats: set[str]
+    lists: pa.ListArray, n: int, counts: dict[bytes, int], whole_floats: set[str]
 ) -> dict[str, Any] | None:
     """One typed column per technical name, keyed by its records column name.
 
@@ -396,12 +405,23 @@ def _technical(
         if np.any(rows[1:] == rows[:-1]) or column_name(name) in columns:
             return None  # a record repeats the name, or two names share a column: records() says
         column = _technical_column(
-            n, rows, values[positions], texts.take(positions), is_text[positions], name in floats
+            n,
+            rows,
+            values[positions],
+            texts.take(positions),
+            is_text[positions],
+            name in whole_floats or _fractional(values[positions]),
         )
         if column is None:
             return None
         columns[column_name(name)] = column
     return columns
+
+
+def _fractional(numbers: np.ndarray) -> bool:
+    """Whether some number is not whole (text entries, NaN here, do not count)."""
+    written = numbers[~np.isnan(numbers)]
+    return bool(np.any(written != np.floor(written)))
 
 
 def _technical_column(
