@@ -21,13 +21,16 @@ import io
 import json
 import posixpath
 import uuid
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import fsspec
+import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -137,37 +140,52 @@ def write_frame(
     if sort_by and not _is_sorted(df, sort_by):
         raise CacheError(f"sort the frame by {sort_by} before caching it")
     fs, root = _filesystem(path)
-    table = _to_table(df, _frame_metadata(df, provenance, sort_by))
+    metadata = _frame_metadata(df, provenance, sort_by)
     # An empty frame has no partitions to write: one file keeps its schema.
     partitions = [name for name in partition_cols if name in df.columns] if len(df) else []
     staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         if partitions:
-            pads.write_dataset(
-                table,
-                staging,
-                format="parquet",
-                filesystem=fs,
-                partitioning=partitions,
-                partitioning_flavor="hive",
-                basename_template="part-{i}.parquet",
-                existing_data_behavior="error",
-                max_rows_per_group=1 << 20,
-            )
+            _write_partitions(df, fs, staging, partitions, metadata)
         else:
             fs.makedirs(staging, exist_ok=True)
-            pq.write_table(table, posixpath.join(staging, "part-0.parquet"), filesystem=fs)
+            _write_file(_to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
         _swap_in(fs, staging, root)
     except (OSError, pa.ArrowException) as err:
         _remove(fs, staging)
         raise CacheError(f"could not write the cache at {path}: {err}") from err
+    finally:
+        pa.default_memory_pool().release_unused()
+
+
+def _write_partitions(
+    df: pd.DataFrame,
+    fs: fsspec.AbstractFileSystem,
+    staging: str,
+    partitions: list[str],
+    metadata: bytes,
+) -> None:
+    # One partition at a time, so that only a slice of the frame is ever copied into Arrow.
+    groups = df.groupby(partitions, dropna=False, sort=True, observed=True).indices
+    for values, rows in groups.items():
+        values = values if isinstance(values, tuple) else (values,)
+        folder = "/".join(
+            f"{name}={_HIVE_NULL if pd.isna(value) else int(value)}"
+            for name, value in zip(partitions, values, strict=True)
+        )
+        part = df.iloc[rows].drop(columns=partitions)
+        fs.makedirs(posixpath.join(staging, folder), exist_ok=True)
+        _write_file(
+            _to_table(part, metadata), fs, posixpath.join(staging, folder, "part-0.parquet")
+        )
+
+
+def _write_file(table: pa.Table, fs: fsspec.AbstractFileSystem, path: str) -> None:
+    pq.write_table(table, path, filesystem=fs)
 
 
 def _is_sorted(df: pd.DataFrame, columns: list[str]) -> bool:
-    if len(df) < 2:
-        return True
-    order = df[columns].reset_index(drop=True).sort_values(columns, kind="stable").index
-    return bool(order.equals(pd.RangeIndex(len(df))))
+    return len(df) < 2 or pd.MultiIndex.from_frame(df[columns]).is_monotonic_increasing
 
 
 def _swap_in(fs: fsspec.AbstractFileSystem, staging: str, root: str) -> None:
@@ -201,7 +219,7 @@ def read_frame(path: str) -> tuple[pd.DataFrame, dict[str, Any]]:
             root, format="parquet", filesystem=fs, partitioning=_partitioning(path)
         )
         meta = _read_metadata(dataset)
-        table = dataset.to_table()
+        table = _in_order(dataset.to_table(), meta.get("sort_by") or [])
     except (OSError, pa.ArrowException, ValueError) as err:
         raise CacheCorruptError(f"the cache at {path} cannot be read ({err}); refetch it") from err
     if table.num_rows != meta["rows"]:
@@ -209,6 +227,16 @@ def read_frame(path: str) -> tuple[pd.DataFrame, dict[str, Any]]:
             f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
         )
     return _restore(table, meta), meta["provenance"]
+
+
+def _in_order(table: pa.Table, sort_by: list[str]) -> pa.Table:
+    # Partitions regroup rows: put them back in key order (in Arrow, before any conversion).
+    if not sort_by or table.num_rows < 2:
+        return table
+    order = pc.sort_indices(table, sort_keys=[(name, "ascending") for name in sort_by])
+    if np.array_equal(order.to_numpy(), np.arange(table.num_rows)):
+        return table
+    return table.take(order)
 
 
 def _read_metadata(dataset: pads.Dataset) -> dict[str, Any]:
@@ -231,23 +259,31 @@ def _read_metadata(dataset: pads.Dataset) -> dict[str, Any]:
 def _restore(table: pa.Table, meta: Mapping[str, Any]) -> pd.DataFrame:
     # Partition columns come back from the directory names as dictionaries of int32, at the end:
     # put every column back in its place with its declared dtype.
-    df = table.to_pandas(types_mapper=_nullable_types.get)
-    columns = list(meta["columns"])
-    df = df[columns]
+    df = table.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
+    df = df[list(meta["columns"])]
     for name, dtype in meta["dtypes"].items():
-        if str(df[name].dtype) == dtype and name not in meta["categories"]:
-            continue
         if name in meta["categories"]:
-            df[name] = pd.Categorical(
-                df[name].astype(object).where(df[name].notna(), None),
-                categories=meta["categories"][name],
-            )
-        else:
+            df[name] = _categories(df[name], meta["categories"][name])
+        elif str(df[name].dtype) != dtype:
             df[name] = df[name].astype(dtype)
-    if meta.get("sort_by"):
-        df = df.sort_values(meta["sort_by"], kind="stable")
     return df.reset_index(drop=True)
 
+
+def _categories(column: pd.Series, categories: list[Any]) -> pd.Series:
+    """The column as a categorical with exactly the categories it was written with, in order."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype("category")
+    if list(column.cat.categories) == categories:
+        return column
+    return column.cat.set_categories(pd.Index(categories, dtype=_categories_dtype(categories)))
+
+
+def _categories_dtype(categories: list[Any]) -> Any:
+    # Empty or textual categories are strings, as frames builds them; others keep their type.
+    return "str" if all(isinstance(value, str) for value in categories) else None
+
+
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 _nullable_types = {
     pa.int8(): pd.Int8Dtype(),
@@ -389,34 +425,37 @@ class HarvestStore:
     def write_data(
         self, df: pd.DataFrame, provenance: Mapping[str, Any], *, sort_by: Iterable[str] = ()
     ) -> dict[str, str]:
-        """Write the final dataset; returns its files' checksums for the manifest."""
+        """Write the final dataset; returns its files' sizes and CRC-32s, for the manifest."""
         write_frame(df, self.data_path, provenance=provenance, sort_by=sort_by)
-        return self._data_checksums()
+        return self._data_files()
 
     def read_data(
-        self, checksums: Mapping[str, str] | None = None
+        self, files: Mapping[str, str] | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Read the final dataset, first checking its files against ``checksums`` if given.
+        """Read the final dataset, first checking its files against ``files`` from the manifest.
+
+        CRC-32 catches accidental damage anywhere in a file, parquet footers included (they
+        carry no checksum of their own), at a few milliseconds per 10 MB.
 
         Raises
         ------
         CacheCorruptError
             A file was changed, removed or added since the dataset was written.
         """
-        if checksums is not None and self._data_checksums() != dict(checksums):
+        if files is not None and self._data_files() != dict(files):
             raise CacheCorruptError(
                 f"the cached dataset at {self.data_path} does not match its manifest"
             )
         return read_frame(self.data_path)
 
-    def _data_checksums(self) -> dict[str, str]:
+    def _data_files(self) -> dict[str, str]:
         root = self._path("data")
-        files = sorted(self.fs.find(root))
-        checksums = {}
-        for path in files:
+        files = {}
+        for path in sorted(self.fs.find(root)):
             with self.fs.open(path, "rb") as handle:
-                checksums[posixpath.relpath(path, root)] = _digest(handle.read())
-        return checksums
+                data = handle.read()
+            files[posixpath.relpath(path, root)] = f"{len(data)}:{zlib.crc32(data):08x}"
+        return files
 
     def has_data(self) -> bool:
         return self.fs.exists(self._path("data"))

@@ -120,11 +120,11 @@ class TestHarvestStore:
         (tmp_path / "h" / "manifest.json").write_text(json.dumps({"schema_version": 0}))
         assert store.load_manifest() is None
 
-    def test_final_data_is_checked_against_its_checksums(self, frame, tmp_path):
+    def test_final_data_is_checked_against_its_manifest(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
-        checksums = store.write_data(frame, {}, sort_by=KEY)
-        assert len(checksums) == 4 and all(len(v) == 64 for v in checksums.values())
-        pd.testing.assert_frame_equal(store.read_data(checksums)[0], frame)
+        files = store.write_data(frame, {}, sort_by=KEY)
+        assert len(files) == 4 and all(":" in check for check in files.values())
+        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
         victim = tmp_path / "h" / "data" / "databox_id=2" / "collection_id=1" / "part-0.parquet"
         other = cache.HarvestStore(str(tmp_path / "other"))
         other.write_data(frame.iloc[:3], {}, sort_by=KEY)
@@ -132,7 +132,21 @@ class TestHarvestStore:
             (tmp_path / "other" / "data" / victim.relative_to(tmp_path / "h" / "data")).read_bytes()
         )
         with pytest.raises(CacheCorruptError, match="does not match its manifest"):
-            store.read_data(checksums)
+            store.read_data(files)
+
+    def test_damage_anywhere_in_a_file_is_caught(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        files = store.write_data(frame, {}, sort_by=KEY)
+        victim = tmp_path / "h" / "data" / "databox_id=1" / "collection_id=2" / "part-0.parquet"
+        original = victim.read_bytes()
+        for position in (8, len(original) // 3, len(original) - 20):  # pages, footer, tail
+            damaged = bytearray(original)
+            damaged[position] ^= 0xFF
+            victim.write_bytes(bytes(damaged))
+            with pytest.raises(CacheCorruptError, match="does not match its manifest"):
+                store.read_data(files)
+        victim.write_bytes(original)
+        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
 
     def test_final_data_and_cleanup(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
