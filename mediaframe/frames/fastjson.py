@@ -216,8 +216,7 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     with ThreadPoolExecutor(max_workers=1) as pool:
         parsing = pool.submit(_parse, pa.py_buffer(data).slice(start, stop - start))
         whole = [match.start() for match in _WHOLE_FLOAT.finditer(data, start, stop)]
-        counts = {key: data.count(key, start, stop) for key in (_NUMBER, _NAME_KEY)}
-        counts[_TEXT] = texts  # renames only: a "text" key the server sent must not count
+        counts = {_NUMBER: data.count(_NUMBER, start, stop), _TEXT: texts}
         table = parsing.result()
     if table is None:
         return None
@@ -231,10 +230,10 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
             return None
         columns[column.name] = converted
     lists = members[_TECHNICAL].combine_chunks()
-    named = table.num_rows - members["thumbnail.name"].null_count
-    if counts[_NAME_KEY] != named + len(pc.list_flatten(lists)):
-        return None  # a name key spelled with escapes, which the float scan would not see
-    technical = _technical(lists, table.num_rows, counts, {_name_before(data, at) for at in whole})
+    names = [_name_before(data, at) for at in whole]
+    if None in names:
+        return None
+    technical = _technical(lists, table.num_rows, counts, set(names))
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
@@ -243,13 +242,12 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
 def _parse(data: pa.Buffer) -> pa.Table | None:
     """pyarrow's reading of the records, one a line; ``None`` for anything but the declared shape.
 
-    One thread: the other core runs the float scan. Lines in blocks parse faster than one line
-    holding the whole array.
+    pyarrow's own threads parse blocks of lines while the main thread scans the same bytes.
     """
     try:
         table = pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=_BLOCK, use_threads=False),
+            read_options=pj.ReadOptions(block_size=_BLOCK),
             parse_options=pj.ParseOptions(
                 explicit_schema=_SCHEMA, unexpected_field_behavior="error"
             ),
@@ -260,15 +258,18 @@ def _parse(data: pa.Buffer) -> pa.Table | None:
     return table
 
 
-def _name_before(data: bytes, at: int) -> str:
-    """The technical name written right before the ``","value":`` at ``at``.
+def _name_before(data: bytes, at: int) -> str | None:
+    """The technical name written right before the ``","value":`` at ``at``, if it reads so.
 
     Every counted number follows its name's string, and a string cannot hold ``"name":"``
-    unescaped, so the last one before ``at`` opens it (:func:`_native` checks that every name
-    key is spelled so).
+    unescaped, so the last one before ``at`` opens it, unless the key was spelled with escapes:
+    then the bytes between hold an unescaped ``"`` and do not decode as one string (``None``).
     """
     raw = data[data.rfind(_NAME_KEY, 0, at) + len(_NAME_KEY) : at]
-    return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8")
+    try:
+        return json.loads(b'"' + raw + b'"')
+    except ValueError:
+        return None
 
 
 def _rewrite(body: bytes, opening: int, end: int) -> tuple[bytes, int, int, int]:
