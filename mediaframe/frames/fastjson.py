@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
-from mediaframe.frames.arrays import TIMESTAMP, infer_array
+from mediaframe.frames.arrays import TIMESTAMP
 from mediaframe.frames.flatten import assemble
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
@@ -434,11 +434,6 @@ def _technical_column(
     floats: bool,
 ) -> Any:
     """One name's values placed at their rows, typed as :func:`records` types them."""
-    if is_text.all():
-        index = np.full(n, -1, dtype=np.int64)
-        index[rows] = np.arange(len(rows))
-        placed = texts.take(pa.array(index, mask=index < 0))
-        return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
     written = numbers[~is_text]
     exact = floats and not is_text.any()  # records() too makes every number of the name a float
     if not exact and np.any((np.abs(written) >= 2**53) & (written == np.floor(written))):
@@ -450,13 +445,24 @@ def _technical_column(
         mask[rows] = False
         kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
         return kind(data, mask)
-    # Text beside numbers: all become text, the numbers written as in JSON (arrays.render_text);
-    # an integral float and an integer below 2**53 read the same there.
-    numbers = np.where(is_text, 0, numbers)  # text entries read NaN as numbers
-    mixed = np.array(
-        numbers.tolist() if floats else numbers.astype(np.int64).tolist(), dtype=object
-    )
-    mixed[is_text] = texts.filter(pa.array(is_text)).to_pylist()
-    column = np.full(n, None, dtype=object)
-    column[rows] = mixed
-    return infer_array(list(column))
+    if not is_text.all():
+        # Text beside numbers: the numbers become text too, written as arrays.render_text does.
+        texts = pc.coalesce(texts, _rendered(numbers, ~is_text))
+    index = np.full(n, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    placed = texts.take(pa.array(index, mask=index < 0))
+    return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
+
+
+def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
+    """Numbers as :func:`arrays.render_text` writes floats, null where ``present`` is false.
+
+    Whole numbers below 1e16 lose their ``.0``, the others take ``repr``; integers below 2**53
+    (all that reach here) read the same as the floats pyarrow made of them.
+    """
+    whole = present & (numbers == np.floor(numbers)) & (np.abs(numbers) < 1e16)
+    other = present & ~whole
+    out = np.full(len(numbers), None, dtype=object)
+    out[whole] = list(map(str, numbers[whole].astype(np.int64).tolist()))
+    out[other] = list(map(repr, numbers[other].tolist()))
+    return pa.array(out, type=pa.string())
