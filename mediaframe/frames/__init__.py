@@ -2,7 +2,8 @@
 
 Every function takes what the API returned (already decoded from JSON) and returns a frame whose
 columns and dtypes are declared once in :mod:`mediaframe.frames.schema` and documented in
-``docs/frame-schema.md``. Malformed input raises :class:`~mediaframe.MalformedItemError`
+``docs/frame-schema.md``; :func:`records_json` reads a search answer's raw bytes into the same
+records frame, natively. Malformed input raises :class:`~mediaframe.MalformedItemError`
 naming the item.
 """
 

@@ -1,22 +1,4 @@
-"""The raw bytes of a v1 search answer to the records frame, parsed natively by pyarrow.
-
-:func:`records_json` gives exactly ``records(orjson.loads(body)["response"]["results"]["records"])``
-without building a Python object per value. pyarrow reads the records array in C++ against the
-declared schema, one record a line. The one thing it cannot read, a ``technical_informations``
-``value`` that is a number in one entry and text in another, is renamed byte-wise first: text
-values become ``text``, numbers keep ``value``. pyarrow reads every number as a float; whether
-a name's numbers were all written as integers (``Int64``) or not (``Float64``) comes from one
-regular-expression scan for numbers written with a fraction or exponent, run while pyarrow
-parses. Any answer outside the shape this path proves it understands (unknown members, older
-spellings, placeholder dates, another member order, pretty-printed JSON, a name repeated in a
-record, integers beyond 2**53) falls back to :func:`~mediaframe.frames.records` on the decoded
-answer, so the frame never differs.
-
-Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so a
-pattern holding an unescaped ``"`` next to ``{``, ``,`` or ``:`` only ever matches structure, never
-text. Each rewrite changes the length by a fixed amount per match, which counts the matches for
-free; the counts are checked against what pyarrow parsed.
-"""
+"""The raw bytes of a v1 search answer to the records frame, parsed natively by pyarrow."""
 
 from __future__ import annotations
 
@@ -112,6 +94,25 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
         list; ``snippet`` shows how it begins.
     MalformedItemError
         A record does not follow the contract (as :func:`~mediaframe.frames.records` says).
+
+    Notes
+    -----
+    The frame is exactly ``records()`` of the decoded records, without building a Python object
+    per value. pyarrow reads the records array in C++ against the declared schema, one record a
+    line. The one thing it cannot read, a ``technical_informations`` ``value`` that is a number
+    in one entry and text in another, is renamed byte-wise first: text values become ``text``,
+    numbers keep ``value``. pyarrow reads every number as a float; a name whose numbers are all
+    whole is ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which
+    a regular-expression scan finds while pyarrow parses. Any answer outside the shape this path
+    proves it understands (unknown members, older spellings, placeholder dates, another member
+    order, pretty-printed JSON, a name repeated in a record, integers beyond 2**53, invalid
+    UTF-8) falls back to :func:`~mediaframe.frames.records` on the decoded answer, so the frame
+    never differs.
+
+    Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so a
+    pattern holding an unescaped ``"`` next to ``{``, ``,`` or ``:`` only ever matches
+    structure, never text. The renamed text values are counted from the length change, the
+    numbers by a count; both are checked against what pyarrow parsed.
 
     Examples
     --------
@@ -230,10 +231,10 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
             return None
         columns[column.name] = converted
     lists = members[_TECHNICAL].combine_chunks()
-    names = [_name_before(data, at) for at in whole]
+    names = {_name_before(data, at) for at in whole}
     if None in names:
-        return None
-    technical = _technical(lists, table.num_rows, counts, set(names))
+        return None  # a name key spelled with escapes: the scan cannot name the entry
+    technical = _technical(lists, table.num_rows, counts, {str(name) for name in names})
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
