@@ -145,9 +145,20 @@ def pivot(
         if kinds - _SCALAR_OR_NULL:
             bad = next(i for i in range(start, end) if type(values[i]) not in _SCALAR_OR_NULL)
             _refuse_value(int(rows[bad]), label, f"{name!r} has value {values[bad]!r}")
-        columns[name] = scatter(n, rows[start:end], values[start:end], kinds=kinds)
+        named_rows, named_values = _last_per_row(rows[start:end], values[start:end])
+        if len(named_values) < end - start:  # the type is decided by the values that remain
+            kinds = set(map(type, named_values))
+        columns[name] = scatter(n, named_rows, named_values, kinds=kinds)
         start = end
     return columns
+
+
+def _last_per_row(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the last entry of a name repeated within one record (rows ascend, so repeats touch)."""
+    if len(rows) < 2:
+        return rows, values
+    last = np.append(rows[1:] != rows[:-1], True)
+    return (rows, values) if last.all() else (rows[last], values[last])
 
 
 def scatter(n: int, rows: np.ndarray, values: np.ndarray, *, kinds: set[type]) -> Any:
