@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.frames.arrays import categorical, infer_array, object_values
+from mediaframe.frames.arrays import infer_array, object_values, text
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS
@@ -116,18 +117,50 @@ def concat_records(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 def _declared(parts: list[pd.DataFrame], name: str, dtype: str) -> Any:
     if dtype == "category":
-        return categorical(np.concatenate([object_values(part[name]) for part in parts]))
-    return pd.concat([part[name] for part in parts], ignore_index=True).array
+        return _categories(parts, name)
+    return _joined([part[name].array for part in parts])
+
+
+def _categories(parts: list[pd.DataFrame], name: str) -> pd.Categorical:
+    """The categorical :func:`categorical` gives for all values, merged code-wise (no objects)."""
+    merged = union_categoricals([part[name].array for part in parts], sort_categories=True)
+    merged = merged.remove_unused_categories()  # a page's placeholder "" goes unless it is used
+    categories = list(merged.categories) or [""]
+    return pd.Categorical.from_codes(merged.codes, categories=pd.Index(categories, dtype="str"))
+
+
+#: Page dtypes whose whole-input type follows from the dtypes alone, and that type.
+_SETTLED = (({"Int64"}, "Int64"), ({"Int64", "Float64"}, "Float64"))
+_SAME = ("string", "boolean")
 
 
 def _dynamic(parts: list[pd.DataFrame], name: str) -> Any:
     present = [part[name] for part in parts if name in part.columns]
-    dtypes = {column.dtype for column in present}
-    if len(present) == len(parts) and len(dtypes) == 1 and dtypes != {np.dtype(object)}:
-        # Same typed dtype on every page: the whole-input rule gives that dtype again.
-        return pd.concat(present, ignore_index=True).array
+    kinds = {str(column.dtype) for column in present}
+    target = next((dtype for allowed, dtype in _SETTLED if kinds <= allowed), None)
+    if target is None and len(kinds) == 1 and kinds <= set(_SAME):
+        target = kinds.pop()
+    if target is not None:
+        # The pages' dtypes decide the whole column: cast, pad pages without it, concatenate.
+        return _joined(
+            [
+                part[name].array.astype(target)
+                if name in part.columns
+                else _missing(len(part), target)
+                for part in parts
+            ]
+        )
     values = [
         object_values(part[name]) if name in part.columns else np.full(len(part), None)
         for part in parts
     ]
     return infer_array(np.concatenate(values))
+
+
+def _missing(n: int, dtype: str) -> Any:
+    return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
+
+
+def _joined(arrays: list[Any]) -> Any:
+    # Arrays of one dtype joined directly: pd.concat of Series costs ~10x more in index work.
+    return type(arrays[0])._concat_same_type(arrays)
