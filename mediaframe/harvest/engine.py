@@ -14,7 +14,7 @@ import socket
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,8 @@ from mediaframe.harvest.report import HarvestReport
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
+# Shard frames joined at a time while paging goes on.
+_BATCH = 16
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
 
 
@@ -128,19 +130,36 @@ def harvest(
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec) if resume else None
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
+        runner = executor or pool
+        started_early: dict[str, Future] = {}
+        manifest_is_new = manifest is None
         if manifest is None:
             store.clear_shards()  # what another run left would mislead a later resume
-            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance)
+
+            def start(shard: Shard, total: int) -> None:
+                # Page a leaf at once, on the same bounded pool the rest of planning uses.
+                task = _ShardTask(
+                    page, spec, store, per_page, counter.capped_engine, combine, executor is None
+                )
+                entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
+                started_early[shard.id] = runner.submit(task, entry)
+
+            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, start)
             store.save_manifest(manifest)
         counter.capped_engine = manifest["capped_engine"]
         if manifest["stuck"] and not allow_incomplete:
+            for future in started_early.values():
+                future.cancel()
             raise IncompleteResultError(
                 _stuck_message(manifest, spec), shards=manifest["stuck"], report=report
             )
         report.total_results, report.cap = manifest["total"], manifest["cap"]
         report.capped_engine = manifest["capped_engine"]
         bar = progress(manifest["total"]) if progress else None
-        outcomes = _still_valid(store, manifest, counter, pool)
+        # Only an earlier run's shards are checked: this run's early ones are in started_early.
+        outcomes = (
+            {} if started_early or manifest_is_new else _still_valid(store, manifest, counter, pool)
+        )
         report.resumed_shards = len(outcomes)
         if bar is not None:
             bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
@@ -149,18 +168,29 @@ def harvest(
         task = _ShardTask(
             page, spec, store, per_page, manifest["capped_engine"], combine, executor is None
         )
-        in_memory = {}
-        for entry, (outcome, frame) in zip(todo, (executor or pool).map(task, todo), strict=True):
+        # Frames are joined in batches as they arrive, while later shards are still in flight,
+        # so that little joining is left once the last page is in.
+        joined: list[pd.DataFrame] = []
+        batch: list[pd.DataFrame] = []
+        futures = [started_early.pop(e["id"], None) or runner.submit(task, e) for e in todo]
+        for entry, future in zip(todo, futures, strict=True):
+            outcome, frame = future.result()
             outcomes[entry["id"]] = outcome
             if frame is not None:
-                in_memory[entry["id"]] = frame
+                batch.append(frame)
+                if len(batch) == _BATCH:
+                    joined.append(combine(batch))
+                    batch = []
             report.requests += outcome["requests"]
             if bar is not None:
                 bar.update(outcome["rows"])
+        joined.extend(batch)
+        del batch
         if bar is not None and hasattr(bar, "close"):
             bar.close()
     report.requests += counter.requests
-    frame = _assemble(store, spec, manifest, outcomes, in_memory, combine, report)
+    held = set() if executor is not None else {entry["id"] for entry in todo}
+    frame = _assemble(store, spec, manifest, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
     _judge(report, manifest, outcomes, counter, spec, allow_incomplete)
     _finish(store, manifest, frame, report, spec)
@@ -182,7 +212,7 @@ def _finish(
         "complete": report.complete,
         "report": report.to_dict(),
     }
-    manifest["data_files"] = store.write_data(frame, provenance, sort_by=spec.key_columns)
+    manifest["data_files"] = store.write_data(frame, provenance, sort_by=spec.row_order)
     manifest["complete"] = True
     manifest["high_water"] = _high_water(frame)
     store.save_manifest(manifest)
@@ -203,6 +233,7 @@ def _new_manifest(
     statuses: Statuses | None,
     pool: Executor,
     provenance: Mapping[str, Any] | None,
+    on_leaf: Callable[[Shard, int], None],
 ) -> dict[str, Any]:
     root_count = counter(Shard())
     cap = root_count.retrievable if root_count.over_cap else None
@@ -217,6 +248,7 @@ def _new_manifest(
         statuses=statuses,
         bounds=counter.bounds,
         pool=pool,
+        on_leaf=on_leaf,
     )
     return {
         "spec": spec.identity(),
@@ -361,24 +393,26 @@ def _assemble(
     spec: Spec,
     manifest: Mapping[str, Any],
     outcomes: Mapping[str, Mapping[str, Any]],
-    in_memory: dict[str, pd.DataFrame],
+    joined: list[pd.DataFrame],
+    held: set[str],
     combine: Combine,
     report: HarvestReport,
 ) -> pd.DataFrame:
-    parts, shards = [], []
+    """The final frame: the frames held in memory (``held`` shards, already partly joined)
+    and the shards read back from the store (fetched by an earlier run, or by other machines).
+    """
+    parts, shards = joined, []
     for entry in _entries(manifest):
         outcome = outcomes[entry["id"]]
-        part = in_memory.pop(entry["id"], None)
-        if part is None:  # fetched by an earlier run, or on another machine
-            part = store.read_shard(outcome)
-        parts.append(part)
+        if entry["id"] not in held:
+            parts.append(store.read_shard(outcome))
         shards.append(
             {
                 "id": entry["id"],
                 "shard": entry["shard"],
                 "expected": entry["expected"],
                 "total": outcome.get("total"),
-                "fetched": len(part),
+                "fetched": outcome["rows"],
                 "requests": outcome.get("requests"),
                 "seconds": round(outcome.get("seconds", 0.0), 3),
                 "worker": outcome.get("worker"),
@@ -391,15 +425,16 @@ def _assemble(
     report.duplicates = int(duplicated.sum())
     if report.duplicates:
         frame = frame[~duplicated]
-    frame = _sorted(frame, key)
+    frame = in_row_order(frame, list(spec.row_order))
     report.fetched = len(frame)
     report.shards = shards
     return frame
 
 
-def _sorted(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    """``frame`` in key order, moved column by column so that two copies never coexist."""
-    order = np.lexsort([frame[name].to_numpy("int64", na_value=-1) for name in reversed(key)])
+def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` sorted by ``columns`` (missing values first), moved column by column so that
+    two copies never coexist."""
+    order = np.lexsort([frame[name].to_numpy("int64", na_value=-1) for name in reversed(columns)])
     columns = {}
     for name in list(frame.columns):
         columns[name] = frame.pop(name).array.take(order)

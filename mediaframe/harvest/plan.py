@@ -43,6 +43,15 @@ class Spec:
         return ("databox_id", "record_id" if self.kind == "records" else "story_id")
 
     @property
+    def row_order(self) -> tuple[str, str, str]:
+        """How a result's rows are ordered: by databox, collection, then id.
+
+        That is the order of the cache's partitions, so a cached result is read back without
+        reordering.
+        """
+        return ("databox_id", "collection_id", self.key_columns[1])
+
+    @property
     def date_field(self) -> str:
         return self.filters.get("date_field") or "created_on"
 
@@ -186,6 +195,7 @@ def plan(
     statuses: Statuses | None = None,
     bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None = None,
     pool: Executor | None = None,
+    on_leaf: Callable[[Shard, int], None] | None = None,
 ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
     """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
 
@@ -199,6 +209,8 @@ def plan(
     bases : base ids the user may search (from ``/me/``), for the first split.
     statuses : status bits defined per base id, for the last split.
     bounds : first and last day of a shard's hits, for the first date split.
+    on_leaf : told of each leaf as soon as it is proven, so that paging can start while the
+        rest is still being planned.
     """
     run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
@@ -212,6 +224,8 @@ def plan(
                 continue
             if total <= cap:
                 leaves.append((shard, total))
+                if on_leaf is not None:
+                    on_leaf(shard, total)
             else:
                 waiting.append((shard, total, tried))
         if not waiting:

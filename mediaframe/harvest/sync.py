@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest.engine import Combine, harvest
+from mediaframe.harvest.engine import Combine, harvest, in_row_order
 from mediaframe.harvest.plan import Page, Spec, Statuses
 from mediaframe.harvest.report import HarvestReport
 
@@ -97,9 +97,8 @@ def sync(
         dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
     ]
     parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
-    merged = combine(parts)
-    merged = merged.drop_duplicates(key, keep="last").sort_values(key, kind="stable")
-    merged = merged.reset_index(drop=True)
+    merged = combine(parts).drop_duplicates(key, keep="last")
+    merged = in_row_order(merged, list(spec.row_order))
 
     report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
     report.fetched = report.total_results = len(merged)
@@ -111,7 +110,7 @@ def sync(
         "added_by_key": len(fetched),
         "since": since.isoformat(),
     }
-    _write(store, manifest, provenance, merged, report)
+    _write(store, manifest, provenance, merged, report, spec)
     for name in ("changed", "keys"):
         _scratch(store, name).remove()
     return merged, report
@@ -148,15 +147,11 @@ def _write(
     provenance: Mapping[str, Any],
     merged: pd.DataFrame,
     report: HarvestReport,
+    spec: Spec,
 ) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
-    manifest["data_files"] = store.write_data(merged, provenance, sort_by=_keys(manifest))
+    manifest["data_files"] = store.write_data(merged, provenance, sort_by=spec.row_order)
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
         manifest["high_water"] = pd.Timestamp(merged["updated_on"].max()).isoformat()
     store.save_manifest(manifest)
-
-
-def _keys(manifest: Mapping[str, Any]) -> tuple[str, str]:
-    kind = manifest["spec"]["kind"]
-    return ("databox_id", "record_id" if kind == "records" else "story_id")

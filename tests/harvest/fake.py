@@ -150,6 +150,7 @@ def flatten_keys(items):
         {
             "databox_id": pd.array([i["databox_id"] for i in items], dtype="Int64"),
             "record_id": pd.array([i["record_id"] for i in items], dtype="Int64"),
+            "collection_id": pd.array([i["collection_id"] for i in items], dtype="Int64"),
             "version": pd.array([i["version"] for i in items], dtype="Int64"),
         }
     )

@@ -44,7 +44,8 @@ def test_capped_result_is_split_and_proved_complete(tmp_path):
     assert all(s["expected"] <= 100 for s in report.shards)
     assert sum(s["fetched"] for s in report.shards) == 2000
     assert list(frame.columns[:2]) == ["databox_id", "record_id"]
-    assert frame.equals(frame.sort_values(["databox_id", "record_id"]).reset_index(drop=True))
+    order = ["databox_id", "collection_id", "record_id"]
+    assert frame.equals(frame.sort_values(order).reset_index(drop=True)), "rows in partition order"
     assert set(report.plan.columns) >= {"shard", "bases", "date_min", "expected", "fetched"}
 
 
