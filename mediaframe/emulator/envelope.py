@@ -98,7 +98,9 @@ def _media_ranges(accept: str) -> list[str]:
 
 def to_json(data: Any) -> bytes:
     """JSON the way the servers write it: ASCII only, slashes escaped."""
-    return json.dumps(data, ensure_ascii=True).replace("/", "\\/").encode("ascii")
+    # As PHP's json_encode writes it: no spaces, "/" as "\/", non-ASCII as \uXXXX.
+    compact = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return compact.replace("/", "\\/").encode("ascii")
 
 
 def render(
