@@ -65,7 +65,7 @@ def fetch_shard(
     Raises :class:`ShardOverCap` when the shard can no longer be paged whole, unless
     ``partial``: then it takes what the server lets it retrieve.
     """
-    params = {**spec.params(shard), "sort": _sort_of(spec), "ord": "asc"}
+    params = {**spec.params(shard), "sort": spec.paging_sort, "ord": "asc"}
     parts: list[pd.DataFrame] = []
     offset = total = requests = 0
     while True:
@@ -80,11 +80,6 @@ def fetch_shard(
         if not len(frame) or offset >= total:
             break
     return combine(parts), total, requests
-
-
-def _sort_of(spec: Spec) -> str:
-    # A stable order is what makes offsets meaningful; the server breaks ties by record id.
-    return "updated_on" if spec.date_field == "updated_on" else "created_on"
 
 
 def harvest(
@@ -126,7 +121,7 @@ def harvest(
         Some hits could not be retrieved and ``allow_incomplete`` is false.
     """
     started = time.monotonic()
-    counter = ShardCounter(page, spec)
+    counter = ShardCounter(page, spec, page_size=per_page)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec) if resume else None
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
@@ -136,13 +131,17 @@ def harvest(
         if manifest is None:
             store.clear_shards()  # what another run left would mislead a later resume
 
-            def start(shard: Shard, total: int) -> None:
-                # Page a leaf at once, on the same bounded pool the rest of planning uses.
+            def start(shard: Shard, total: int, frame: pd.DataFrame | None) -> None:
+                # Page a leaf at once, on the same bounded pool the rest of planning uses;
+                # a leaf whose count brought all its hits only needs writing.
                 task = _ShardTask(
                     page, spec, store, per_page, counter.capped_engine, combine, executor is None
                 )
                 entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
-                started_early[shard.id] = runner.submit(task, entry)
+                if frame is None:
+                    started_early[shard.id] = runner.submit(task, entry)
+                else:
+                    started_early[shard.id] = pool.submit(task.fetched, entry, frame, total)
 
             manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, start)
             store.save_manifest(manifest)
@@ -233,11 +232,12 @@ def _new_manifest(
     statuses: Statuses | None,
     pool: Executor,
     provenance: Mapping[str, Any] | None,
-    on_leaf: Callable[[Shard, int], None],
+    on_leaf: Callable[[Shard, int, pd.DataFrame | None], None],
 ) -> dict[str, Any]:
     root_count = counter(Shard())
     cap = root_count.retrievable if root_count.over_cap else None
     limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
+    counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
     leaves, stuck = plan(
         counter,
         root=Shard(),
@@ -332,6 +332,14 @@ class _ShardTask:
         except ShardOverCap:
             return self._replan(shard, started)
         return self._written(entry["id"], frame, started, total=total, requests=requests)
+
+    def fetched(
+        self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int
+    ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+        """Write a shard whose every hit came with its count (the request was the planner's)."""
+        return self._written(
+            entry["id"], frame, time.monotonic(), total=total, requests=0, probed=True
+        )
 
     def _written(
         self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any

@@ -24,6 +24,8 @@ from mediaframe.exceptions import ResponseFormatError
 RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
 # Aim below the cap when cutting date windows, so one cut usually suffices.
 _FILL = 0.7
+# A child expected below this share of a page is counted by fetching its page outright.
+_PROBE_FILL = 0.8
 #: Reads one page of a search: ``page(**params) -> (response members, frame of its items)``.
 Page = Callable[..., tuple[Mapping[str, Any], pd.DataFrame]]
 #: ``{base_id: (databox_id, status bits defined for it)}``, for the last split.
@@ -50,6 +52,12 @@ class Spec:
         reordering.
         """
         return ("databox_id", "collection_id", self.key_columns[1])
+
+    @property
+    def paging_sort(self) -> str:
+        """The stable order pages are read in: offsets mean nothing without one (the server
+        breaks ties by id)."""
+        return "updated_on" if self.date_field == "updated_on" else "created_on"
 
     @property
     def date_field(self) -> str:
@@ -127,10 +135,11 @@ class Shard:
 
 @dataclasses.dataclass(frozen=True)
 class Count:
-    """The answer to a ``per_page=1`` search."""
+    """How many hits a shard has; ``frame`` holds them all when the count was a whole page."""
 
     total: int
     retrievable: int
+    frame: pd.DataFrame | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def over_cap(self) -> bool:
@@ -140,23 +149,31 @@ class Count:
 class ShardCounter:
     """Counts shards, knowing which meaning of ``available_results`` the server uses."""
 
-    def __init__(self, page: Page, spec: Spec) -> None:
+    def __init__(self, page: Page, spec: Spec, *, page_size: int = 0) -> None:
         self.page = page
         self.spec = spec
         self.requests = 0
         self.capped_engine = True
+        #: A shard expected to fit well within one page of this size is counted with that whole
+        #: page: it answers the count, and is the shard itself when it holds every hit.
+        self.page_size = page_size
         self._lock = threading.Lock()
 
-    def __call__(self, shard: Shard) -> Count:
-        response, _ = self._ask(shard, per_page=1)
+    def __call__(self, shard: Shard, expected: float | None = None) -> Count:
+        probe = expected is not None and expected <= _PROBE_FILL * self.page_size
+        paging = {"per_page": 1}
+        if probe:
+            paging = {"per_page": self.page_size, "sort": self.spec.paging_sort, "ord": "asc"}
+        response, frame = self._ask(shard, **paging)
         total = int_member(response, "total_results")
         available = int_member(response, "available_results")
         if shard == Shard() and total > 1 and available == 1:
             # Newer engines report the hits *in this page* and have no cap.
             self.capped_engine = False
+        whole = frame if probe and len(frame) == total else None
         if not self.capped_engine:
-            return Count(total, total)
-        return Count(total, min(available, total))
+            return Count(total, total, whole)
+        return Count(total, min(available, total), whole)
 
     def _ask(self, shard: Shard, **paging: Any) -> tuple[Mapping[str, Any], pd.DataFrame]:
         with self._lock:
@@ -185,7 +202,7 @@ class ShardCounter:
 
 
 def plan(
-    count: Callable[[Shard], Count],
+    count: Callable[[Shard, float], Count],
     *,
     root: Shard,
     root_count: Count,
@@ -195,7 +212,7 @@ def plan(
     statuses: Statuses | None = None,
     bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None = None,
     pool: Executor | None = None,
-    on_leaf: Callable[[Shard, int], None] | None = None,
+    on_leaf: Callable[[Shard, int, pd.DataFrame | None], None] | None = None,
 ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
     """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
 
@@ -205,34 +222,42 @@ def plan(
 
     Parameters
     ----------
-    count : counts a shard with one request.
+    count : counts a shard with one request, given how many hits it is expected to hold (the
+        count may then come with the hits themselves).
     bases : base ids the user may search (from ``/me/``), for the first split.
     statuses : status bits defined per base id, for the last split.
     bounds : first and last day of a shard's hits, for the first date split.
-    on_leaf : told of each leaf as soon as it is proven, so that paging can start while the
-        rest is still being planned.
+    on_leaf : told of each leaf as soon as it is proven, with its hits when its count brought
+        them all, so that paging can start while the rest is still being planned.
     """
     run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
     leaves: list[tuple[Shard, int]] = []
     stuck: list[tuple[Shard, int]] = []
-    frontier = [(root, root_count.total, 0)]
+    frontier = [(root, root_count, 0)]
     while frontier:
         waiting = []
-        for shard, total, tried in frontier:
+        for shard, counted, tried in frontier:
+            total = counted.total
             if total == 0:
                 continue
             if total <= cap:
                 leaves.append((shard, total))
                 if on_leaf is not None:
-                    on_leaf(shard, total)
+                    on_leaf(shard, total, counted.frame)
             else:
                 waiting.append((shard, total, tried))
         if not waiting:
             break
         splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
-        children = [child for split in splits if split for child in split[1]]
-        counts = dict(zip(children, run(count, children), strict=True))
+        expected = {
+            child: total / len(split[1])
+            for (_, total, _), split in zip(waiting, splits, strict=True)
+            if split
+            for child in split[1]
+        }
+        counted = run(lambda pair: count(*pair), list(expected.items()))
+        counts = dict(zip(expected, counted, strict=True))
         frontier = []
         for (shard, total, _), split in zip(waiting, splits, strict=True):
             if split is None:
@@ -240,9 +265,9 @@ def plan(
                 continue
             level, kids = split
             if sum(counts[kid].total for kid in kids) == total:
-                frontier.extend((kid, counts[kid].total, level) for kid in kids)
+                frontier.extend((kid, counts[kid], level) for kid in kids)
             else:  # the dimension does not cover every hit (e.g. undated records): try the next
-                frontier.append((shard, total, level + 1))
+                frontier.append((shard, Count(total, 0), level + 1))
     return leaves, stuck
 
 

@@ -49,6 +49,17 @@ def test_capped_result_is_split_and_proved_complete(tmp_path):
     assert set(report.plan.columns) >= {"shard", "bases", "date_min", "expected", "fetched"}
 
 
+def test_a_count_that_brings_every_hit_is_not_fetched_again(tmp_path):
+    service = FakeService.build(2000, cap=100)
+    frame, report = run(service, tmp_path, per_page=100)
+    assert keys(frame) == service.truth() and report.complete
+    probed = [s for s in report.shards if s["requests"] == 0]
+    assert probed, "leaves expected under a page are counted with their page"
+    assert service.requests == report.requests
+    _, paged = run(FakeService.build(2000, cap=100), tmp_path / "small", per_page=40)
+    assert report.requests < paged.requests
+
+
 def test_a_crowded_day_is_split_by_type_then_status(tmp_path):
     service = FakeService.build(900, cap=60, same_day=500, bases=(1,))
     frame, report = run(service, tmp_path)
