@@ -392,14 +392,16 @@ class HarvestStore:
         The entry is written last: a shard counts as finished only once its entry exists, so a
         crash between the two leaves an unfinished shard, never a half-written finished one.
         """
+        # Staging only (for resume), so Arrow's own file format: no parquet encoding to pay.
         buffer = io.BytesIO()
         table = _to_table(df, _frame_metadata(df, {"shard": shard_id}))
-        pq.write_table(table, buffer)
+        with pa.ipc.new_file(buffer, table.schema) as writer:
+            writer.write_table(table)
         data = buffer.getvalue()
-        self._write_atomic(self._path("shards", f"{shard_id}.parquet"), data)
+        self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
         entry = {
             "id": shard_id,
-            "file": f"shards/{shard_id}.parquet",
+            "file": f"shards/{shard_id}.arrow",
             "rows": len(df),
             "sha256": _digest(data),
             **facts,
@@ -432,7 +434,7 @@ class HarvestStore:
             raise CacheCorruptError(f"shard file {entry['file']} is missing") from err
         if _digest(data) != entry["sha256"]:
             raise CacheCorruptError(f"shard file {entry['file']} does not match its checksum")
-        table = pq.read_table(io.BytesIO(data))
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
         meta = json.loads(table.schema.metadata[_META_KEY])
         if table.num_rows != entry["rows"]:
             raise CacheCorruptError(f"shard file {entry['file']} has the wrong number of rows")
