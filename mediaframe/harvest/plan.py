@@ -167,9 +167,11 @@ class ShardCounter:
         response, frame = self._ask(shard, **paging)
         total = int_member(response, "total_results")
         available = int_member(response, "available_results")
-        if shard == Shard() and total > 1 and available == 1:
-            # Newer engines report the hits *in this page* and have no cap.
-            self.capped_engine = False
+        if shard == Shard() and total > 1 and available == 1 and not probe:
+            # Newer engines report the hits *in this page* and have no cap; a cap of 1 looks the
+            # same at per_page=1, so ask for two: only the page count then says 2.
+            again, _ = self._ask(shard, per_page=2)
+            self.capped_engine = int_member(again, "available_results") != 2
         whole = frame if probe and len(frame) == total else None
         if not self.capped_engine:
             return Count(total, total, whole)

@@ -99,6 +99,14 @@ def test_status_bits_split_a_single_base_the_user_named(tmp_path):
     assert any(s["shard"]["status"] for s in report.shards)
 
 
+def test_a_cap_of_one_is_not_mistaken_for_a_newer_engine(tmp_path):
+    service = FakeService.build(30, cap=1, same_day=30, bases=(1,))
+    for record in service.records:
+        record["media_type"], record["status"] = "image", 0
+    with pytest.raises(IncompleteResultError, match="cap of 1 hits"):
+        run(service, tmp_path, statuses={})
+
+
 def test_newer_engine_without_cap_is_detected(tmp_path):
     service = FakeService.build(700, cap=100, newer_engine=True)
     frame, report = run(service, tmp_path)
