@@ -83,7 +83,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def concat_records(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> pd.DataFrame:
     """Concatenate :func:`records` frames into the frame ``records`` gives for all their items.
 
     Dtypes are decided again over the whole result (an ``Int64`` column of one page and a
@@ -93,6 +93,10 @@ def concat_records(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
     Integers beyond 2**53 that met a float on one page are the one exception: the float column
     of that page already rounded them.
+
+    With ``consume=True`` each part loses a column as soon as it is copied, so the parts and the
+    result never coexist whole: a harvest joining a million records needs the frame once, not
+    twice. The parts are left empty of columns.
 
     Raises
     ------
@@ -109,10 +113,22 @@ def concat_records(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
             )
     if not parts:
         return records([])
-    columns = {name: _declared(parts, name, dtype) for name, dtype in RECORDS.dtypes.items()}
-    names = set().union(*(part.columns for part in parts)) - columns.keys()
-    dynamic = {name: _dynamic(parts, name) for name in names}
+    names = set().union(*(part.columns for part in parts)) - set(RECORDS.names)
+    columns, dynamic = {}, {}
+    for name, dtype in RECORDS.dtypes.items():
+        columns[name] = _declared(parts, name, dtype)
+        _release(parts, name, consume)
+    for name in names:
+        dynamic[name] = _dynamic(parts, name)
+        _release(parts, name, consume)
     return assemble(RECORDS, columns, dynamic)
+
+
+def _release(parts: list[pd.DataFrame], name: str, consume: bool) -> None:
+    if consume:
+        for part in parts:
+            if name in part.columns:
+                del part[name]
 
 
 def _declared(parts: list[pd.DataFrame], name: str, dtype: str) -> Any:

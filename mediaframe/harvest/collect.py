@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import posixpath
 import warnings
 from collections.abc import Callable, Mapping
@@ -136,7 +137,9 @@ def _engine_options(
     settings = client.settings
     progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
-        page, combine = _page(client, options, "search_records_frame"), frames.concat_records
+        # the engine joins frames it owns and drops: let the join release them column by column
+        combine = functools.partial(frames.concat_records, consume=True)
+        page = _page(client, options, "search_records_frame")
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes
         page, combine = _page(client, options, "search_stories_frame"), _concat

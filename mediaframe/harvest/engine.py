@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
@@ -180,6 +181,7 @@ def harvest(
                 if len(batch) == _BATCH:
                     joined.append(combine(batch))
                     batch = []
+                    _give_back_memory()
             report.requests += outcome["requests"]
             if bar is not None:
                 bar.update(outcome["rows"])
@@ -428,6 +430,7 @@ def _assemble(
         )
     frame = combine(parts)
     parts.clear()
+    _give_back_memory()
     key = list(spec.key_columns)
     duplicated = frame.duplicated(key)
     report.duplicates = int(duplicated.sum())
@@ -437,6 +440,12 @@ def _assemble(
     report.fetched = len(frame)
     report.shards = shards
     return frame
+
+
+def _give_back_memory() -> None:
+    # Freed pages (Arrow-backed string columns) stay in Arrow's pool unless it is asked to
+    # return them: without this the process's peak keeps what the joins already dropped.
+    pa.default_memory_pool().release_unused()
 
 
 def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

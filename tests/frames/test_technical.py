@@ -74,3 +74,14 @@ def test_a_name_repeated_in_a_record_is_typed_by_the_value_that_remains():
     pd.testing.assert_frame_equal(
         concat_records([records(page_one), records(page_two)]), records(page_one + page_two)
     )
+
+
+def test_consuming_join_gives_the_same_frame_and_releases_the_parts():
+    pages = [
+        [{"databox_id": 1, "record_id": i, "technical_informations": [{"name": "ISO", "value": i}]}]
+        for i in range(1, 4)
+    ]
+    expected = concat_records([records(page) for page in pages])
+    parts = [records(page) for page in pages]
+    pd.testing.assert_frame_equal(concat_records(parts, consume=True), expected)
+    assert all(len(part.columns) == 0 for part in parts), "each column released once copied"
