@@ -7,8 +7,11 @@ own files, so a Dask cluster (``client.get_executor()``) can run them against sh
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import dataclasses
 import datetime as dt
+import functools
 import os
 import socket
 import time
@@ -443,9 +446,22 @@ def _assemble(
 
 
 def _give_back_memory() -> None:
-    # Freed pages (Arrow-backed string columns) stay in Arrow's pool unless it is asked to
-    # return them: without this the process's peak keeps what the joins already dropped.
+    # Freed pages stay with the allocators unless they are asked to return them: Arrow's pool
+    # (string columns) and, on glibc, the C heap (numpy buffers of the joined parts). Without
+    # this the process's peak keeps what the joins already dropped.
     pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or ``None`` where the C library has none (macOS, musl...)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
