@@ -11,12 +11,14 @@ from mediaframe.frames.fastjson import records_json
 from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
 from mediaframe.frames.me import collections, databoxes, statuses, user
 from mediaframe.frames.records import concat_records, records
-from mediaframe.frames.schema import render_markdown
+from mediaframe.frames.schema import COLLECTION_RIGHTS, DATABOX_RIGHTS, render_markdown
 from mediaframe.frames.search import facets, search_info, suggestions, v2_results
 from mediaframe.frames.stories import stories, story_record_frame, story_records
 from mediaframe.frames.technical import technical_long, technical_wide
 
 __all__ = [
+    "COLLECTION_RIGHTS",
+    "DATABOX_RIGHTS",
     "baskets",
     "collections",
     "concat_records",

@@ -28,6 +28,8 @@ def test_every_declared_frame_has_its_public_function():
 
 def test_public_surface_is_pinned():
     assert sorted(frames.__all__) == [
+        "COLLECTION_RIGHTS",
+        "DATABOX_RIGHTS",
         "baskets",
         "collections",
         "concat_records",
