@@ -29,8 +29,8 @@ from mediaframe.exceptions import (
     CacheWarning,
     ConfigurationError,
 )
-from mediaframe.harvest.engine import harvest
-from mediaframe.harvest.plan import Page, Spec
+from mediaframe.harvest.engine import concat_frames, harvest
+from mediaframe.harvest.plan import Page, Spec, without
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.sync import sync
 
@@ -94,7 +94,7 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
             store,
             flatten=frames.records if spec.kind == "records" else frames.stories,
             lag=dt.timedelta(seconds=settings.sync_lag),
-            **_without(common, "page"),
+            **without(common, "page"),
         )
         if synced is not None:
             return _with_report(*synced, spec)
@@ -142,7 +142,7 @@ def _engine_options(
         page = _page(client, options, "search_records_frame")
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes
-        page, combine = _page(client, options, "search_stories_frame"), _concat
+        page, combine = _page(client, options, "search_stories_frame"), concat_frames
     return {
         "page": page,
         "combine": combine,
@@ -159,14 +159,6 @@ def _engine_options(
             **spec.identity(),
         },
     }
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(parts, ignore_index=True)
-
-
-def _without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
-    return {name: value for name, value in mapping.items() if name not in names}
 
 
 def _page(client: Any, options: Options, route: str) -> Page:

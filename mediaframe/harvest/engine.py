@@ -160,9 +160,7 @@ def harvest(
         report.capped_engine = manifest["capped_engine"]
         bar = progress(manifest["total"]) if progress else None
         # Only an earlier run's shards are checked: this run's early ones are in started_early.
-        outcomes = (
-            {} if started_early or manifest_is_new else _still_valid(store, manifest, counter, pool)
-        )
+        outcomes = {} if manifest_is_new else _still_valid(store, manifest, counter, pool)
         report.resumed_shards = len(outcomes)
         if bar is not None:
             bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
@@ -443,6 +441,11 @@ def _assemble(
     report.fetched = len(frame)
     report.shards = shards
     return frame
+
+
+def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Join frames whose columns are all declared (stories, v2 references): dtypes agree."""
+    return pd.concat(parts, ignore_index=True)
 
 
 def _give_back_memory() -> None:

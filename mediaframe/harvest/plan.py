@@ -405,6 +405,11 @@ def _parse_day(value: str | None) -> dt.date | None:
     return dt.date.fromisoformat(value) if value else None
 
 
+def without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """``mapping`` less the members ``names``."""
+    return {name: value for name, value in mapping.items() if name not in names}
+
+
 def to_plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): to_plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}

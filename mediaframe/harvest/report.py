@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from mediaframe.harvest.plan import without
+
 
 @dataclasses.dataclass
 class HarvestReport:
@@ -36,7 +38,7 @@ class HarvestReport:
     @property
     def plan(self) -> pd.DataFrame:
         """One row per shard: its bounds, expected and fetched counts, state and time taken."""
-        rows = [{"shard": s["id"], **s["shard"], **_without(s, "id", "shard")} for s in self.shards]
+        rows = [{"shard": s["id"], **s["shard"], **without(s, "id", "shard")} for s in self.shards]
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,7 +67,3 @@ class HarvestReport:
             + (f", {self.duplicates} duplicate(s) dropped" if self.duplicates else "")
             + (", from cache" if self.from_cache else "")
         )
-
-
-def _without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
-    return {k: v for k, v in mapping.items() if k not in names}

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest.engine import Combine, harvest, in_row_order
+from mediaframe.harvest.engine import Combine, concat_frames, harvest, in_row_order
 from mediaframe.harvest.plan import Page, Spec, Statuses
 from mediaframe.harvest.report import HarvestReport
 
@@ -86,7 +86,9 @@ def sync(
     changed, changed_report = harvest(
         page, changed_spec, _scratch(store, "changed"), combine=combine, **common
     )
-    keys, keys_report = harvest(page_keys, spec, _scratch(store, "keys"), combine=_concat, **common)
+    keys, keys_report = harvest(
+        page_keys, spec, _scratch(store, "keys"), combine=concat_frames, **common
+    )
     present = _key_index(keys, key)
     kept = cached[_key_index(cached, key).isin(present)]
     removed = len(cached) - len(kept)
@@ -135,10 +137,6 @@ def _scratch(store: HarvestStore, name: str) -> HarvestStore:
 
 def _key_index(frame: pd.DataFrame, key: list[str]) -> pd.MultiIndex:
     return pd.MultiIndex.from_frame(frame[key].astype("int64"))
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(parts, ignore_index=True)
 
 
 def _write(
