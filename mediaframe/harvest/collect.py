@@ -29,7 +29,7 @@ from mediaframe.exceptions import (
     CacheWarning,
     ConfigurationError,
 )
-from mediaframe.harvest.engine import concat_frames, harvest
+from mediaframe.harvest.engine import Combine, concat_frames, harvest
 from mediaframe.harvest.plan import Page, Spec, without
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.sync import sync
@@ -138,7 +138,7 @@ def _engine_options(
     progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
         # the engine joins frames it owns and drops: let the join release them column by column
-        combine = functools.partial(frames.concat_records, consume=True)
+        combine: Combine = functools.partial(frames.concat_records, consume=True)
         page = _page(client, options, "search_records_frame")
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes

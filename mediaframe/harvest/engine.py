@@ -173,7 +173,10 @@ def harvest(
         # so that little joining is left once the last page is in.
         joined: list[pd.DataFrame] = []
         batch: list[pd.DataFrame] = []
-        futures = [started_early.pop(e["id"], None) or runner.submit(task, e) for e in todo]
+        futures = [
+            started_early.pop(e["id"]) if e["id"] in started_early else runner.submit(task, e)
+            for e in todo
+        ]
         for entry, future in zip(todo, futures, strict=True):
             outcome, frame = future.result()
             outcomes[entry["id"]] = outcome
@@ -471,10 +474,8 @@ def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """``frame`` sorted by ``columns`` (missing values first), moved column by column so that
     two copies never coexist."""
     order = np.lexsort([frame[name].to_numpy("int64", na_value=-1) for name in reversed(columns)])
-    columns = {}
-    for name in list(frame.columns):
-        columns[name] = frame.pop(name).array.take(order)
-    return pd.DataFrame(columns, copy=False)
+    moved = {name: frame.pop(name).array.take(order) for name in list(frame.columns)}
+    return pd.DataFrame(moved, copy=False)
 
 
 def _judge(

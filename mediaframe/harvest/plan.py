@@ -161,7 +161,7 @@ class ShardCounter:
 
     def __call__(self, shard: Shard, expected: float | None = None) -> Count:
         probe = expected is not None and expected <= _PROBE_FILL * self.page_size
-        paging = {"per_page": 1}
+        paging: dict[str, Any] = {"per_page": 1}
         if probe:
             paging = {"per_page": self.page_size, "sort": self.spec.paging_sort, "ord": "asc"}
         response, frame = self._ask(shard, **paging)
@@ -258,8 +258,8 @@ def plan(
             if split
             for child in split[1]
         }
-        counted = run(lambda pair: count(*pair), list(expected.items()))
-        counts = dict(zip(expected, counted, strict=True))
+        answers = run(lambda pair: count(*pair), list(expected.items()))
+        counts = dict(zip(expected, answers, strict=True))
         frontier = []
         for (shard, total, _), split in zip(waiting, splits, strict=True):
             if split is None:
