@@ -24,6 +24,9 @@ __all__ = [
 #: 1-9999 (a nanosecond column overflows outside 1677-2262) and it round-trips through parquet.
 TIMESTAMP = "datetime64[us, UTC]"
 
+#: A column's values as the helpers take them: a list, or a numpy array of objects.
+Values = Sequence[Any] | np.ndarray
+
 _NONE = type(None)
 _NUMBERS = frozenset({int, float})
 _SCALARS = frozenset({bool, int, float, str})
@@ -84,7 +87,7 @@ def to_array(values: Sequence[Any], dtype: str, *, member: str, label: Label) ->
     return pd.array(values, dtype=dtype)
 
 
-def infer_array(values: Sequence[Any]) -> Any:
+def infer_array(values: Values) -> Any:
     """Type a column by every value it holds: the rule for technical names and unknown members.
 
     All integers give ``Int64``; integers and floats give ``Float64``; all booleans give
@@ -111,7 +114,7 @@ def infer_array(values: Sequence[Any]) -> Any:
     return text(values)
 
 
-def text(values: Sequence[str | None]) -> pd.arrays.ArrowStringArray:
+def text(values: Values) -> pd.arrays.ArrowStringArray:
     """A ``string`` array (pyarrow storage, ``pd.NA`` for missing) from ``str`` or ``None`` values.
 
     Built with pyarrow directly: ``pd.array(..., dtype="string")`` first re-checks every value in
@@ -180,7 +183,7 @@ def timestamps(values: Sequence[Any], *, member: str, label: Label) -> pd.Dateti
     return parsed.as_unit("us")
 
 
-def _integers(values: Sequence[Any], *, member: str, label: Label) -> Any:
+def _integers(values: Values, *, member: str, label: Label) -> Any:
     try:
         return pd.array(values, dtype="Int64")
     except (OverflowError, TypeError, ValueError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -55,7 +55,7 @@ def feed_items(entries: list[dict[str, Any]]) -> pd.DataFrame:
                 f"{item_label(index)}: member 'record' is not an object (report the payload)",
                 item=index,
             )
-    frame = flatten_records(records, label=item_label)
+    frame = flatten_records(cast(list[dict[str, Any]], records), label=item_label)  # checked above
     frame.insert(0, "item_id", item_ids)
     frame.insert(0, "entry_id", entry_ids.take(owners))
     return frame

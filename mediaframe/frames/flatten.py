@@ -102,7 +102,7 @@ def member_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Sequence[Any]
 
 def _transpose(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """Rows sharing one key layout, turned into one list per member."""
-    return list(map(list, zip(*map(dict.values, rows), strict=True)))
+    return list(map(list, zip(*(row.values() for row in rows), strict=True)))
 
 
 #: Beyond this many key layouts, reading member by member is cheaper than grouping rows.
@@ -133,7 +133,7 @@ def nested_rows(values: Sequence[Any], *, path: str, label: Label) -> list[Mappi
     return [_EMPTY if value is None else value for value in values]
 
 
-def _declared(values: list[Any], column: Column, *, label: Label) -> Any:
+def _declared(values: Sequence[Any], column: Column, *, label: Label) -> Any:
     if column.required and None in values:
         index = next(i for i, value in enumerate(values) if value is None)
         raise MalformedItemError(
@@ -146,7 +146,7 @@ def _declared(values: list[Any], column: Column, *, label: Label) -> Any:
     return to_array(values, column.dtype, member=column.path, label=label)
 
 
-def _joined(values: list[Any], column: Column, *, label: Label) -> list[Any]:
+def _joined(values: Sequence[Any], column: Column, *, label: Label) -> list[Any]:
     kinds = set(map(type, values)) - {type(None)}
     entries = chain.from_iterable(v for v in values if type(v) is list)
     if kinds - {list} or set(map(type, entries)) - {str}:

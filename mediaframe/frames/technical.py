@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError, MalformedItemError
-from mediaframe.frames.arrays import infer_array, object_values, to_array
+from mediaframe.frames.arrays import Values, infer_array, object_values, to_array
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS, TECHNICAL_LONG
 
@@ -98,9 +98,9 @@ def gather(
     lists = [item.get("technical_informations") for item in items]
     if set(map(type, lists)) - {list, type(None)}:
         _refuse(lists, lambda v: v is not None and type(v) is not list, label, "is not an array")
-    lists = [entries or () for entries in lists]
-    rows = np.repeat(np.arange(len(lists)), [len(entries) for entries in lists])
-    flat = list(chain.from_iterable(lists))
+    present = [entries or () for entries in lists]
+    rows = np.repeat(np.arange(len(present)), [len(entries) for entries in present])
+    flat = list(chain.from_iterable(present))
     try:
         names = list(map(itemgetter("name"), flat))
         values = [entry.get("value") for entry in flat]
@@ -114,8 +114,8 @@ def gather(
 def pivot(
     n: int,
     rows: np.ndarray,
-    names: Sequence[str],
-    values: Sequence[Any],
+    names: Values,
+    values: Values,
     *,
     label: Callable[[int], str] = "record #{}".format,
 ) -> dict[str, Any]:
@@ -137,15 +137,15 @@ def pivot(
     order = np.argsort(codes, kind="stable")
     ends = np.cumsum(np.bincount(codes, minlength=len(uniques)))
     rows = np.asarray(rows)[order]
-    values = np.fromiter(values, dtype=object, count=len(values))[order]
+    ordered = np.fromiter(values, dtype=object, count=len(values))[order]
     columns = {}
     start = 0
     for name, end in zip(uniques, ends, strict=True):
-        kinds = set(map(type, values[start:end]))
+        kinds = set(map(type, ordered[start:end]))
         if kinds - _SCALAR_OR_NULL:
-            bad = next(i for i in range(start, end) if type(values[i]) not in _SCALAR_OR_NULL)
-            _refuse_value(int(rows[bad]), label, f"{name!r} has value {values[bad]!r}")
-        named_rows, named_values = _last_per_row(rows[start:end], values[start:end])
+            bad = next(i for i in range(start, end) if type(ordered[i]) not in _SCALAR_OR_NULL)
+            _refuse_value(int(rows[bad]), label, f"{name!r} has value {ordered[bad]!r}")
+        named_rows, named_values = _last_per_row(rows[start:end], ordered[start:end])
         if len(named_values) < end - start:  # the type is decided by the values that remain
             kinds = set(map(type, named_values))
         columns[name] = scatter(n, named_rows, named_values, kinds=kinds)
