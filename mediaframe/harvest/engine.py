@@ -16,6 +16,7 @@ import os
 import socket
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
@@ -173,15 +174,18 @@ def harvest(
         # so that little joining is left once the last page is in.
         joined: list[pd.DataFrame] = []
         batch: list[pd.DataFrame] = []
-        futures = [
+        futures = deque(
             started_early.pop(e["id"]) if e["id"] in started_early else runner.submit(task, e)
             for e in todo
-        ]
-        for entry, future in zip(todo, futures, strict=True):
-            outcome, frame = future.result()
+        )
+        for entry in todo:
+            # Each future is let go once read, so that the batch holds its frame's only
+            # reference and the join can free it.
+            outcome, frame = futures.popleft().result()
             outcomes[entry["id"]] = outcome
             if frame is not None:
                 batch.append(frame)
+                del frame
                 if len(batch) == _BATCH:
                     joined.append(combine(batch))
                     batch = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pandas as pd
 import pytest
 
@@ -83,5 +85,12 @@ def test_consuming_join_gives_the_same_frame_and_releases_the_parts():
     ]
     expected = concat_records([records(page) for page in pages])
     parts = [records(page) for page in pages]
+    alive = [weakref.ref(part) for part in parts]
     pd.testing.assert_frame_equal(concat_records(parts, consume=True), expected)
-    assert all(len(part.columns) == 0 for part in parts), "each column released once copied"
+    assert parts == [], "the frames are taken out of the list"
+    assert all(ref() is None for ref in alive), "nothing keeps the joined frames alive"
+
+
+def test_consuming_join_needs_a_list_it_can_empty():
+    with pytest.raises(InvalidParameterError, match="pass a list"):
+        concat_records((records([]),), consume=True)
