@@ -3,6 +3,7 @@
 import json
 import os
 
+import fsspec
 import pandas as pd
 import pytest
 
@@ -41,6 +42,19 @@ def test_round_trip_is_identical_and_hive_partitioned(frame, tmp_path):
     pd.testing.assert_frame_equal(back, frame)
     assert provenance == {"server": "https://a.example"}
     assert (tmp_path / "ds" / "databox_id=1" / "collection_id=2" / "part-0.parquet").exists()
+
+
+def test_remote_filesystems_read_the_same_as_local_files(frame):
+    # Local files are memory-mapped; any other fsspec filesystem is read through fsspec.
+    path = "memory://mediaframe-test/ds"
+    try:
+        cache.write_frame(frame, path, provenance={"server": "s"}, sort_by=KEY)
+        store = cache.HarvestStore("memory://mediaframe-test/h")
+        files = store.write_data(frame, {}, sort_by=KEY)
+        pd.testing.assert_frame_equal(cache.read_frame(path)[0], frame)
+        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
+    finally:
+        fsspec.filesystem("memory").rm("/mediaframe-test", recursive=True)
 
 
 def test_frames_without_partition_columns_are_one_file(tmp_path):
