@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -36,6 +37,8 @@ _TECHNICAL = "technical_informations"
 #: Records go one a line: pyarrow reads lines in blocks faster than one line holding the array.
 _NEXT_LINE = b'}\n{"databox_id":'
 _BLOCK = 1 << 22
+#: From this many bytes of records on, the scans run beside pyarrow's parse.
+_OVERLAP = 1 << 23
 #: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
 #: ``value`` right after a string is a number after its name, and those are counted.
 _TEXT_VALUE = b'","value":"'
@@ -62,6 +65,8 @@ _ARROW_TYPES = {
     "boolean": pa.bool_(),
     TIMESTAMP: pa.string(),  # parsed after reading: pyarrow's reader takes 1.5x longer with them
 }
+_UTC_MICROSECONDS = pa.timestamp("us", "UTC")
+_UTC_DTYPE = pd.DatetimeTZDtype("us", "UTC")
 _PANDAS_TYPES = {
     pa.int64(): pd.Int64Dtype(),
     pa.float64(): pd.Float64Dtype(),
@@ -213,12 +218,16 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     if end - opening == 2:  # "[]"
         return records([])
     data, start, stop, texts = _rewrite(body, opening, end)
-    # pyarrow parses without the GIL: the scans, pure Python, run on the other core meanwhile.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        parsing = pool.submit(_parse, pa.py_buffer(data).slice(start, stop - start))
-        whole = [match.start() for match in _WHOLE_FLOAT.finditer(data, start, stop)]
-        counts = {_NUMBER: data.count(_NUMBER, start, stop), _TEXT: texts}
-        table = parsing.result()
+    lines = pa.py_buffer(data).slice(start, stop - start)
+    if stop - start < _OVERLAP:  # a page: a thread would cost more than it saves
+        table = _parse(lines)
+        whole, counts = _scan(data, start, stop, texts)
+    else:
+        # pyarrow parses without the GIL: the scans, pure Python, run on the other core meanwhile.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            parsing = pool.submit(_parse, lines)
+            whole, counts = _scan(data, start, stop, texts)
+            table = parsing.result()
     if table is None:
         return None
     # Columns stay in pyarrow's blocks (chunks): pandas keeps chunked strings as they are, and
@@ -238,6 +247,12 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
+
+
+def _scan(data: bytes, start: int, stop: int, texts: int) -> tuple[list[int], dict[bytes, int]]:
+    """Where floats written whole are, and how many numbers and texts the records hold."""
+    whole = [match.start() for match in _WHOLE_FLOAT.finditer(data, start, stop)]
+    return whole, {_NUMBER: data.count(_NUMBER, start, stop), _TEXT: texts}
 
 
 def _parse(data: pa.Buffer) -> pa.Table | None:
@@ -347,10 +362,10 @@ def _convert(values: pa.ChunkedArray, dtype: str, *, required: bool) -> Any:
         return _categorical(values)
     if dtype == TIMESTAMP:
         return _timestamps(values)
-    return values.to_pandas(types_mapper=_PANDAS_TYPES.get).array
+    return _PANDAS_TYPES[values.type].__from_arrow__(values)  # no Series on the way
 
 
-def _timestamps(values: pa.ChunkedArray) -> pd.DatetimeIndex | None:
+def _timestamps(values: pa.ChunkedArray) -> Any:
     """ISO 8601 text to UTC timestamps; ``None`` for what pyarrow and records() may read apart.
 
     pyarrow refuses negative years (placeholders) and anything but a full date-time with an
@@ -359,9 +374,10 @@ def _timestamps(values: pa.ChunkedArray) -> pd.DatetimeIndex | None:
     if pc.any(pc.starts_with(values, "0000")).as_py():
         return None
     try:
-        return pd.DatetimeIndex(values.cast(pa.timestamp("us", "UTC")).to_pandas())
+        stamps = values.cast(_UTC_MICROSECONDS)
     except pa.ArrowInvalid:
         return None
+    return _UTC_DTYPE.__from_arrow__(stamps)  # a quarter of what to_pandas() costs
 
 
 def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
@@ -373,7 +389,14 @@ def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
     codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
     codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)] if len(rank) else -1)
     categories = encoded.dictionary.take(pa.array(order)).to_pylist() or [""]
-    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype="str"))
+    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(categories)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _category_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The dtype of sorted ``str`` categories, built once: pages mostly share their categories,
+    and validating them again cost more than the rest of the column."""
+    return pd.CategoricalDtype(pd.Index(list(categories), dtype="str"))
 
 
 def _technical(
