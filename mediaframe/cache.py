@@ -23,6 +23,7 @@ import posixpath
 import uuid
 import zlib
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fsspec
@@ -170,19 +171,27 @@ def _write_partitions(
     partitions: list[str],
     metadata: bytes,
 ) -> None:
-    # One partition at a time, so that only a slice of the frame is ever copied into Arrow.
+    # Partition by partition, so that only a slice of the frame is ever copied into Arrow; two at
+    # a time, as parquet encoding leaves the GIL.
     groups = df.groupby(partitions, dropna=False, sort=True, observed=True).indices
-    for values, rows in groups.items():
+
+    def write(values: Any, rows: np.ndarray) -> None:
         values = values if isinstance(values, tuple) else (values,)
         folder = "/".join(
             f"{name}={_HIVE_NULL if pd.isna(value) else int(value)}"
             for name, value in zip(partitions, values, strict=True)
         )
-        part = df.iloc[rows].drop(columns=partitions)
+        if rows[-1] - rows[0] + 1 == len(rows):  # a sorted frame's partition: a view, no copy
+            part = df.iloc[rows[0] : rows[-1] + 1]
+        else:
+            part = df.iloc[rows]
         fs.makedirs(posixpath.join(staging, folder), exist_ok=True)
-        _write_file(
-            _to_table(part, metadata), fs, posixpath.join(staging, folder, "part-0.parquet")
-        )
+        table = _to_table(part.drop(columns=partitions), metadata)
+        _write_file(table, fs, posixpath.join(staging, folder, "part-0.parquet"))
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="mediaframe-write") as pool:
+        for done in [pool.submit(write, values, rows) for values, rows in groups.items()]:
+            done.result()
 
 
 def _write_file(table: pa.Table, fs: fsspec.AbstractFileSystem, path: str) -> None:
