@@ -118,7 +118,8 @@ def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> p
         # The frames go; ``columns`` then holds their columns' only references, and each is
         # dropped once copied. (Deleting columns from the frames themselves costs pandas a
         # block rebuild per column: five times the join.)
-        taken.clear()
+        if isinstance(taken, list):  # checked above; said again for the type checker
+            taken.clear()
         del parts
     names = set().union(*columns) - set(RECORDS.names)
     declared, dynamic = {}, {}
