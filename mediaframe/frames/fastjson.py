@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,8 @@ _TECHNICAL = "technical_informations"
 #: Records go one a line: pyarrow reads lines in blocks faster than one line holding the array.
 _NEXT_LINE = b'}\n{"databox_id":'
 _BLOCK = 1 << 22
-#: From this many bytes of records on, the scans run beside pyarrow's parse.
-_OVERLAP = 1 << 23
+#: Records are rewritten and parsed in pieces of about this many bytes (see _read_pieces).
+_PIECE = 1 << 24
 #: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
 #: ``value`` right after a string is a number after its name, and those are counted.
 _TEXT_VALUE = b'","value":"'
@@ -217,19 +217,11 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
     """The records frame from the array at ``body[opening:end]``, or ``None`` if unsure."""
     if end - opening == 2:  # "[]"
         return records([])
-    data, start, stop, texts = _rewrite(body, opening, end)
-    lines = pa.py_buffer(data).slice(start, stop - start)
-    if stop - start < _OVERLAP:  # a page: a thread would cost more than it saves
-        table = _parse(lines)
-        whole, counts = _scan(data, start, stop, texts)
-    else:
-        # pyarrow parses without the GIL: the scans, pure Python, run on the other core meanwhile.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            parsing = pool.submit(_parse, lines)
-            whole, counts = _scan(data, start, stop, texts)
-            table = parsing.result()
-    if table is None:
+    read = _read_pieces(body, opening, end)
+    if read is None:
         return None
+    tables, names, counts = read
+    table = pa.concat_tables(tables)
     # Columns stay in pyarrow's blocks (chunks): pandas keeps chunked strings as they are, and
     # combining every column first would copy the whole table once more.
     members = _members(zip(table.schema, table.columns, strict=True), "")
@@ -240,19 +232,66 @@ def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
             return None
         columns[column.name] = converted
     lists = members[_TECHNICAL].combine_chunks()
-    names = {_name_before(data, at) for at in whole}
-    if None in names:
-        return None  # a name key spelled with escapes: the scan cannot name the entry
-    technical = _technical(lists, table.num_rows, counts, {str(name) for name in names})
+    technical = _technical(lists, table.num_rows, counts, names)
     if technical is None:
         return None
     return assemble(RECORDS, columns, technical)
 
 
-def _scan(data: bytes, start: int, stop: int, texts: int) -> tuple[list[int], dict[bytes, int]]:
-    """Where floats written whole are, and how many numbers and texts the records hold."""
-    whole = [match.start() for match in _WHOLE_FLOAT.finditer(data, start, stop)]
-    return whole, {_NUMBER: data.count(_NUMBER, start, stop), _TEXT: texts}
+def _read_pieces(
+    body: bytes, opening: int, end: int
+) -> tuple[list[pa.Table], set[str], dict[bytes, int]] | None:
+    """Rewrite, parse and scan the records; ``None`` for anything but the declared shape.
+
+    Returns pyarrow's tables, the technical names holding a float written whole, and the counts
+    of numbers and texts. A big answer is cut at record boundaries into pieces of about
+    ``_PIECE`` bytes: pyarrow parses one piece (without the GIL, on the other core) while the
+    next is rewritten and scanned, rather than every parse waiting for the whole rewrite.
+    """
+    names: set[str | None] = set()
+    counts = {_NUMBER: 0, _TEXT: 0}
+    parsing: list[Future] = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for first, last in _pieces(body, opening, end):
+            data, texts = _rewrite(body[first:last])
+            lines = pa.py_buffer(data)
+            if end - opening < _PIECE:  # a page: a thread would cost more than it saves
+                parsing.append(_done(_parse(lines)))
+            else:
+                parsing.append(pool.submit(_parse, lines))
+            whole = [match.start() for match in _WHOLE_FLOAT.finditer(data)]
+            names.update(_name_before(data, at) for at in whole)
+            counts[_NUMBER] += data.count(_NUMBER)
+            counts[_TEXT] += texts
+        tables = [future.result() for future in parsing]
+    if None in names:
+        return None  # a name key spelled with escapes: the scan cannot name the entry
+    if any(table is None for table in tables):
+        return None
+    return tables, {str(name) for name in names}, counts
+
+
+def _done(result: Any) -> Future:
+    """An already finished future: a page is parsed on the calling thread."""
+    future: Future = Future()
+    future.set_result(result)
+    return future
+
+
+def _pieces(body: bytes, opening: int, end: int) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` spans of whole records between ``[`` and ``]``, about ``_PIECE`` long.
+
+    A piece ends after a record's ``}`` and the next begins at its ``{"databox_id":``; a record
+    that starts otherwise stays inside its piece, where pyarrow then refuses it.
+    """
+    first, stop = opening + 1, end - 1
+    while True:
+        cut = body.find(_NEXT_RECORD, first + _PIECE, stop)
+        if cut < 0:
+            yield first, stop
+            return
+        yield first, cut + 1
+        first = cut + 2
 
 
 def _parse(data: pa.Buffer) -> pa.Table | None:
@@ -288,25 +327,10 @@ def _name_before(data: bytes, at: int) -> str | None:
         return None
 
 
-def _rewrite(body: bytes, opening: int, end: int) -> tuple[bytes, int, int, int]:
-    """The records between ``[`` and ``]``, one a line, text values renamed ``text``.
-
-    Returns the rewritten body, where the records now start and stop in it, and how many text
-    values among them were renamed.
-
-    A record that does not start with ``databox_id`` stays on its neighbour's line, which
-    pyarrow refuses. The whole body is rewritten (slicing first would copy it once more); the
-    records are then found again from how many renames fell before and after them.
-    """
-    lines = body.replace(_NEXT_RECORD, _NEXT_LINE)  # as long as before: positions hold
-    renamed = lines.replace(_TEXT_VALUE, _TEXT)
-    shrink = len(_TEXT_VALUE) - len(_TEXT)
-    before = body.count(_TEXT_VALUE, 0, opening)
-    after = body.count(_TEXT_VALUE, end)
-    start = opening + 1 - before * shrink
-    stop = len(renamed) - (len(body) - end + 1 - after * shrink)
-    texts = (len(body) - len(renamed)) // shrink - before - after
-    return renamed, start, stop, texts
+def _rewrite(records: bytes) -> tuple[bytes, int]:
+    """Records one a line, text values renamed ``text``; and how many texts were renamed."""
+    renamed = records.replace(_NEXT_RECORD, _NEXT_LINE).replace(_TEXT_VALUE, _TEXT)
+    return renamed, (len(records) - len(renamed)) // (len(_TEXT_VALUE) - len(_TEXT))
 
 
 def _declared_schema() -> pa.Schema:
