@@ -104,23 +104,22 @@ def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> p
     InvalidParameterError
         A part lacks a declared records column (it was not built by :func:`records`).
     """
-    taken, parts = parts, list(parts)
-    if consume and not isinstance(taken, list):
-        raise InvalidParameterError(
-            "concat_records(consume=True) empties the list of parts it is given: pass a list"
-        )
-    _check_parts(parts)
-    if not parts:
-        return records([])
-    lengths = [len(part) for part in parts]
-    columns = [dict(part.items()) for part in parts]
+    frames = list(parts)
+    _check_parts(frames)
     if consume:
-        # The frames go; ``columns`` then holds their columns' only references, and each is
-        # dropped once copied. (Deleting columns from the frames themselves costs pandas a
-        # block rebuild per column: five times the join.)
-        if isinstance(taken, list):  # checked above; said again for the type checker
-            taken.clear()
-        del parts
+        if not isinstance(parts, list):
+            raise InvalidParameterError(
+                "concat_records(consume=True) empties the list of parts it is given: pass a list"
+            )
+        # The caller's list lets go of the frames, and ``frames`` does once their columns are
+        # out: each column is then dropped as soon as it is copied. (Deleting columns from the
+        # frames themselves costs pandas a block rebuild per column: five times the join.)
+        parts.clear()
+    if not frames:
+        return records([])
+    lengths = [len(frame) for frame in frames]
+    columns = [dict(frame.items()) for frame in frames]
+    del frames
     names = set().union(*columns) - set(RECORDS.names)
     declared, dynamic = {}, {}
     for name, dtype in RECORDS.dtypes.items():
