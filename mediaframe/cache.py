@@ -249,8 +249,7 @@ def read_frame(
     fs, root = _filesystem(path)
     if not fs.exists(root):
         raise CacheMissError(f"nothing is cached at {path}")
-    found = sorted(fs.find(root))
-    blobs = {posixpath.relpath(file, root): _contents(fs, file) for file in found}
+    blobs = _contents_of(fs, root)
     if checks is not None and _checks(blobs) != dict(checks):
         raise CacheCorruptError(f"the cached dataset at {path} does not match its manifest")
     files = _in_partition_order(name for name in blobs if name.endswith(".parquet"))
@@ -276,8 +275,12 @@ def _file_checks(path: str) -> dict[str, str]:
     CRC-32 catches accidental damage anywhere in a file, parquet footers included (they carry
     no checksum of their own), at a few milliseconds per 10 MB.
     """
-    fs, root = _filesystem(path)
-    return _checks({posixpath.relpath(file, root): fs.cat_file(file) for file in fs.find(root)})
+    return _checks(_contents_of(*_filesystem(path)))
+
+
+def _contents_of(fs: fsspec.AbstractFileSystem, root: str) -> dict[str, Any]:
+    """Every file below ``root``, by path relative to it, as :func:`_contents` reads it."""
+    return {posixpath.relpath(file, root): _contents(fs, file) for file in fs.find(root)}
 
 
 def _contents(fs: fsspec.AbstractFileSystem, path: str) -> Any:
