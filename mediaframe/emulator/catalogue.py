@@ -29,7 +29,21 @@ RECORD_FIELDS = ("Title", "Keywords", "Description", "Creator", "City", "Country
 STORY_FIELDS = ("Title", "Description", "Creator")
 
 
-class RecordTable:
+class _InBases:
+    """Rows placed in bases by ``base_index``: their base and collection ids follow from it."""
+
+    base_index: np.ndarray
+
+    @property
+    def base_id(self) -> np.ndarray:
+        return BASE_IDS[self.base_index]
+
+    @property
+    def collection_id(self) -> np.ndarray:
+        return BASE_COLLECTION[self.base_index]
+
+
+class RecordTable(_InBases):
     """Record columns, one row per record, rows in creation order."""
 
     def __init__(self, size: int, rng: np.random.Generator) -> None:
@@ -53,16 +67,8 @@ class RecordTable:
         self.dates = {"Date": self.created // DAY - rng.integers(0, 30, size)}
         self.tech = _tech_columns(self, rng)
 
-    @property
-    def base_id(self) -> np.ndarray:
-        return BASE_IDS[self.base_index]
 
-    @property
-    def collection_id(self) -> np.ndarray:
-        return BASE_COLLECTION[self.base_index]
-
-
-class StoryTable:
+class StoryTable(_InBases):
     """Story columns; members are record rows of the story's own collection."""
 
     def __init__(self, records: RecordTable, rng: np.random.Generator) -> None:
@@ -89,14 +95,6 @@ class StoryTable:
         self.texts = _story_texts(self.created, rng)
         self.dates = {"Date": self.created // DAY}
         self.tech: dict[str, TechColumn] = {}
-
-    @property
-    def base_id(self) -> np.ndarray:
-        return BASE_IDS[self.base_index]
-
-    @property
-    def collection_id(self) -> np.ndarray:
-        return BASE_COLLECTION[self.base_index]
 
     def member_rows(self, row: int) -> np.ndarray:
         """Record rows of story ``row``."""
