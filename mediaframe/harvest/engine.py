@@ -14,9 +14,9 @@ import datetime as dt
 import functools
 import os
 import socket
+import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
@@ -28,6 +28,7 @@ import pyarrow as pa
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.plan import (
+    Count,
     Page,
     Shard,
     ShardCounter,
@@ -45,6 +46,8 @@ _UNCAPPED_SHARD = 10_000
 # Shard frames joined at a time while paging goes on.
 _BATCH = 16
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
+#: Takes a finished shard's frame, by shard id, once it is written.
+Deliver = Callable[[str, pd.DataFrame], None]
 
 
 class ShardOverCap(Exception):
@@ -129,30 +132,33 @@ def harvest(
     counter = ShardCounter(page, spec, page_size=per_page)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec) if resume else None
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool:
+    # The joiner outlives the pool: shards still running when something fails deliver to it.
+    with (
+        _Joiner(combine) as joiner,
+        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
+    ):
         runner = executor or pool
-        started_early: dict[str, Future] = {}
+        # Threads hand their frames to the joiner; Dask workers leave theirs in the store.
+        deliver = joiner.add if executor is None else None
+
+        def new_task(deliver: Deliver | None = deliver) -> _ShardTask:
+            return _ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+
         manifest_is_new = manifest is None
+        early = _Early(new_task, runner, pool, deliver)
         if manifest is None:
-            store.clear_shards()  # what another run left would mislead a later resume
-
-            def start(shard: Shard, total: int, frame: pd.DataFrame | None) -> None:
-                # Page a leaf at once, on the same bounded pool the rest of planning uses;
-                # a leaf whose count brought all its hits only needs writing.
-                task = _ShardTask(
-                    page, spec, store, per_page, counter.capped_engine, combine, executor is None
-                )
-                entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
-                if frame is None:
-                    started_early[shard.id] = runner.submit(task, entry)
-                else:
-                    started_early[shard.id] = pool.submit(task.fetched, entry, frame, total)
-
-            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, start)
+            # Shards a run killed while planning finished (it saved no plan) are kept if their
+            # counts did not move; what else another run left would mislead a later resume.
+            if resume:
+                early.keep(_intact_shards(store))
+            else:
+                store.clear_shards()
+            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, early)
             store.save_manifest(manifest)
+            early.forget_all_but({entry["id"] for entry in _entries(manifest)})
         counter.capped_engine = manifest["capped_engine"]
         if manifest["stuck"] and not allow_incomplete:
-            for future in started_early.values():
+            for future in early.futures.values():
                 future.cancel()
             raise IncompleteResultError(
                 _stuck_message(manifest, spec), shards=manifest["stuck"], report=report
@@ -160,43 +166,28 @@ def harvest(
         report.total_results, report.cap = manifest["total"], manifest["cap"]
         report.capped_engine = manifest["capped_engine"]
         bar = progress(manifest["total"]) if progress else None
-        # Only an earlier run's shards are checked: this run's early ones are in started_early.
-        outcomes = {} if manifest_is_new else _still_valid(store, manifest, counter, pool)
+        # An earlier run's shards: checked while planning if this run made the plan, else now.
+        if manifest_is_new:
+            outcomes = dict(early.reused)
+        else:
+            outcomes = _still_valid(store, manifest, counter, pool)
         report.resumed_shards = len(outcomes)
         if bar is not None:
             bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
         todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
-        # Threads hand their frames back; Dask workers leave theirs in the shared store.
-        task = _ShardTask(
-            page, spec, store, per_page, manifest["capped_engine"], combine, executor is None
-        )
-        # Frames are joined in batches as they arrive, while later shards are still in flight,
-        # so that little joining is left once the last page is in.
-        joined: list[pd.DataFrame] = []
-        batch: list[pd.DataFrame] = []
-        futures = deque(
-            started_early.pop(e["id"]) if e["id"] in started_early else runner.submit(task, e)
+        task = new_task()
+        futures = [
+            early.futures.pop(e["id"]) if e["id"] in early.futures else runner.submit(task, e)
             for e in todo
-        )
-        for entry in todo:
-            # Each future is let go once read, so that the batch holds its frame's only
-            # reference and the join can free it.
-            outcome, frame = futures.popleft().result()
-            outcomes[entry["id"]] = outcome
-            if frame is not None:
-                batch.append(frame)
-                del frame
-                if len(batch) == _BATCH:
-                    joined.append(combine(batch))
-                    batch = []
-                    _give_back_memory()
+        ]
+        for entry, future in zip(todo, futures, strict=True):
+            outcome = outcomes[entry["id"]] = future.result()
             report.requests += outcome["requests"]
             if bar is not None:
                 bar.update(outcome["rows"])
-        joined.extend(batch)
-        del batch
         if bar is not None and hasattr(bar, "close"):
             bar.close()
+        joined = joiner.parts()
     report.requests += counter.requests
     held = set() if executor is not None else {entry["id"] for entry in todo}
     frame = _assemble(store, spec, manifest, outcomes, joined, held, combine, report)
@@ -242,14 +233,16 @@ def _new_manifest(
     statuses: Statuses | None,
     pool: Executor,
     provenance: Mapping[str, Any] | None,
-    on_leaf: Callable[[Shard, int, pd.DataFrame | None], None],
+    early: _Early,
 ) -> dict[str, Any]:
+    """Count the root and plan its shards, starting on each leaf as soon as it is proven."""
     root_count = counter(Shard())
     cap = root_count.retrievable if root_count.over_cap else None
     limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
     counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
+    count = early.counting(counter, limit)
     leaves, stuck = plan(
-        counter,
+        count,
         root=Shard(),
         root_count=root_count,
         cap=limit,
@@ -258,7 +251,7 @@ def _new_manifest(
         statuses=statuses,
         bounds=counter.bounds,
         pool=pool,
-        on_leaf=on_leaf,
+        on_leaf=early.start,
     )
     return {
         "spec": spec.identity(),
@@ -269,6 +262,132 @@ def _new_manifest(
         "plan": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in leaves],
         "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
         "complete": False,
+    }
+
+
+class _Early:
+    """Shards dealt with while the plan is still being made, each as soon as its count is in.
+
+    A count under the cap often brings every hit of its shard (the probe reads a whole page,
+    and when pages and the cap are the same size most shards are fetched that way): the thread
+    that counted it writes it at once, and its frame is delivered once the planner proves the
+    shard a leaf. Queued behind the other counts, every such shard was written at the end of
+    planning, which is then the end of the harvest. A shard finished by a run killed before it
+    saved its plan is kept when a one-hit count says it has not changed.
+    """
+
+    def __init__(
+        self,
+        new_task: Callable[..., _ShardTask],
+        runner: Executor,
+        pool: Executor,
+        deliver: Deliver | None,
+    ) -> None:
+        self._new_task, self._runner, self._pool = new_task, runner, pool
+        self._deliver = deliver
+        self._kept: dict[str, dict[str, Any]] = {}
+        self._held: dict[str, pd.DataFrame] = {}  # written, not yet proven leaves
+        #: Shards written or started, by id: their outcomes to come.
+        self.futures: dict[str, Future] = {}
+        #: Kept shards, by id: their entries in the store.
+        self.reused: dict[str, dict[str, Any]] = {}
+
+    def keep(self, entries: Mapping[str, dict[str, Any]]) -> None:
+        self._kept = dict(entries)
+
+    def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
+        """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
+        # Dask workers leave frames in the store; threads hold them until proven.
+        hold = self._held.__setitem__ if self._deliver is not None else None
+
+        def count(shard: Shard, expected: float | None = None) -> Count:
+            kept = self._kept.get(shard.id)
+            if kept is not None:
+                counted = counter(shard)  # one hit rather than a page
+                if counted.total == kept["total"]:
+                    self.reused[shard.id] = kept
+                    return counted
+            counted = counter(shard, expected)
+            if counted.frame is not None and 0 < counted.total <= limit:
+                entry = {"id": shard.id, "shard": shard.to_dict(), "expected": counted.total}
+                task = self._new_task(hold)
+                self.futures[shard.id] = _finished(
+                    task.fetched(entry, counted.frame, counted.total)
+                )
+            return counted
+
+        return count
+
+    def start(self, shard: Shard, total: int, frame: pd.DataFrame | None) -> None:
+        """Start on a proven leaf: deliver it if written, else page it, or write the hits its
+        count brought (the root's); on the same bounded pool as the rest of planning."""
+        if shard.id in self._held:
+            assert self._deliver is not None
+            self._deliver(shard.id, self._held.pop(shard.id))
+        if shard.id in self.futures or shard.id in self.reused:
+            return
+        entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
+        task = self._new_task()
+        if frame is None:
+            self.futures[shard.id] = self._runner.submit(task, entry)
+        else:
+            self.futures[shard.id] = self._pool.submit(task.fetched, entry, frame, total)
+
+    def forget_all_but(self, planned: set[str]) -> None:
+        """Drop shards counted under a split the planner gave up (its parts did not add up)."""
+        for found in (self.futures, self.reused, self._held):
+            for shard_id in set(found) - planned:
+                del found[shard_id]
+
+
+class _Joiner:
+    """Joins shard frames in batches as they are delivered, on a thread of its own.
+
+    Shards are delivered by the threads that fetch them, while other pages are in flight, so
+    that little joining is left once the last page is in; the frames of a batch are held by the
+    batch alone, so the join can free them as it goes.
+    """
+
+    def __init__(self, combine: Combine) -> None:
+        self._combine = combine
+        self._lock = threading.Lock()
+        self._batch: list[pd.DataFrame] = []
+        self._joins: list[Future] = []
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-join")
+
+    def __enter__(self) -> _Joiner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.shutdown(cancel_futures=True)
+
+    def add(self, shard_id: str, frame: pd.DataFrame) -> None:
+        with self._lock:
+            self._batch.append(frame)
+            if len(self._batch) < _BATCH:
+                return
+            batch, self._batch = self._batch, []
+        self._joins.append(self._thread.submit(self._join, batch))
+
+    def _join(self, batch: list[pd.DataFrame]) -> pd.DataFrame:
+        joined = self._combine(batch)
+        _give_back_memory()
+        return joined
+
+    def parts(self) -> list[pd.DataFrame]:
+        """Every frame delivered: the joined batches, then the rest."""
+        with self._lock:
+            rest, self._batch = self._batch, []
+        joins, self._joins = self._joins, []
+        return [join.result() for join in joins] + rest
+
+
+def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:
+    """The finished shards in ``store`` whose files match their checksums, by id."""
+    return {
+        shard_id: entry
+        for shard_id, entry in store.finished_shards().items()
+        if store.has_shard(entry)
     }
 
 
@@ -308,11 +427,7 @@ def _still_valid(
     deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
     """
     planned = {entry["id"]: entry for entry in _entries(manifest)}
-    found = [
-        outcome
-        for shard_id, outcome in store.finished_shards().items()
-        if shard_id in planned and store.has_shard(outcome)
-    ]
+    found = [outcome for shard_id, outcome in _intact_shards(store).items() if shard_id in planned]
     shards = [Shard.from_dict(planned[outcome["id"]]["shard"]) for outcome in found]
     totals = list(pool.map(lambda shard: counter(shard).total, shards))
     return {
@@ -332,9 +447,10 @@ class _ShardTask:
     per_page: int
     capped_engine: bool
     combine: Combine
-    keep_frame: bool = True
+    #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
+    deliver: Deliver | None = None
 
-    def __call__(self, entry: Mapping[str, Any]) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         shard = Shard.from_dict(entry["shard"])
         try:
@@ -343,9 +459,7 @@ class _ShardTask:
             return self._replan(shard, started)
         return self._written(entry["id"], frame, started, total=total, requests=requests)
 
-    def fetched(
-        self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int
-    ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    def fetched(self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int) -> dict[str, Any]:
         """Write a shard whose every hit came with its count (the request was the planner's)."""
         return self._written(
             entry["id"], frame, time.monotonic(), total=total, requests=0, probed=True
@@ -353,12 +467,14 @@ class _ShardTask:
 
     def _written(
         self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any
-    ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    ) -> dict[str, Any]:
         seconds = time.monotonic() - started
         outcome = self.store.write_shard(
             shard_id, frame, seconds=seconds, worker=_worker(), **facts
         )
-        return outcome, frame if self.keep_frame else None
+        if self.deliver is not None:
+            self.deliver(shard_id, frame)
+        return outcome
 
     def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
@@ -371,7 +487,7 @@ class _ShardTask:
             partial=partial,
         )
 
-    def _replan(self, shard: Shard, started: float) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    def _replan(self, shard: Shard, started: float) -> dict[str, Any]:
         # The shard grew past the cap since it was planned: split it again and fetch the parts.
         counter = ShardCounter(self.page, self.spec)
         counter.capped_engine = self.capped_engine
@@ -399,6 +515,14 @@ class _ShardTask:
             replanned=len(leaves),
             stuck=[s.id for s, _ in stuck],
         )
+
+
+def _finished(result: Any) -> Future:
+    """A future already holding ``result``: work done in the calling thread, handed on as if
+    it had been submitted."""
+    future: Future = Future()
+    future.set_result(result)
+    return future
 
 
 def _worker() -> str:

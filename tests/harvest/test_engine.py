@@ -180,6 +180,48 @@ def test_resume_refetches_a_finished_shard_that_changed_since(tmp_path):
     assert report.resumed_shards == len(finished) - 1
 
 
+def crash_while_planning(service, tmp_path, after_probes=100):
+    """Die in the middle of planning, where pages as big as the cap make counts fetch shards."""
+    calls = {"n": 0}
+
+    def flaky(**params):
+        if params.get("per_page") == 100:
+            calls["n"] += 1
+            if calls["n"] == after_probes:
+                raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1, per_page=100)
+    store = HarvestStore(str(tmp_path / "h"))
+    assert store.load_manifest() is None, "the crash came before the plan was saved"
+    return store.finished_shards()
+
+
+def test_a_crash_while_planning_keeps_the_shards_it_finished(tmp_path):
+    service = FakeService.build(2000, cap=100)
+    finished = crash_while_planning(service, tmp_path)
+    assert finished
+    before = service.requests
+    frame, report = run(service, tmp_path, per_page=100)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards == len(finished)
+    assert service.requests - before == report.requests
+    _, fresh = run(service, tmp_path / "fresh", per_page=100)
+    assert report.requests == fresh.requests, "a kept shard costs a one-hit count, not a page"
+
+
+def test_a_shard_kept_from_planning_is_fetched_again_if_it_changed(tmp_path):
+    service = FakeService.build(2000, cap=100)
+    finished = crash_while_planning(service, tmp_path)
+    frame = HarvestStore(str(tmp_path / "h")).read_shard(next(iter(finished.values())))
+    gone = (int(frame.databox_id.iloc[0]), int(frame.record_id.iloc[0]))
+    service.records = [r for r in service.records if (r["databox_id"], r["record_id"]) != gone]
+    result, report = run(service, tmp_path, per_page=100)
+    assert gone not in keys(result) and keys(result) == service.truth() and report.complete
+    assert report.resumed_shards == len(finished) - 1
+
+
 def test_without_resume_every_shard_is_fetched_again(tmp_path):
     service = FakeService.build(1500, cap=100)
     crash_midway(service, tmp_path)
