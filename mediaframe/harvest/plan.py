@@ -236,21 +236,20 @@ def plan(
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
     leaves: list[tuple[Shard, int]] = []
     stuck: list[tuple[Shard, int]] = []
-    frontier = [(root, root_count, 0)]
-    while frontier:
-        waiting = []
-        for shard, counted, tried in frontier:
-            total = counted.total
-            if total == 0:
-                continue
-            if total <= cap:
-                leaves.append((shard, total))
-                if on_leaf is not None:
-                    on_leaf(shard, total, counted.frame)
-            else:
-                waiting.append((shard, total, tried))
-        if not waiting:
-            break
+
+    def place(shard: Shard, counted: Count, level: int) -> list[tuple[Shard, int, int]]:
+        """Tell a leaf at once; a shard over the cap is returned, to be split next round."""
+        if counted.total == 0:
+            return []
+        if counted.total > cap:
+            return [(shard, counted.total, level)]
+        leaves.append((shard, counted.total))
+        if on_leaf is not None:
+            on_leaf(shard, counted.total, counted.frame)
+        return []
+
+    waiting = place(root, root_count, 0)
+    while waiting:
         splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
         expected = {
             child: total / len(split[1])
@@ -258,18 +257,22 @@ def plan(
             if split
             for child in split[1]
         }
-        answers = run(lambda pair: count(*pair), list(expected.items()))
-        counts = dict(zip(expected, answers, strict=True))
-        frontier = []
+        # Counts are read in order as they come in, and each parent's children are placed as
+        # soon as theirs are all in: leaves start (and are delivered) while the round goes on.
+        answers = iter(run(lambda pair: count(*pair), list(expected.items())))
+        next_round: list[tuple[Shard, int, int]] = []
         for (shard, total, _), split in zip(waiting, splits, strict=True):
             if split is None:
                 stuck.append((shard, total))
                 continue
             level, kids = split
-            if sum(counts[kid].total for kid in kids) == total:
-                frontier.extend((kid, counts[kid], level) for kid in kids)
+            counts = [next(answers) for _ in kids]
+            if sum(counted.total for counted in counts) == total:
+                for kid, counted in zip(kids, counts, strict=True):
+                    next_round += place(kid, counted, level)
             else:  # the dimension does not cover every hit (e.g. undated records): try the next
-                frontier.append((shard, Count(total, 0), level + 1))
+                next_round.append((shard, total, level + 1))
+        waiting = next_round
     return leaves, stuck
 
 

@@ -3,6 +3,9 @@
 import datetime as dt
 
 from mediaframe.harvest import Shard, Spec
+from mediaframe.harvest.plan import ShardCounter, plan
+
+from .fake import FakeService
 
 
 def test_shard_narrows_dates_bases_type_and_status():
@@ -46,3 +49,35 @@ def test_shard_ids_are_stable_and_round_trip():
     assert shard.id == "b3_d20200101-20200131"
     assert Shard.from_dict(shard.to_dict()) == shard
     assert Shard().id == "all"
+
+
+def test_a_leaf_is_told_while_the_rest_of_its_round_is_still_counted():
+    # Two bases over the cap are cut by dates round after round; the first leaves of both come
+    # in the same round. Base 1's must be told as soon as its own counts are in, before base
+    # 2's are counted (so its shard starts at once), not with every leaf once the round is in.
+    service = FakeService.build(400, cap=100, bases=(1, 2))
+    spec = Spec("records")
+    counter = ShardCounter(service, spec, page_size=100)
+    events = []
+
+    def count(shard, expected=None):
+        events.append(("count", shard.bases))
+        return counter(shard, expected)
+
+    def on_leaf(shard, total, frame):
+        events.append(("leaf", shard.bases))
+
+    leaves, stuck = plan(
+        count,
+        root=Shard(),
+        root_count=counter(Shard()),
+        cap=100,
+        spec=spec,
+        bases=(1, 2),
+        bounds=counter.bounds,
+        on_leaf=on_leaf,  # no pool: counts run one by one, as the planner reads them
+    )
+    assert not stuck and sum(total for _, total in leaves) == 400
+    first = {bases: events.index(("leaf", bases)) for bases in [(1,), (2,)]}
+    between = events[first[(1,)] + 1 : first[(2,)]]
+    assert ("count", (2,)) in between, "base 1's leaf waited for base 2's counts"
