@@ -1,23 +1,13 @@
-"""The only parquet reader and writer: hive-partitioned datasets with provenance, atomic writes.
+"""Frames to parquet datasets and back: the only parquet writer and reader of mediaframe.
 
-A cached harvest lives in one folder (local path or any fsspec URL)::
-
-    <root>/<key>/
-        manifest.json            plan, per-shard state and checksums, provenance (never a token)
-        shards/<shard>.parquet   each finished shard, written atomically as it completes
-        data/                    the final dataset, hive-partitioned
-            databox_id=1/collection_id=2/part-0.parquet
-
-``data/`` is an ordinary hive-partitioned parquet dataset: DuckDB, Dask and Spark read it as it
-is. Every file carries the provenance and the frame's dtypes in its Arrow metadata under the key
-``mediaframe``, so :func:`read_frame` gives back the identical frame.
+A dataset is an ordinary hive-partitioned parquet folder (``databox_id=1/collection_id=2/
+part-0.parquet``) that DuckDB, Dask and Spark read as it is. Every file carries the provenance
+and the frame's dtypes in its Arrow metadata under the key ``mediaframe``, so
+:func:`read_frame` gives back the identical frame; writes are atomic (staged, then swapped in).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import io
 import json
 import posixpath
 import uuid
@@ -28,69 +18,41 @@ from typing import Any
 
 import fsspec
 import numpy as np
-import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe import __version__
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
-__all__ = [
-    "PARTITIONS",
-    "SCHEMA_VERSION",
-    "HarvestStore",
-    "age",
-    "dataset_key",
-    "read_frame",
-    "to_dask",
-    "to_duckdb",
-    "write_frame",
-]
+__all__ = ["PARTITIONS", "SCHEMA_VERSION", "read_frame", "write_frame"]
 
 #: Bumped whenever the layout or the frame schema changes incompatibly; older caches are refetched.
 SCHEMA_VERSION = 1
 #: Partition columns of record and story datasets, outermost first.
 PARTITIONS = ("databox_id", "collection_id")
-_META_KEY = b"mediaframe"
+META_KEY = b"mediaframe"
 _SECRET_WORDS = ("token", "secret", "password")
 
 
-def dataset_key(**identity: Any) -> str:
-    """A short stable name for a cached dataset, from what identifies it (server, user, query...).
-
-    Examples
-    --------
-    >>> dataset_key(server="https://a.example", user="ada", kind="records", params={"query": ""})
-    '...'  # doctest: +SKIP
-    """
-    _refuse_secrets(identity)
-    canonical = json.dumps(identity, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:20]
-
-
-def _refuse_secrets(mapping: Mapping[str, Any]) -> None:
+def refuse_secrets(mapping: Mapping[str, Any]) -> None:
     # Provenance and cache keys are written to disk in clear: a token must never reach them.
     for name in mapping:
         if any(word in name.lower() for word in _SECRET_WORDS):
             raise CacheError(f"refusing to write {name!r} into cache metadata")
 
 
-def _filesystem(path: str | Any) -> tuple[fsspec.AbstractFileSystem, str]:
+def filesystem(path: str | Any) -> tuple[fsspec.AbstractFileSystem, str]:
     fs, root = fsspec.core.url_to_fs(str(path))
     return fs, root.rstrip("/")
 
 
-# --------------------------------------------------------------------------- frames <-> parquet
-
-
-def _frame_metadata(
+def frame_metadata(
     df: pd.DataFrame, provenance: Mapping[str, Any], sort_by: Iterable[str] = ()
 ) -> bytes:
-    _refuse_secrets(provenance)
+    refuse_secrets(provenance)
     categories = {
         name: [_plain(value) for value in df[name].cat.categories]
         for name in df.columns
@@ -115,14 +77,14 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
+def to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
     if not df.columns.is_unique:
         raise CacheError("cannot cache a frame whose column names repeat")
     # Column by column rather than Table.from_pandas: our own metadata restores the dtypes, and
     # pandas' metadata cost 2 ms more per shard (a third of writing one).
     arrays = [pa.array(column.array) for _, column in df.items()]
     return pa.Table.from_arrays(
-        arrays, names=[str(name) for name in df.columns], metadata={_META_KEY: metadata}
+        arrays, names=[str(name) for name in df.columns], metadata={META_KEY: metadata}
     )
 
 
@@ -145,8 +107,8 @@ def write_frame(
     sort_by = list(sort_by)
     if sort_by and not _is_sorted(df, sort_by):
         raise CacheError(f"sort the frame by {sort_by} before caching it")
-    fs, root = _filesystem(path)
-    metadata = _frame_metadata(df, provenance, sort_by)
+    fs, root = filesystem(path)
+    metadata = frame_metadata(df, provenance, sort_by)
     # An empty frame has no partitions to write: one file keeps its schema.
     partitions = [name for name in partition_cols if name in df.columns] if len(df) else []
     staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
@@ -155,10 +117,10 @@ def write_frame(
             _write_partitions(df, fs, staging, partitions, metadata)
         else:
             fs.makedirs(staging, exist_ok=True)
-            _write_file(_to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
+            _write_file(to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
         _swap_in(fs, staging, root)
     except (OSError, pa.ArrowException) as err:
-        _remove(fs, staging)
+        remove_tree(fs, staging)
         raise CacheError(f"could not write the cache at {path}: {err}") from err
     finally:
         pa.default_memory_pool().release_unused()
@@ -186,7 +148,7 @@ def _write_partitions(
         else:
             part = df.iloc[rows]
         fs.makedirs(posixpath.join(staging, folder), exist_ok=True)
-        table = _to_table(part.drop(columns=partitions), metadata)
+        table = to_table(part.drop(columns=partitions), metadata)
         _write_file(table, fs, posixpath.join(staging, folder, "part-0.parquet"))
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="mediaframe-write") as pool:
@@ -223,10 +185,10 @@ def _swap_in(fs: fsspec.AbstractFileSystem, staging: str, root: str) -> None:
     if fs.exists(root):
         fs.mv(root, retired, recursive=True)
     fs.mv(staging, root, recursive=True)
-    _remove(fs, retired)
+    remove_tree(fs, retired)
 
 
-def _remove(fs: fsspec.AbstractFileSystem, path: str) -> None:
+def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
     if fs.exists(path):
         fs.rm(path, recursive=True)
 
@@ -249,7 +211,7 @@ def read_frame(
     CacheCorruptError
         The files are damaged, disagree with ``checks``, or with the metadata they carry.
     """
-    fs, root = _filesystem(path)
+    fs, root = filesystem(path)
     if not fs.exists(root):
         raise CacheMissError(f"nothing is cached at {path}")
     blobs = _contents_of(fs, root)
@@ -269,16 +231,16 @@ def read_frame(
         raise CacheCorruptError(
             f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
         )
-    return _restore(table, meta), meta["provenance"]
+    return restore_frame(table, meta), meta["provenance"]
 
 
-def _file_checks(path: str) -> dict[str, str]:
+def file_checks(path: str) -> dict[str, str]:
     """Size and CRC-32 of every file of the dataset at ``path``, by path relative to it.
 
     CRC-32 catches accidental damage anywhere in a file, parquet footers included (they carry
     no checksum of their own), at a few milliseconds per 10 MB.
     """
-    return _checks(_contents_of(*_filesystem(path)))
+    return _checks(_contents_of(*filesystem(path)))
 
 
 def _contents_of(fs: fsspec.AbstractFileSystem, root: str) -> dict[str, Any]:
@@ -344,7 +306,7 @@ def _in_order(table: pa.Table, sort_by: list[str]) -> pa.Table:
 
 
 def _read_metadata(schema: pa.Schema, name: str) -> dict[str, Any]:
-    raw = (schema.metadata or {}).get(_META_KEY)
+    raw = (schema.metadata or {}).get(META_KEY)
     if raw is None:
         raise CacheCorruptError(f"{name} was not written by mediaframe")
     meta = json.loads(raw)
@@ -356,7 +318,7 @@ def _read_metadata(schema: pa.Schema, name: str) -> dict[str, Any]:
     return meta
 
 
-def _restore(table: pa.Table, meta: Mapping[str, Any]) -> pd.DataFrame:
+def restore_frame(table: pa.Table, meta: Mapping[str, Any]) -> pd.DataFrame:
     # The files keep no pandas metadata and the partition columns come last: every column goes
     # back to its place and its declared dtype from our own metadata.
     table = table.select(list(meta["columns"]))  # in Arrow: no copy
@@ -396,233 +358,3 @@ _nullable_types = {
     pa.string(): pd.StringDtype(),
     pa.large_string(): pd.StringDtype(),
 }
-
-
-# --------------------------------------------------------------------------- harvest store
-
-
-class HarvestStore:
-    """One cached harvest: its manifest, its finished shards and its final dataset.
-
-    Parameters
-    ----------
-    root : folder of the harvest (local path or fsspec URL), e.g. ``cache_dir/records/<key>``.
-    """
-
-    def __init__(self, root: str) -> None:
-        self.fs, self.root = _filesystem(root)
-        self.url = str(root)
-
-    def __repr__(self) -> str:
-        return f"HarvestStore({self.url!r})"
-
-    @property
-    def data_path(self) -> str:
-        return self._url("data")
-
-    def _url(self, *parts: str) -> str:
-        return posixpath.join(self.url.rstrip("/"), *parts)
-
-    def _path(self, *parts: str) -> str:
-        return posixpath.join(self.root, *parts)
-
-    # manifest ---------------------------------------------------------------
-
-    def load_manifest(self) -> dict[str, Any] | None:
-        """The manifest, or ``None`` when there is none or it cannot be read (start afresh)."""
-        path = self._path("manifest.json")
-        if not self.fs.exists(path):
-            return None
-        try:
-            with self.fs.open(path, "rb") as handle:
-                manifest = orjson.loads(handle.read())
-        except (OSError, ValueError):
-            return None
-        if manifest.get("schema_version") != SCHEMA_VERSION:
-            return None
-        return manifest
-
-    def save_manifest(self, manifest: Mapping[str, Any]) -> None:
-        """Replace the manifest atomically (write a sibling, then rename over)."""
-        _refuse_secrets(manifest.get("provenance", {}))
-        body = {**manifest, "schema_version": SCHEMA_VERSION}
-        self._write_atomic(self._path("manifest.json"), orjson.dumps(body, default=str))
-
-    def _write_atomic(self, path: str, data: bytes) -> None:
-        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        with self.fs.open(partial, "wb") as handle:
-            handle.write(data)
-        self.fs.mv(partial, path)
-
-    # shards -----------------------------------------------------------------
-
-    def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> dict[str, Any]:
-        """Write one finished shard, then its entry (with ``facts``) beside it; returns the entry.
-
-        The entry is written last: a shard counts as finished only once its entry exists, so a
-        crash between the two leaves an unfinished shard, never a half-written finished one.
-        """
-        # Staging only (for resume), so Arrow's own file format: no parquet encoding to pay.
-        buffer = io.BytesIO()
-        table = _to_table(df, _frame_metadata(df, {"shard": shard_id}))
-        with pa.ipc.new_file(buffer, table.schema) as writer:
-            writer.write_table(table)
-        data = buffer.getvalue()
-        self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
-        entry = {
-            "id": shard_id,
-            "file": f"shards/{shard_id}.arrow",
-            "rows": len(df),
-            "sha256": _digest(data),
-            **facts,
-        }
-        self._write_atomic(self._path("shards", f"{shard_id}.json"), orjson.dumps(entry))
-        return entry
-
-    def finished_shards(self) -> dict[str, dict[str, Any]]:
-        """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
-        root = self._path("shards")
-        if not self.fs.exists(root):
-            return {}
-        entries = {}
-        for path in self.fs.glob(posixpath.join(root, "*.json")):
-            try:
-                with self.fs.open(path, "rb") as handle:
-                    entry = orjson.loads(handle.read())
-            except (OSError, ValueError):
-                continue  # a damaged entry: the shard is simply fetched again
-            entries[entry["id"]] = entry
-        return entries
-
-    def read_shard(self, entry: Mapping[str, Any]) -> pd.DataFrame:
-        """Read a shard written by :meth:`write_shard`, checking it against its manifest entry."""
-        path = self._path(entry["file"])
-        try:
-            with self.fs.open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as err:
-            raise CacheCorruptError(f"shard file {entry['file']} is missing") from err
-        if _digest(data) != entry["sha256"]:
-            raise CacheCorruptError(f"shard file {entry['file']} does not match its checksum")
-        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-        meta = json.loads(table.schema.metadata[_META_KEY])
-        if table.num_rows != entry["rows"]:
-            raise CacheCorruptError(f"shard file {entry['file']} has the wrong number of rows")
-        return _restore(table, meta)
-
-    def has_shard(self, entry: Mapping[str, Any]) -> bool:
-        """Whether a finished shard's file is present and matches its checksum.
-
-        Only the bytes are hashed: :meth:`read_shard` parses and checks the rest when the shard
-        is read, so a resume does not parse every kept shard twice.
-        """
-        try:
-            with self.fs.open(self._path(entry["file"]), "rb") as handle:
-                return _digest(handle.read()) == entry["sha256"]
-        except OSError:
-            return False
-
-    def clear_shards(self) -> None:
-        """Drop the staged shards once the final dataset is written."""
-        _remove(self.fs, self._path("shards"))
-
-    # final dataset ----------------------------------------------------------
-
-    def write_data(
-        self, df: pd.DataFrame, provenance: Mapping[str, Any], *, sort_by: Iterable[str] = ()
-    ) -> dict[str, str]:
-        """Write the final dataset; returns its files' sizes and CRC-32s, for the manifest."""
-        write_frame(df, self.data_path, provenance=provenance, sort_by=sort_by)
-        return _file_checks(self.data_path)
-
-    def read_data(
-        self, files: Mapping[str, str] | None = None
-    ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Read the final dataset, first checking its files against ``files`` from the manifest.
-
-        CRC-32 catches accidental damage anywhere in a file, parquet footers included (they
-        carry no checksum of their own), at a few milliseconds per 10 MB.
-
-        Raises
-        ------
-        CacheCorruptError
-            A file was changed, removed or added since the dataset was written.
-        """
-        return read_frame(self.data_path, checks=files)
-
-    def has_data(self) -> bool:
-        return self.fs.exists(self._path("data"))
-
-    def remove(self) -> None:
-        """Forget this harvest entirely."""
-        _remove(self.fs, self.root)
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def age(provenance: Mapping[str, Any], *, now: dt.datetime | None = None) -> dt.timedelta:
-    """How long ago the cached data was fetched."""
-    fetched = dt.datetime.fromisoformat(str(provenance["fetched_at"]))
-    return (now or dt.datetime.now(dt.UTC)) - fetched
-
-
-# --------------------------------------------------------------------------- lazy readers
-
-
-def _data_path(path: str) -> str:
-    # Accept either a harvest folder or its data/ folder.
-    fs, root = _filesystem(path)
-    return posixpath.join(str(path).rstrip("/"), "data") if fs.exists(f"{root}/data") else path
-
-
-def _partitioning(path: str) -> pads.Partitioning | None:
-    # Name the partition columns as int64 rather than letting each reader infer a type: a
-    # partition holding only nulls (__HIVE_DEFAULT_PARTITION__) would otherwise defeat inference.
-    fs, root = _filesystem(path)
-    names = []
-    while True:
-        keyed = [p for p in fs.ls(root, detail=False) if "=" in posixpath.basename(p)]
-        if not keyed:
-            break
-        names.append(posixpath.basename(keyed[0]).split("=", 1)[0])
-        root = keyed[0]
-    if not names:
-        return None
-    return pads.partitioning(pa.schema([(name, pa.int64()) for name in names]), flavor="hive")
-
-
-def to_dask(path: str, **kwargs: Any) -> Any:
-    """Open a cached dataset lazily as a Dask DataFrame (needs the ``dask`` extra).
-
-    Examples
-    --------
-    >>> ddf = mf.to_dask(client.cache_path("records", query="sunset"))  # doctest: +SKIP
-    >>> ddf.groupby("media_type").size().compute()                      # doctest: +SKIP
-    """
-    try:
-        import dask.dataframe as dd
-    except ImportError as err:
-        raise CacheError("to_dask needs Dask: pip install 'mediaframe[dask]'") from err
-    data = _data_path(path)
-    kwargs.setdefault("dataset", {"partitioning": _partitioning(data)})
-    return dd.read_parquet(data, **kwargs)
-
-
-def to_duckdb(path: str, *, connection: Any = None) -> Any:
-    """Open a cached dataset lazily as a DuckDB relation (needs ``duckdb``).
-
-    Examples
-    --------
-    >>> rel = mf.to_duckdb(path)                                   # doctest: +SKIP
-    >>> rel.aggregate("media_type, count(*)").df()                 # doctest: +SKIP
-    """
-    try:
-        import duckdb
-    except ImportError as err:
-        raise CacheError("to_duckdb needs DuckDB: pip install duckdb") from err
-    con = connection or duckdb.connect()
-    pattern = posixpath.join(str(_data_path(path)).rstrip("/"), "**", "*.parquet")
-    return con.read_parquet(pattern, hive_partitioning=True)

@@ -1,0 +1,22 @@
+"""The cache: harvests kept on disk as parquet datasets, with their manifests and shards.
+
+:mod:`~mediaframe.cache.datasets` writes frames as hive-partitioned parquet and reads them back
+identical; :mod:`~mediaframe.cache.store` keeps one harvest (manifest, shards, final dataset);
+:mod:`~mediaframe.cache.lazy` opens a dataset with Dask or DuckDB.
+"""
+
+from mediaframe.cache.datasets import PARTITIONS, SCHEMA_VERSION, read_frame, write_frame
+from mediaframe.cache.lazy import to_dask, to_duckdb
+from mediaframe.cache.store import HarvestStore, age, dataset_key
+
+__all__ = [
+    "PARTITIONS",
+    "SCHEMA_VERSION",
+    "HarvestStore",
+    "age",
+    "dataset_key",
+    "read_frame",
+    "to_dask",
+    "to_duckdb",
+    "write_frame",
+]
