@@ -152,18 +152,19 @@ def test_resume_fetches_only_unfinished_shards(tmp_path):
     assert report.requests < fresh.requests, "finished shards were fetched again"
 
 
-def crash_midway(service, tmp_path, after_pages=25):
+def crash_midway(service, tmp_path, after=25, per_page=40):
+    """Die at the ``after``-th search asking for ``per_page`` hits; the shards finished by then."""
     calls = {"n": 0}
 
     def flaky(**params):
-        if params.get("per_page") == 40:
+        if params.get("per_page") == per_page:
             calls["n"] += 1
-            if calls["n"] == after_pages:
+            if calls["n"] == after:
                 raise Crash
         return service(**params)
 
     with pytest.raises(Crash):
-        run(flaky, tmp_path, concurrency=1)
+        run(flaky, tmp_path, concurrency=1, per_page=per_page)
     return HarvestStore(str(tmp_path / "h")).finished_shards()
 
 
@@ -180,22 +181,11 @@ def test_resume_refetches_a_finished_shard_that_changed_since(tmp_path):
     assert report.resumed_shards == len(finished) - 1
 
 
-def crash_while_planning(service, tmp_path, after_probes=100):
+def crash_while_planning(service, tmp_path):
     """Die in the middle of planning, where pages as big as the cap make counts fetch shards."""
-    calls = {"n": 0}
-
-    def flaky(**params):
-        if params.get("per_page") == 100:
-            calls["n"] += 1
-            if calls["n"] == after_probes:
-                raise Crash
-        return service(**params)
-
-    with pytest.raises(Crash):
-        run(flaky, tmp_path, concurrency=1, per_page=100)
-    store = HarvestStore(str(tmp_path / "h"))
-    assert store.load_manifest() is None, "the crash came before the plan was saved"
-    return store.finished_shards()
+    finished = crash_midway(service, tmp_path, after=100, per_page=100)
+    assert HarvestStore(str(tmp_path / "h")).load_manifest() is None, "the plan was saved"
+    return finished
 
 
 def test_a_crash_while_planning_keeps_the_shards_it_finished(tmp_path):
