@@ -22,6 +22,7 @@ from mediaframe.frames.flatten import assemble
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.frames.technical import column_name
+from mediaframe.futures import finished
 
 __all__ = ["records_json"]
 
@@ -256,7 +257,7 @@ def _read_pieces(
             data, texts = _rewrite(body[first:last])
             lines = pa.py_buffer(data)
             if end - opening < _PIECE:  # a page: a thread would cost more than it saves
-                parsing.append(_done(_parse(lines)))
+                parsing.append(finished(_parse(lines)))
             else:
                 parsing.append(pool.submit(_parse, lines))
             whole = [match.start() for match in _WHOLE_FLOAT.finditer(data)]
@@ -269,13 +270,6 @@ def _read_pieces(
     if any(table is None for table in tables):
         return None
     return tables, {str(name) for name in names}, counts
-
-
-def _done(result: Any) -> Future:
-    """An already finished future: a page is parsed on the calling thread."""
-    future: Future = Future()
-    future.set_result(result)
-    return future
 
 
 def _pieces(body: bytes, opening: int, end: int) -> Iterator[tuple[int, int]]:

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
     Page,
@@ -311,9 +312,7 @@ class _Early:
             if counted.frame is not None and 0 < counted.total <= limit:
                 entry = {"id": shard.id, "shard": shard.to_dict(), "expected": counted.total}
                 task = self._new_task(hold)
-                self.futures[shard.id] = _finished(
-                    task.fetched(entry, counted.frame, counted.total)
-                )
+                self.futures[shard.id] = finished(task.fetched(entry, counted.frame, counted.total))
             return counted
 
         return count
@@ -515,14 +514,6 @@ class _ShardTask:
             replanned=len(leaves),
             stuck=[s.id for s, _ in stuck],
         )
-
-
-def _finished(result: Any) -> Future:
-    """A future already holding ``result``: work done in the calling thread, handed on as if
-    it had been submitted."""
-    future: Future = Future()
-    future.set_result(result)
-    return future
 
 
 def _worker() -> str:
