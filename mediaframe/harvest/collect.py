@@ -29,9 +29,10 @@ from mediaframe.exceptions import (
     CacheWarning,
     ConfigurationError,
 )
-from mediaframe.harvest.engine import Combine, concat_frames, harvest
+from mediaframe.harvest.engine import concat_frames, harvest
 from mediaframe.harvest.plan import Page, Spec, without
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.sync import sync
 
 __all__ = ["Options", "cache_path", "collect"]

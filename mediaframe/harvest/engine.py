@@ -7,88 +7,40 @@ own files, so a Dask cluster (``client.get_executor()``) can run them against sh
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import dataclasses
 import datetime as dt
-import functools
-import os
-import socket
-import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
-from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
-    Count,
     Page,
     Shard,
     ShardCounter,
     Spec,
     Statuses,
-    int_member,
     plan,
     to_plain,
 )
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.shards import (
+    Combine,
+    Deliver,
+    EarlyShards,
+    Joiner,
+    ShardTask,
+    give_back_memory,
+)
 
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
-# Shard frames joined at a time while paging goes on.
-_BATCH = 16
-Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
-#: Takes a finished shard's frame, by shard id, once it is written.
-Deliver = Callable[[str, pd.DataFrame], None]
-
-
-class ShardOverCap(Exception):
-    """Raised inside the engine when a shard grew past the cap since it was planned."""
-
-    def __init__(self, total: int) -> None:
-        super().__init__(total)
-        self.total = total
-
-
-def fetch_shard(
-    page: Page,
-    spec: Spec,
-    shard: Shard,
-    *,
-    per_page: int,
-    capped_engine: bool,
-    combine: Combine,
-    partial: bool = False,
-) -> tuple[pd.DataFrame, int, int]:
-    """Page every hit of one shard; returns ``(frame, total, requests)``.
-
-    Raises :class:`ShardOverCap` when the shard can no longer be paged whole, unless
-    ``partial``: then it takes what the server lets it retrieve.
-    """
-    params = {**spec.params(shard), "sort": spec.paging_sort, "ord": "asc"}
-    parts: list[pd.DataFrame] = []
-    offset = total = requests = 0
-    while True:
-        response, frame = page(**params, offset_start=offset, per_page=per_page)
-        requests += 1
-        total = int_member(response, "total_results")
-        if capped_engine and not partial and int_member(response, "available_results") < total:
-            raise ShardOverCap(total)
-        if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
-            parts.append(frame)
-        offset += len(frame)
-        if not len(frame) or offset >= total:
-            break
-    return combine(parts), total, requests
 
 
 def harvest(
@@ -135,18 +87,18 @@ def harvest(
     manifest = _resumable(store.load_manifest(), spec) if resume else None
     # The joiner outlives the pool: shards still running when something fails deliver to it.
     with (
-        _Joiner(combine) as joiner,
+        Joiner(combine) as joiner,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
         runner = executor or pool
         # Threads hand their frames to the joiner; Dask workers leave theirs in the store.
         deliver = joiner.add if executor is None else None
 
-        def new_task(deliver: Deliver | None = deliver) -> _ShardTask:
-            return _ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+        def new_task(deliver: Deliver | None = deliver) -> ShardTask:
+            return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
         manifest_is_new = manifest is None
-        early = _Early(new_task, runner, pool, deliver)
+        early = EarlyShards(new_task, runner, pool, deliver)
         if manifest is None:
             # Shards a run killed while planning finished (it saved no plan) are kept if their
             # counts did not move; what else another run left would mislead a later resume.
@@ -234,7 +186,7 @@ def _new_manifest(
     statuses: Statuses | None,
     pool: Executor,
     provenance: Mapping[str, Any] | None,
-    early: _Early,
+    early: EarlyShards,
 ) -> dict[str, Any]:
     """Count the root and plan its shards, starting on each leaf as soon as it is proven."""
     root_count = counter(Shard())
@@ -264,121 +216,6 @@ def _new_manifest(
         "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
         "complete": False,
     }
-
-
-class _Early:
-    """Shards dealt with while the plan is still being made, each as soon as its count is in.
-
-    A count under the cap often brings every hit of its shard (the probe reads a whole page,
-    and when pages and the cap are the same size most shards are fetched that way): the thread
-    that counted it writes it at once, and its frame is delivered once the planner proves the
-    shard a leaf. Queued behind the other counts, every such shard was written at the end of
-    planning, which is then the end of the harvest. A shard finished by a run killed before it
-    saved its plan is kept when a one-hit count says it has not changed.
-    """
-
-    def __init__(
-        self,
-        new_task: Callable[..., _ShardTask],
-        runner: Executor,
-        pool: Executor,
-        deliver: Deliver | None,
-    ) -> None:
-        self._new_task, self._runner, self._pool = new_task, runner, pool
-        self._deliver = deliver
-        self._kept: dict[str, dict[str, Any]] = {}
-        self._held: dict[str, pd.DataFrame] = {}  # written, not yet proven leaves
-        #: Shards written or started, by id: their outcomes to come.
-        self.futures: dict[str, Future] = {}
-        #: Kept shards, by id: their entries in the store.
-        self.reused: dict[str, dict[str, Any]] = {}
-
-    def keep(self, entries: Mapping[str, dict[str, Any]]) -> None:
-        self._kept = dict(entries)
-
-    def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
-        """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
-        # Dask workers leave frames in the store; threads hold them until proven.
-        hold = self._held.__setitem__ if self._deliver is not None else None
-
-        def count(shard: Shard, expected: float | None = None) -> Count:
-            kept = self._kept.get(shard.id)
-            if kept is not None:
-                counted = counter(shard)  # one hit rather than a page
-                if counted.total == kept["total"]:
-                    self.reused[shard.id] = kept
-                    return counted
-            counted = counter(shard, expected)
-            if counted.frame is not None and 0 < counted.total <= limit:
-                entry = {"id": shard.id, "shard": shard.to_dict(), "expected": counted.total}
-                task = self._new_task(hold)
-                self.futures[shard.id] = finished(task.fetched(entry, counted.frame, counted.total))
-            return counted
-
-        return count
-
-    def start(self, shard: Shard, total: int, frame: pd.DataFrame | None) -> None:
-        """Start on a proven leaf: deliver it if written, else page it, or write the hits its
-        count brought (the root's); on the same bounded pool as the rest of planning."""
-        if shard.id in self._held:
-            assert self._deliver is not None
-            self._deliver(shard.id, self._held.pop(shard.id))
-        if shard.id in self.futures or shard.id in self.reused:
-            return
-        entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
-        task = self._new_task()
-        if frame is None:
-            self.futures[shard.id] = self._runner.submit(task, entry)
-        else:
-            self.futures[shard.id] = self._pool.submit(task.fetched, entry, frame, total)
-
-    def forget_all_but(self, planned: set[str]) -> None:
-        """Drop shards counted under a split the planner gave up (its parts did not add up)."""
-        for found in (self.futures, self.reused, self._held):
-            for shard_id in set(found) - planned:
-                del found[shard_id]
-
-
-class _Joiner:
-    """Joins shard frames in batches as they are delivered, on a thread of its own.
-
-    Shards are delivered by the threads that fetch them, while other pages are in flight, so
-    that little joining is left once the last page is in; the frames of a batch are held by the
-    batch alone, so the join can free them as it goes.
-    """
-
-    def __init__(self, combine: Combine) -> None:
-        self._combine = combine
-        self._lock = threading.Lock()
-        self._batch: list[pd.DataFrame] = []
-        self._joins: list[Future] = []
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-join")
-
-    def __enter__(self) -> _Joiner:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._thread.shutdown(cancel_futures=True)
-
-    def add(self, shard_id: str, frame: pd.DataFrame) -> None:
-        with self._lock:
-            self._batch.append(frame)
-            if len(self._batch) < _BATCH:
-                return
-            batch, self._batch = self._batch, []
-        self._joins.append(self._thread.submit(self._join, batch))
-
-    def _join(self, batch: list[pd.DataFrame]) -> pd.DataFrame:
-        joined = self._combine(batch)
-        _give_back_memory()
-        return joined
-
-    def parts(self) -> list[pd.DataFrame]:
-        """Every frame delivered: the joined batches, then the rest."""
-        with self._lock:
-            rest, self._batch = self._batch, []
-        joins, self._joins = self._joins, []
-        return [join.result() for join in joins] + rest
 
 
 def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:
@@ -436,91 +273,6 @@ def _still_valid(
     }
 
 
-@dataclasses.dataclass
-class _ShardTask:
-    """Fetch one planned shard and write it to the store; picklable for Dask workers."""
-
-    page: Page
-    spec: Spec
-    store: HarvestStore
-    per_page: int
-    capped_engine: bool
-    combine: Combine
-    #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
-    deliver: Deliver | None = None
-
-    def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
-        started = time.monotonic()
-        shard = Shard.from_dict(entry["shard"])
-        try:
-            frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
-        except ShardOverCap:
-            return self._replan(shard, started)
-        return self._written(entry["id"], frame, started, total=total, requests=requests)
-
-    def fetched(self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int) -> dict[str, Any]:
-        """Write a shard whose every hit came with its count (the request was the planner's)."""
-        return self._written(
-            entry["id"], frame, time.monotonic(), total=total, requests=0, probed=True
-        )
-
-    def _written(
-        self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any
-    ) -> dict[str, Any]:
-        seconds = time.monotonic() - started
-        outcome = self.store.write_shard(
-            shard_id, frame, seconds=seconds, worker=_worker(), **facts
-        )
-        if self.deliver is not None:
-            self.deliver(shard_id, frame)
-        return outcome
-
-    def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
-        return fetch_shard(
-            self.page,
-            self.spec,
-            shard,
-            per_page=self.per_page,
-            capped_engine=self.capped_engine,
-            combine=self.combine,
-            partial=partial,
-        )
-
-    def _replan(self, shard: Shard, started: float) -> dict[str, Any]:
-        # The shard grew past the cap since it was planned: split it again and fetch the parts.
-        counter = ShardCounter(self.page, self.spec)
-        counter.capped_engine = self.capped_engine
-        probe = counter(shard)
-        leaves, stuck = plan(
-            counter,
-            root=shard,
-            root_count=probe,
-            cap=probe.retrievable,
-            spec=self.spec,
-            bounds=counter.bounds,
-        )
-        parts, fetched_total, requests = [], 0, counter.requests
-        for leaf, _ in leaves + stuck:
-            frame, leaf_total, leaf_requests = self._fetch(leaf, partial=True)
-            parts.append(frame)
-            fetched_total += leaf_total
-            requests += leaf_requests
-        return self._written(
-            shard.id,
-            self.combine(parts),
-            started,
-            total=fetched_total,
-            requests=requests,
-            replanned=len(leaves),
-            stuck=[s.id for s, _ in stuck],
-        )
-
-
-def _worker() -> str:
-    """Which process fetched a shard: shown in the plan when shards run on a cluster."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def _assemble(
     store: HarvestStore,
     spec: Spec,
@@ -553,7 +305,7 @@ def _assemble(
         )
     frame = combine(parts)
     parts.clear()
-    _give_back_memory()
+    give_back_memory()
     key = list(spec.key_columns)
     duplicated = frame.duplicated(key)
     report.duplicates = int(duplicated.sum())
@@ -568,25 +320,6 @@ def _assemble(
 def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """Join frames whose columns are all declared (stories, v2 references): dtypes agree."""
     return pd.concat(parts, ignore_index=True)
-
-
-def _give_back_memory() -> None:
-    # Freed pages stay with the allocators unless they are asked to return them: Arrow's pool
-    # (string columns) and, on glibc, the C heap (numpy buffers of the joined parts). Without
-    # this the process's peak keeps what the joins already dropped.
-    pa.default_memory_pool().release_unused()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or ``None`` where the C library has none (macOS, musl...)."""
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

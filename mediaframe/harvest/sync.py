@@ -23,9 +23,10 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest.engine import Combine, concat_frames, harvest, in_row_order
+from mediaframe.harvest.engine import concat_frames, harvest, in_row_order
 from mediaframe.harvest.plan import Page, Spec, Statuses
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.shards import Combine
 
 __all__ = ["can_sync", "sync"]
 
