@@ -2,12 +2,18 @@
 
 import json
 import os
+import signal
+import warnings
 
 import fsspec
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mediaframe import cache
+from mediaframe.cache import datasets
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
 
@@ -104,6 +110,88 @@ def test_missing_and_corrupt_datasets_are_told_apart(frame, tmp_path):
     victim.write_bytes(victim.read_bytes()[:50])
     with pytest.raises(CacheCorruptError):
         cache.read_frame(str(path))
+
+
+NUMBERS = {
+    "Int8": st.integers(-(2**7), 2**7 - 1),
+    "Int16": st.integers(-(2**15), 2**15 - 1),
+    "Int32": st.integers(-(2**31), 2**31 - 1),
+    "Int64": st.integers(-(2**63), 2**63 - 1),
+    "Float64": st.floats(allow_nan=True, allow_infinity=True),
+}
+
+
+@st.composite
+def numeric_frames(draw):
+    """Sorted frames of nullable numbers of every width, over several partitions, some of them
+    missing a column's values altogether (a file whose column is all null)."""
+    size = draw(st.integers(1, 40))
+    boxes = sorted(draw(st.lists(st.integers(1, 3), min_size=size, max_size=size)))
+    columns = {
+        "databox_id": pd.array(boxes, dtype="Int64"),
+        "record_id": pd.array(range(size), dtype="Int64"),
+        "collection_id": pd.array([None if box == 3 else 1 for box in boxes], dtype="Int64"),
+    }
+    for dtype, values in NUMBERS.items():
+        empty_box = draw(st.sampled_from([None, 1, 2, 3]))
+        drawn = draw(st.lists(st.none() | values, min_size=size, max_size=size))
+        drawn = [
+            None if box == empty_box else value for box, value in zip(boxes, drawn, strict=True)
+        ]
+        columns[f"n_{dtype}"] = pd.array(drawn, dtype=dtype)
+    return pd.DataFrame(columns)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(frame=numeric_frames())
+def test_nullable_numbers_of_every_width_read_back_identical(frame, tmp_path_factory):
+    # Numbers are converted by the cache's own reader, file by file into one array per column.
+    path = str(tmp_path_factory.mktemp("ds"))
+    cache.write_frame(frame, path, provenance={}, sort_by=KEY)
+    back, _ = cache.read_frame(path)
+    pd.testing.assert_frame_equal(back, frame)
+    back.loc[0, "n_Int64"] = 7  # the arrays are the frame's own, writable
+    assert back.loc[0, "n_Int64"] == 7
+
+
+def test_slices_of_a_table_restore_to_the_same_rows(frame):
+    # Arrow arrays may start part-way into their buffers; the conversion must honour it.
+    meta = json.loads(datasets.frame_metadata(frame, {}))
+    table = datasets.to_table(frame, b"{}")
+    back = datasets.restore_frame(table.slice(2), meta)
+    pd.testing.assert_frame_equal(back, frame.iloc[2:].reset_index(drop=True))
+
+
+def test_not_a_number_is_missing_as_pandas_reads_it(tmp_path):
+    # A file may hold NaN as a value (written by another tool, or with pandas told to tell NaN
+    # from NA): read back, it is missing, as pandas' own conversion makes it.
+    path = str(tmp_path / "ds")
+    with pd.option_context("future.distinguish_nan_and_na", True):
+        frame = pd.DataFrame({"x": pd.array([1.5, np.nan, None], dtype="Float64")})
+        cache.write_frame(frame, path, provenance={})
+    back, _ = cache.read_frame(path)
+    assert back["x"].isna().tolist() == [False, True, True]
+
+
+def test_a_forked_child_reads_the_cache_too(frame, tmp_path):
+    # Reading starts threads; a child forked afterwards has none of them and must start its own.
+    path = str(tmp_path / "ds")
+    cache.write_frame(frame, path, provenance={}, sort_by=KEY)
+    pd.testing.assert_frame_equal(cache.read_frame(path)[0], frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork of a threaded process
+        child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit status
+        signal.alarm(60)  # a reader waiting on threads that do not exist would hang
+        try:
+            back, _ = cache.read_frame(path)
+            os._exit(0 if back.equals(frame) else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_dataset_key_is_stable_and_order_free():

@@ -8,12 +8,14 @@ and the frame's dtypes in its Arrow metadata under the key ``mediaframe``, so
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import posixpath
 import uuid
 import zlib
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import fsspec
@@ -26,6 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe import __version__
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+from mediaframe.futures import finished
 
 __all__ = ["PARTITIONS", "SCHEMA_VERSION", "read_frame", "write_frame"]
 
@@ -215,23 +218,46 @@ def read_frame(
     if not fs.exists(root):
         raise CacheMissError(f"nothing is cached at {path}")
     blobs = _contents_of(fs, root)
-    if checks is not None and _checks(blobs) != dict(checks):
+    if checks is not None and not _same_files(blobs, checks):
         raise CacheCorruptError(f"the cached dataset at {path} does not match its manifest")
     files = _in_partition_order(name for name in blobs if name.endswith(".parquet"))
     if not files:
         raise CacheCorruptError(f"the cached dataset at {path} has no files")
+
+    def read(name: str) -> pa.Table:
+        data = blobs.pop(name)
+        if checks is not None and _check(data) != checks[name]:
+            raise CacheCorruptError(
+                f"{name} of the cached dataset at {path} does not match its manifest: damaged"
+            )
+        return _read_file(data, _partition_values(name))
+
     try:
-        tables = [_read_file(blobs.pop(name), _partition_values(name)) for name in files]
+        pool = _readers(os.getpid())
+        # A file per thread: each file's checksum and decoding run beside another's.
+        tables = list(pool.map(read, files))
         meta = _read_metadata(tables[0].schema, files[0])
         table = _in_order(pa.concat_tables(tables), meta.get("sort_by") or [])
+        del tables
+        if table.num_rows != meta["rows"]:
+            raise CacheCorruptError(
+                f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
+            )
+        return restore_frame(table, meta, pool=pool), meta["provenance"]
     except (OSError, pa.ArrowException, ValueError) as err:
         raise CacheCorruptError(f"the cache at {path} cannot be read ({err}); refetch it") from err
-    del tables
-    if table.num_rows != meta["rows"]:
-        raise CacheCorruptError(
-            f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
-        )
-    return restore_frame(table, meta), meta["provenance"]
+
+
+@functools.cache
+def _readers(pid: int) -> ThreadPoolExecutor:
+    """The threads that read cached datasets in process ``pid``: started by the first read, kept.
+
+    Kept, because a thread's allocator keeps the memory it has used: threads started afresh for
+    each read fault every page of their buffers in again (a read of 82,216 records: 38.7 ms
+    median with fresh threads, 34.4 ms with kept ones). As many as Arrow's own threads, as each
+    decodes a file on one thread. Keyed by process: a forked child has none of its parent's.
+    """
+    return ThreadPoolExecutor(max_workers=pa.cpu_count(), thread_name_prefix="mediaframe-read")
 
 
 def file_checks(path: str) -> dict[str, str]:
@@ -261,7 +287,18 @@ def _contents(fs: fsspec.AbstractFileSystem, path: str) -> Any:
 
 
 def _checks(blobs: Mapping[str, Any]) -> dict[str, str]:
-    return {name: f"{len(data)}:{zlib.crc32(data):08x}" for name, data in sorted(blobs.items())}
+    return {name: _check(data) for name, data in sorted(blobs.items())}
+
+
+def _check(data: Any) -> str:
+    return f"{len(data)}:{zlib.crc32(data):08x}"
+
+
+def _same_files(blobs: Mapping[str, Any], checks: Mapping[str, str]) -> bool:
+    """Whether ``blobs`` are the files ``checks`` lists, of the sizes it gives: the cheap half of
+    the check, made before any decoding; each file's CRC-32 is checked as the file is read."""
+    sizes = {name: int(check.split(":", 1)[0]) for name, check in checks.items()}
+    return sizes == {name: len(data) for name, data in blobs.items()}
 
 
 def _partition_values(name: str) -> list[tuple[str, int | None]]:
@@ -282,7 +319,7 @@ def _in_partition_order(names: Iterable[str]) -> list[str]:
 def _read_file(data: Any, partition: list[tuple[str, int | None]]) -> pa.Table:
     """One parquet file, its partition columns (held by its folders' names) added as ``int64``."""
     # ParquetFile rather than read_table, which builds a dataset per file: 6 ms each.
-    table = pq.ParquetFile(pa.BufferReader(data)).read()
+    table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     for column, value in partition:
         values = (
             pa.nulls(table.num_rows, pa.int64())
@@ -298,8 +335,8 @@ def _in_order(table: pa.Table, sort_by: list[str]) -> pa.Table:
     # been written otherwise (by another tool), sort in Arrow, before any conversion.
     if not sort_by or table.num_rows < 2:
         return table
-    columns = [table.column(name).to_numpy().astype("float64") for name in sort_by]
-    if _ordered([np.nan_to_num(values, nan=-1).astype("int64") for values in columns]):
+    columns = [pc.fill_null(table.column(name).cast(pa.int64()), -1) for name in sort_by]
+    if _ordered([column.to_numpy() for column in columns]):
         return table
     keys = [(name, "ascending", "at_start") for name in sort_by]
     return table.take(pc.sort_indices(table, sort_keys=keys))
@@ -318,18 +355,70 @@ def _read_metadata(schema: pa.Schema, name: str) -> dict[str, Any]:
     return meta
 
 
-def restore_frame(table: pa.Table, meta: Mapping[str, Any]) -> pd.DataFrame:
+def restore_frame(
+    table: pa.Table, meta: Mapping[str, Any], *, pool: ThreadPoolExecutor | None = None
+) -> pd.DataFrame:
+    """The frame ``table`` was written from, by the columns and dtypes its ``meta`` records."""
     # The files keep no pandas metadata and the partition columns come last: every column goes
     # back to its place and its declared dtype from our own metadata.
-    table = table.select(list(meta["columns"]))  # in Arrow: no copy
-    df = table.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
+    names = list(meta["columns"])
+    masked = [name for name in names if table.schema.field(name).type in _MASKED]
+    converting = {name: _submit(pool, _masked, table.column(name)) for name in masked}
+    rest = table.select([name for name in names if name not in converting])  # no copy
     del table
+    others = rest.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
+    del rest
+    arrays = {
+        name: converting[name].result() if name in converting else others[name].array
+        for name in names
+    }
+    del others
+    df = pd.DataFrame(arrays, copy=False)
     for name, dtype in meta["dtypes"].items():
         if name in meta["categories"]:
             df[name] = _categories(df[name], meta["categories"][name])
         elif str(df[name].dtype) != dtype:
             df[name] = df[name].astype(dtype)
     return df.reset_index(drop=True)
+
+
+def _empty(length: int, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array in memory from Arrow's pool, which keeps the pages it has used."""
+    return np.frombuffer(pa.allocate_buffer(length * dtype.itemsize), dtype=dtype)
+
+
+def _submit(pool: ThreadPoolExecutor | None, task: Callable[..., Any], *args: Any) -> Future[Any]:
+    return pool.submit(task, *args) if pool is not None else finished(task(*args))
+
+
+def _masked(column: pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:
+    """A column of nullable numbers as pandas' masked array, its values copied once.
+
+    pandas' own conversion (``Int64Dtype.__from_arrow__``) joins the chunks, copies the result
+    and builds the mask in three more arrays; on a cache read, the page faults of that fresh
+    memory cost more than the copying. The copies release the GIL, so columns convert side by
+    side.
+    """
+    dtype = _nullable_types[column.type]
+    values = _empty(len(column), dtype.numpy_dtype)
+    missing = _empty(len(column), np.dtype(bool))
+    start = 0
+    for chunk in column.chunks:
+        end = start + len(chunk)
+        missing[start:end] = chunk.null_count == len(chunk)
+        if chunk.null_count < len(chunk):
+            values[start:end] = np.frombuffer(
+                chunk.buffers()[1],
+                dtype=values.dtype,
+                count=len(chunk),
+                offset=chunk.offset * values.itemsize,
+            )
+            if chunk.null_count:
+                missing[start:end] = chunk.is_null().to_numpy(zero_copy_only=False)
+        start = end
+    if values.dtype.kind == "f" and not pd.get_option("future.distinguish_nan_and_na"):
+        missing |= np.isnan(values)  # as pandas' own conversion: NaN is missing too
+    return dtype.construct_array_type()(values, missing, copy=False)
 
 
 def _categories(column: pd.Series, categories: list[Any]) -> pd.Series:
@@ -358,3 +447,5 @@ _nullable_types = {
     pa.string(): pd.StringDtype(),
     pa.large_string(): pd.StringDtype(),
 }
+#: The Arrow types :func:`_masked` converts.
+_MASKED = (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float64())
