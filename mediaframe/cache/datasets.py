@@ -14,8 +14,8 @@ import os
 import posixpath
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fsspec
@@ -28,7 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe import __version__
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
-from mediaframe.futures import finished
+from mediaframe.futures import run_on
 
 __all__ = ["PARTITIONS", "SCHEMA_VERSION", "read_frame", "write_frame"]
 
@@ -363,7 +363,7 @@ def restore_frame(
     # back to its place and its declared dtype from our own metadata.
     names = list(meta["columns"])
     masked = [name for name in names if table.schema.field(name).type in _MASKED]
-    converting = {name: _submit(pool, _masked, table.column(name)) for name in masked}
+    converting = {name: run_on(pool, _masked, table.column(name)) for name in masked}
     rest = table.select([name for name in names if name not in converting])  # no copy
     del table
     others = rest.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
@@ -385,10 +385,6 @@ def restore_frame(
 def _empty(length: int, dtype: np.dtype) -> np.ndarray:
     """An uninitialised array in memory from Arrow's pool, which keeps the pages it has used."""
     return np.frombuffer(pa.allocate_buffer(length * dtype.itemsize), dtype=dtype)
-
-
-def _submit(pool: ThreadPoolExecutor | None, task: Callable[..., Any], *args: Any) -> Future[Any]:
-    return pool.submit(task, *args) if pool is not None else finished(task(*args))
 
 
 def _masked(column: pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:

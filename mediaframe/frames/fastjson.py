@@ -22,7 +22,7 @@ from mediaframe.frames.flatten import assemble
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.frames.technical import column_name
-from mediaframe.futures import finished
+from mediaframe.futures import run_on
 
 __all__ = ["records_json"]
 
@@ -256,10 +256,8 @@ def _read_pieces(
         for first, last in _pieces(body, opening, end):
             data, texts = _rewrite(body[first:last])
             lines = pa.py_buffer(data)
-            if end - opening < _PIECE:  # a page: a thread would cost more than it saves
-                parsing.append(finished(_parse(lines)))
-            else:
-                parsing.append(pool.submit(_parse, lines))
+            # a page is parsed inline: a thread would cost more than it saves
+            parsing.append(run_on(pool if end - opening >= _PIECE else None, _parse, lines))
             whole = [match.start() for match in _WHOLE_FLOAT.finditer(data)]
             names.update(_name_before(data, at) for at in whole)
             counts[_NUMBER] += data.count(_NUMBER)
