@@ -31,7 +31,8 @@ The tree::
     MediaframeWarning (UserWarning)
     ├── IncompleteResultWarning       incomplete results were allowed and happened
     ├── CacheWarning                  a cached result was used or discarded in a way worth knowing
-    └── EmptyPlotWarning              a plot was asked of data with nothing to draw
+    ├── EmptyPlotWarning              a plot was asked of data with nothing to draw
+    └── MalformedItemWarning          a minor member of some items could not be read: kept missing
 
 Errors never carry a token or a secret: messages hold the request line (method and path), never the
 query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
@@ -58,6 +59,7 @@ __all__ = [
     "IncompleteResultWarning",
     "InvalidParameterError",
     "MalformedItemError",
+    "MalformedItemWarning",
     "MediaframeError",
     "MediaframeWarning",
     "MethodNotAllowedError",
@@ -245,3 +247,11 @@ class CacheWarning(MediaframeWarning):
 
 class EmptyPlotWarning(MediaframeWarning):
     """A plot was asked of data with nothing to draw; the (empty) axes are returned anyway."""
+
+
+class MalformedItemWarning(MediaframeWarning):
+    """A minor member had a value of the wrong type in some items; it is missing there.
+
+    Keys and the members an item cannot be identified without still raise
+    :class:`MalformedItemError`; a minor member never rejects the whole list.
+    """

@@ -1,4 +1,9 @@
-"""Shared fixtures: the emulator, served on loopback or in-process."""
+"""Shared fixtures: the emulator, served on loopback or in-process, in every server generation.
+
+End-to-end fixtures (``emulator``, ``fresh_emulator``, ``flavoured_emulator``) run each test once
+per flavour: the contract's shape, a current and a legacy server. ``inprocess_emulator`` stays
+the contract's (the emulator's own tests check that shape member by member).
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,36 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from mediaframe.emulator import Emulator
+from mediaframe.emulator.flavours import FLAVOURS
+
+
+@pytest.fixture(scope="session", params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> str:
+    """The server generation the end-to-end fixtures speak (every test runs on each)."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")
-def emulator() -> Iterator[Emulator]:
+def emulator(flavour: str) -> Iterator[Emulator]:
     """An emulator with 2,000 records (seed 7) served on 127.0.0.1 for the whole session."""
-    with Emulator(records=2000, seed=7) as emu:
+    with Emulator(records=2000, seed=7, flavour=flavour) as emu:
         yield emu
 
 
+@pytest.fixture(scope="session")
+def flavoured_emulator(flavour: str) -> Emulator:
+    """An emulator with 2,000 records (seed 7) of each flavour, not served (in-process)."""
+    return Emulator(records=2000, seed=7, flavour=flavour)
+
+
 @pytest.fixture
-def fresh_emulator() -> Iterator[Callable[..., Emulator]]:
+def fresh_emulator(flavour: str) -> Iterator[Callable[..., Emulator]]:
     """Factory of started emulators for tests that change data or inject faults."""
     started: list[Emulator] = []
 
     def make(**knobs: object) -> Emulator:
         knobs.setdefault("records", 300)
+        knobs.setdefault("flavour", flavour)
         emu = Emulator(**knobs).start()  # type: ignore[arg-type]
         started.append(emu)
         return emu

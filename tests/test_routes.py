@@ -210,8 +210,8 @@ def test_routes_validate_before_sending(settings, call):
 
 
 @pytest.fixture
-def live(inprocess_emulator, settings):
-    emu = inprocess_emulator
+def live(flavoured_emulator, settings):
+    emu = flavoured_emulator
     return API(
         Transport(
             emu.inprocess_url, token=emu.token, settings=settings, session=emu.requests_session()
@@ -266,7 +266,7 @@ def test_paging_against_the_emulator_is_stable(live):
     assert [r["record_id"] for r in paged] == [r["record_id"] for r in whole]
 
 
-def test_server_side_refusals_are_typed(live, inprocess_emulator):
+def test_server_side_refusals_are_typed(live, flavoured_emulator):
     from mediaframe.exceptions import BadRequestError, NotFoundError, PermissionDeniedError
 
     with pytest.raises(BadRequestError, match="No collections match"):
@@ -275,8 +275,8 @@ def test_server_side_refusals_are_typed(live, inprocess_emulator):
         live.search('"unclosed')
     with pytest.raises(NotFoundError):
         live.record(1, 99999999)
-    demo = inprocess_emulator.ground_truth("records", user="demo")
-    everything = inprocess_emulator.ground_truth("records", user="auditor")
+    demo = flavoured_emulator.ground_truth("records", user="demo")
+    everything = flavoured_emulator.ground_truth("records", user="auditor")
     keys = ["databox_id", "record_id"]
     hidden = everything.merge(demo[keys], on=keys, how="left", indicator=True)
     row = hidden[hidden["_merge"] == "left_only"].iloc[0]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -9,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from mediaframe.exceptions import MalformedItemError
+from mediaframe.exceptions import MalformedItemError, MalformedItemWarning
 
 __all__ = [
     "TIMESTAMP",
@@ -18,6 +21,7 @@ __all__ = [
     "render_text",
     "text",
     "to_array",
+    "warn_unreadable",
 ]
 
 #: Microseconds, not nanoseconds: pandas 3 parses ISO strings to this unit, it covers the years
@@ -50,41 +54,122 @@ _EXPECTED = {
 
 Label = Callable[[int], str]
 
+#: Text that unambiguously writes an integer, a JSON number, or a boolean.
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_BOOLEAN_TEXT = {"true": True, "false": False, "1": True, "0": False}
 
-def to_array(values: Sequence[Any], dtype: str, *, member: str, label: Label) -> Any:
-    """Convert one declared column, refusing values of the wrong JSON type.
+
+def to_array(
+    values: Sequence[Any], dtype: str, *, member: str, label: Label, strict: bool = True
+) -> Any:
+    """Convert one declared column, refusing (``strict``) or mending values of the wrong type.
 
     Parameters
     ----------
     values : the column's values, ``None`` where the member is null or absent.
     dtype : a declared dtype: ``Int64``, ``Float64``, ``boolean``, ``string``, ``category`` or
         :data:`TIMESTAMP`.
-    member : the API member the values come from, for error messages.
-    label : names the item at a position, for error messages.
+    member : the API member the values come from, for messages.
+    label : names the item at a position, for messages.
+    strict : for keys and the members an item needs: a value of the wrong type raises. Otherwise
+        (a minor member) a value that says one thing only is coerced (a numeric string where a
+        number is declared, ``"true"``/``"false"``/``0``/``1`` for a boolean, a number or boolean
+        where text is), and any other is missing, with one :class:`MalformedItemWarning` naming
+        the member and how many items.
 
     Raises
     ------
     MalformedItemError
-        A value has another JSON type than the column declares; the message names the item.
+        ``strict``, and a value has another JSON type than the column declares; the message
+        names the item.
     """
     accepted = _ACCEPTS[dtype]
     if dtype == "string":
         try:  # pyarrow checks every value is a str, faster than a pass in Python
             return text(values)
         except (pa.ArrowTypeError, pa.ArrowInvalid):
-            _refuse(values, accepted, member=member, label=label)
-            raise
+            if strict:
+                _refuse(values, accepted, member=member, label=label)
+                raise
+            return text(_mended(values, dtype, member=member, label=label))
     kinds = set(map(type, values))
     kinds.discard(_NONE)
     if not kinds <= accepted:
-        _refuse(values, accepted, member=member, label=label)
+        if strict:
+            _refuse(values, accepted, member=member, label=label)
+        values = _mended(values, dtype, member=member, label=label)
     if dtype == "category":
         return categorical(values)
     if dtype == TIMESTAMP:
-        return timestamps(values, member=member, label=label)
+        return timestamps(values, member=member, label=label, strict=strict)
     if dtype == "Int64":
-        return _integers(values, member=member, label=label)
+        return _integers(values, member=member, label=label, strict=strict)
     return pd.array(values, dtype=dtype)
+
+
+def _mended(values: Values, dtype: str, *, member: str, label: Label) -> list[Any]:
+    """The values with wrong types coerced where unambiguous, else ``None`` (warned once)."""
+    accepted = _ACCEPTS[dtype]
+    mended = list(values)
+    unreadable = []
+    for index, value in enumerate(mended):
+        if value is None or type(value) in accepted:
+            continue
+        mended[index] = _coerced(value, dtype)
+        if mended[index] is None:
+            unreadable.append(index)
+    warn_unreadable(member, unreadable, len(mended), label, values)
+    return mended
+
+
+def _coerced(value: Any, dtype: str) -> Any:
+    """``value`` as ``dtype`` when it can only mean one thing, else ``None``."""
+    kind = type(value)
+    if kind is str:
+        written = value.strip()
+        if dtype == "Int64" and _INTEGER_TEXT.fullmatch(written):
+            return int(written)
+        if dtype == "Float64" and _NUMBER_TEXT.fullmatch(written):
+            number = float(written)
+            return number if math.isfinite(number) else None
+        if dtype == "boolean":
+            return _BOOLEAN_TEXT.get(written.lower())
+        return None
+    if dtype in ("string", "category") and kind in _SCALARS:
+        return render_text(value)
+    if kind is float and dtype == "Int64" and value.is_integer():
+        return int(value)
+    if kind is int and dtype == "boolean" and value in (0, 1):
+        return bool(value)
+    return None
+
+
+def warn_unreadable(
+    member: str,
+    positions: Sequence[int],
+    n: int,
+    label: Label,
+    values: Values | None = None,
+    *,
+    example: Any = None,
+) -> None:
+    """One :class:`MalformedItemWarning` for a minor member unreadable in items ``positions``.
+
+    The message shows the first such item and its value (``values[positions[0]]``, or
+    ``example``).
+    """
+    if not len(positions):
+        return
+    first = positions[0]
+    shown = values[first] if values is not None else example
+    warnings.warn(
+        f"member {member!r} could not be read in {len(positions)} of {n} item(s) and is kept "
+        f"as missing there (first: {label(first)}, {_describe(shown)}); the server's "
+        "answer does not follow the API contract",
+        MalformedItemWarning,
+        stacklevel=2,
+    )
 
 
 def infer_array(values: Values) -> Any:
@@ -168,33 +253,61 @@ def categorical(values: Sequence[Any]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype="str"))
 
 
-def timestamps(values: Sequence[Any], *, member: str, label: Label) -> pd.DatetimeIndex:
+def timestamps(
+    values: Sequence[Any], *, member: str, label: Label, strict: bool = True
+) -> pd.DatetimeIndex:
     """Parse ISO 8601 strings to UTC timestamps; placeholders before year 1 become NaT.
 
     Servers write an unset date as ``-0001-11-30T00:00:00+00:09``: a negative year (or year 0),
-    which no calendar holds, so any such value is missing rather than an error.
+    which no calendar holds, so any such value is missing rather than an error. Text that is no
+    date raises when ``strict``, else is missing with one :class:`MalformedItemWarning`.
     """
     cleaned = [None if v is None or v[:1] == "-" or v[:4] == "0000" else v for v in values]
     try:
         parsed = pd.to_datetime(cleaned, format="ISO8601", utc=True)
     except (ValueError, OverflowError):
-        _refuse_dates(cleaned, member=member, label=label)
-        raise
+        if strict:
+            _refuse_dates(cleaned, member=member, label=label)
+            raise
+        unreadable = [i for i, value in enumerate(cleaned) if not _is_date(value)]
+        warn_unreadable(member, unreadable, len(cleaned), label, cleaned)
+        for index in unreadable:
+            cleaned[index] = None
+        parsed = pd.to_datetime(cleaned, format="ISO8601", utc=True)
     return parsed.as_unit("us")
 
 
-def _integers(values: Values, *, member: str, label: Label) -> Any:
+def _is_date(value: str | None) -> bool:
+    try:
+        pd.to_datetime(value, format="ISO8601", utc=True)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def _integers(values: Values, *, member: str, label: Label, strict: bool = True) -> Any:
     try:
         return pd.array(values, dtype="Int64")
     except (OverflowError, TypeError, ValueError):
-        for index, value in enumerate(values):
-            if value is not None and not -(2**63) <= value < 2**63:
-                raise MalformedItemError(
-                    f"{label(index)}: member {member!r} is {value}, beyond a 64-bit integer; "
-                    "the server sent an id or count mediaframe cannot hold",
-                    item=index,
-                ) from None
-        raise
+        beyond = [
+            index
+            for index, value in enumerate(values)
+            if value is not None and not -(2**63) <= value < 2**63
+        ]
+        if beyond and strict:
+            index = beyond[0]
+            raise MalformedItemError(
+                f"{label(index)}: member {member!r} is {values[index]}, beyond a 64-bit integer; "
+                "the server sent an id or count mediaframe cannot hold",
+                item=index,
+            ) from None
+        if not beyond:
+            raise
+        warn_unreadable(member, beyond, len(values), label, values)
+        kept = list(values)
+        for index in beyond:
+            kept[index] = None
+        return pd.array(kept, dtype="Int64")
 
 
 def _refuse(values: Sequence[Any], accepted: frozenset[type], *, member: str, label: Label) -> None:

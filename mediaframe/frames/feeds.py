@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
-from mediaframe.frames.arrays import text, to_array
+from mediaframe.frames.arrays import text, to_array, warn_unreadable
 from mediaframe.frames.flatten import flatten
 from mediaframe.frames.normalise import as_items, children, labeller
 from mediaframe.frames.records import flatten_records
@@ -65,18 +65,15 @@ def feeds(items: list[dict[str, Any]]) -> pd.DataFrame:
     """The feeds list; ``icon`` is a boolean on newer servers and a path on older ones.
 
     ``has_icon`` is true for ``true`` or a non-empty path; ``icon`` keeps the path (NA for a
-    boolean).
+    boolean). Any other ``icon`` is missing, with one :class:`MalformedItemWarning`.
     """
     items = as_items(items, "feed")
     label = labeller(items, FEEDS.row, FEEDS.key)
     icons = [item.get("icon") for item in items]
-    for index, icon in enumerate(icons):
-        if icon is not None and type(icon) not in (bool, str):
-            raise MalformedItemError(
-                f"{label(index)}: member 'icon' is {icon!r}, expected a boolean or a path "
-                "(report the payload)",
-                item=index,
-            )
+    odd = [i for i, icon in enumerate(icons) if icon is not None and type(icon) not in (bool, str)]
+    warn_unreadable("icon", odd, len(icons), label, icons)  # neither a boolean nor a path
+    unreadable = set(odd)
+    icons = [None if i in unreadable else icon for i, icon in enumerate(icons)]
     given = {
         "has_icon": pd.array([None if i is None else bool(i) for i in icons], dtype="boolean"),
         "icon": text([i if type(i) is str else None for i in icons]),

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
-from mediaframe.frames.arrays import infer_array, to_array
+from mediaframe.frames.arrays import infer_array, to_array, warn_unreadable
 from mediaframe.frames.normalise import labeller, preferred
 from mediaframe.frames.schema import Column, Frame
 
@@ -121,15 +121,15 @@ def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any
 
 
 def nested_rows(values: Sequence[Any], *, path: str, label: Label) -> list[Mapping[str, Any]]:
-    """The objects of a nested member, an empty mapping where it is null or absent."""
+    """The objects of a nested member, an empty mapping where it is null or absent.
+
+    A nested member (a thumbnail, a basket's owner) is never a key: one that is not an object
+    is missing, with one :class:`MalformedItemWarning`.
+    """
     if set(map(type, values)) - {dict, type(None)}:
-        index = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, dict))
-        raise MalformedItemError(
-            f"{label(index)}: member {path!r} is {type(values[index]).__name__}, expected an "
-            "object or null; the server's answer does not follow the API contract "
-            "(report the payload)",
-            item=index,
-        )
+        odd = [i for i, v in enumerate(values) if v is not None and type(v) is not dict]
+        warn_unreadable(path, odd, len(values), label, values)
+        return [value if type(value) is dict else _EMPTY for value in values]
     return [_EMPTY if value is None else value for value in values]
 
 
@@ -143,23 +143,23 @@ def _declared(values: Sequence[Any], column: Column, *, label: Label) -> Any:
         )
     if column.joined:
         values = _joined(values, column, label=label)
-    return to_array(values, column.dtype, member=column.path, label=label)
+    strict = column.required  # keys raise; a minor member is mended or missing, with a warning
+    return to_array(values, column.dtype, member=column.path, label=label, strict=strict)
 
 
 def _joined(values: Sequence[Any], column: Column, *, label: Label) -> list[Any]:
+    """Arrays of strings joined with ``,``; any other value is missing (one warning)."""
     kinds = set(map(type, values)) - {type(None)}
     entries = chain.from_iterable(v for v in values if type(v) is list)
     if kinds - {list} or set(map(type, entries)) - {str}:
-        index = next(
+        odd = [
             i
             for i, v in enumerate(values)
             if v is not None and (type(v) is not list or any(type(e) is not str for e in v))
-        )
-        raise MalformedItemError(
-            f"{label(index)}: member {column.path!r} is {values[index]!r}, expected an array of "
-            "strings; the server's answer does not follow the API contract (report the payload)",
-            item=index,
-        )
+        ]
+        warn_unreadable(column.path, odd, len(values), label, values)
+        unreadable = set(odd)
+        values = [None if i in unreadable else v for i, v in enumerate(values)]
     return [None if v is None else ",".join(v) for v in values]
 
 

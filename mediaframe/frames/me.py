@@ -7,8 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.exceptions import MalformedItemError
-from mediaframe.frames.arrays import Label, text, to_array
+from mediaframe.frames.arrays import Label, text, to_array, warn_unreadable
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import (
@@ -73,11 +72,20 @@ def statuses(collections: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame
     """
     items = as_items(collections, "collection", id_member="base_id")
     label = labeller(items, "collection", ("base_id",))
+    lists = [item.get("statuses") or [] for item in items]
+    odd = [index for index, value in enumerate(lists) if type(value) is not list]
+    warn_unreadable("statuses", odd, len(items), label, lists)
     rows, owners = [], []
-    for index, item in enumerate(items):
-        for place, status in enumerate(_list(item.get("statuses"), "statuses", index, label)):
-            rows.append(_status(status, f"{label(index)}, status #{place}", index))
+    unreadable: list[int] = []
+    for index, listed in enumerate(lists):
+        for status in listed if type(listed) is list else ():
+            row = _status(status)
+            if row is None:
+                unreadable.append(index)
+                continue
+            rows.append(row)
             owners.append(index)
+    warn_unreadable("statuses[]", unreadable, len(items), label, lists)
     owning = [items[owner] for owner in owners]
     ids = {
         "databox_id": [item.get("databox_id") for item in owning],
@@ -91,17 +99,21 @@ def statuses(collections: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame
         return label(owners[index])
 
     columns = {
-        name: to_array(values, "Int64", member=name, label=row_label)
+        name: to_array(values, "Int64", member=name, label=row_label, strict=False)
         for name, values in ids.items()
     }
     columns["position"] = to_array(
-        [row.get("position") for row in rows], "Int64", member="position", label=row_label
+        [row.get("position") for row in rows],
+        "Int64",
+        member="position",
+        label=row_label,
+        strict=False,
     )
     for name in [*STATUSES.names[4:-2], *extra_labels]:
         columns[name] = text([row.get(name) for row in rows])
     for name in ("restricted", "restriction_flag"):
         columns[name] = to_array(
-            [row.get(name) for row in rows], "boolean", member=name, label=row_label
+            [row.get(name) for row in rows], "boolean", member=name, label=row_label, strict=False
         )
     dynamic = {name: columns.pop(name) for name in extra_labels}
     return assemble(STATUSES, columns, dynamic)
@@ -113,18 +125,17 @@ def _collection_id(item: dict[str, Any]) -> Any:
     return item.get("coll_id") if value is None else value
 
 
-def _status(status: Any, where: str, index: int) -> dict[str, Any]:
+def _status(status: Any) -> dict[str, Any] | None:
+    """One status definition as a row; ``None`` when it is not an object or its labels are not
+    objects of strings (minor: the caller warns once and goes on)."""
     if type(status) is not dict:
-        raise MalformedItemError(f"{where} is not an object (report the payload)", item=index)
+        return None
     row = {key: status.get(key) for key in ("position", "restricted", "restriction_flag")}
     labels = status.get("labels") or {}
     for state in ("on", "off"):
-        texts = labels.get(state) or {}
+        texts = (labels.get(state) or {}) if type(labels) is dict else None
         if type(texts) is not dict or any(type(t) not in (str, type(None)) for t in texts.values()):
-            raise MalformedItemError(
-                f"{where}: labels.{state} is not an object of strings (report the payload)",
-                item=index,
-            )
+            return None
         row.update({f"label_{state}_{lang}": value for lang, value in texts.items()})
     return row
 
@@ -132,16 +143,23 @@ def _status(status: Any, where: str, index: int) -> dict[str, Any]:
 def _rights(
     items: list[dict[str, Any]], declared: Sequence[str], label: Label
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One boolean array per right: the declared ones, then any other right the server lists."""
-    held = [_list(item.get("rights"), "rights", index, label) for index, item in enumerate(items)]
-    for index, rights in enumerate(held):
-        if any(type(right) is not str for right in rights):
-            raise MalformedItemError(
-                f"{label(index)}: member 'rights' holds a non-string (report the payload)",
-                item=index,
-            )
-    missing = [item.get("rights") is None for item in items]
-    sets = [set(rights) for rights in held]
+    """One boolean array per right: the declared ones, then any other right the server lists.
+
+    A ``rights`` member that is not an array of strings leaves that item's rights NA (one
+    :class:`MalformedItemWarning`): the rights are minor members, the item is still read.
+    """
+    raw = [item.get("rights") for item in items]
+    odd = [
+        index
+        for index, rights in enumerate(raw)
+        if rights is not None
+        and (type(rights) is not list or any(type(right) is not str for right in rights))
+    ]
+    warn_unreadable("rights", odd, len(items), label, raw)
+    unreadable = set(odd)
+    held = [None if i in unreadable else rights for i, rights in enumerate(raw)]
+    missing = [rights is None for rights in held]
+    sets = [set(rights or ()) for rights in held]
     others = sorted(set().union(*sets) - set(declared))
 
     def column(right: str) -> Any:
@@ -149,15 +167,3 @@ def _rights(
         return pd.array(values, dtype="boolean")
 
     return {right: column(right) for right in declared}, {right: column(right) for right in others}
-
-
-def _list(value: Any, member: str, index: int, label: Label) -> list[Any]:
-    if value is None:
-        return []
-    if type(value) is not list:
-        raise MalformedItemError(
-            f"{label(index)}: member {member!r} is not an array; the server's answer does not "
-            "follow the API contract (report the payload)",
-            item=index,
-        )
-    return value

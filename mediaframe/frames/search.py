@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
-from mediaframe.frames.arrays import categorical, render_text, to_array
+from mediaframe.frames.arrays import categorical, render_text, to_array, warn_unreadable
 from mediaframe.frames.flatten import flatten
 from mediaframe.frames.normalise import as_items, children, labeller, query_time_seconds
 from mediaframe.frames.schema import FACETS, SEARCH_INFO, SUGGESTIONS, V2_RESULTS
@@ -49,13 +49,10 @@ def facets(items: list[dict[str, Any]]) -> pd.DataFrame:
         return categorical(names)
 
     raw = [value.get("raw_value") for value in values]
-    for index, item in enumerate(raw):
-        if item is not None and type(item) not in (str, int, float, bool):
-            raise MalformedItemError(
-                f"{label(index)}: member 'raw_value' is not a scalar; the server's answer does "
-                "not follow the API contract (report the payload)",
-                item=index,
-            )
+    odd = [i for i, v in enumerate(raw) if v is not None and type(v) not in (str, int, float, bool)]
+    warn_unreadable("raw_value", odd, len(raw), label, raw)  # not a scalar: missing
+    unreadable = set(odd)
+    raw = [None if i in unreadable else v for i, v in enumerate(raw)]
     given = {
         "facet": facet_member("name"),
         "field": facet_member("field"),

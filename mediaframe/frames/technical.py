@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mediaframe.exceptions import InvalidParameterError, MalformedItemError
-from mediaframe.frames.arrays import Values, infer_array, object_values, to_array
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.frames.arrays import Values, infer_array, object_values, to_array, warn_unreadable
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS, TECHNICAL_LONG
 
@@ -93,11 +93,16 @@ def gather(
     """Collect every technical value as parallel ``(row, name, value)`` sequences.
 
     Flat passes over all entries instead of one loop per record, each running in C; the types
-    of names and values are checked later, once per distinct name (see :func:`pivot`).
+    of names and values are checked later, once per distinct name (see :func:`pivot`). Technical
+    values are minor members: a ``technical_informations`` that is not an array, or an entry
+    that is not an object with a name, is left out with one :class:`MalformedItemWarning`
+    (the latter by :func:`pivot`).
     """
     lists = [item.get("technical_informations") for item in items]
     if set(map(type, lists)) - {list, type(None)}:
-        _refuse(lists, lambda v: v is not None and type(v) is not list, label, "is not an array")
+        odd = [i for i, v in enumerate(lists) if v is not None and type(v) is not list]
+        warn_unreadable("technical_informations", odd, len(lists), label, lists)
+        lists = [v if type(v) is list else None for v in lists]
     present = [entries or () for entries in lists]
     rows = np.repeat(np.arange(len(present)), [len(entries) for entries in present])
     flat = list(chain.from_iterable(present))
@@ -105,9 +110,10 @@ def gather(
         names = list(map(itemgetter("name"), flat))
         values = [entry.get("value") for entry in flat]
     except (AttributeError, KeyError, TypeError):
-        _refuse_entry(flat, rows, lambda e: type(e) is not dict, label, "is not an object")
-        _refuse_entry(flat, rows, lambda e: "name" not in e, label, "has no name")
-        raise
+        # An entry that is not an object or has no name gets the name None: pivot() leaves it
+        # out, with the other unreadable names, under one warning.
+        names = [entry.get("name") if type(entry) is dict else None for entry in flat]
+        values = [entry.get("value") if type(entry) is dict else None for entry in flat]
     return rows, names, values
 
 
@@ -122,34 +128,46 @@ def pivot(
     """Scatter triples into one typed column of length ``n`` per name.
 
     Entries are grouped by name with one stable sort, so each name is typed from its own values
-    only; a name repeated within one record keeps its last value.
-
-    Raises
-    ------
-    MalformedItemError
-        A name is not a string or a value is not a number, string, boolean or null; ``label``
-        names the record holding it.
+    only; a name repeated within one record keeps its last value. An entry whose name is not a
+    string is left out, a value that is not a number, string, boolean or null is missing: one
+    :class:`MalformedItemWarning` each, ``label`` naming the first record holding one.
     """
     codes, uniques = pd.factorize(np.asarray(names, dtype=object))
-    for code, name in enumerate(uniques):
-        if type(name) is not str:
-            _refuse_value(int(rows[np.flatnonzero(codes == code)[0]]), label, f"name {name!r}")
+    odd_names = [code for code, name in enumerate(uniques) if type(name) is not str]
+    if odd_names or (codes < 0).any():  # factorize codes a missing name -1
+        dropped = np.isin(codes, odd_names) | (codes < 0)
+        where = np.unique(np.asarray(rows)[dropped]).tolist()
+        example = uniques[odd_names[0]] if odd_names else None
+        warn_unreadable("technical_informations[].name", where, n, label, example=example)
+        rows, codes = np.asarray(rows)[~dropped], codes[~dropped]
+        values = np.fromiter(values, dtype=object, count=len(values))[~dropped]
     order = np.argsort(codes, kind="stable")
     ends = np.cumsum(np.bincount(codes, minlength=len(uniques)))
     rows = np.asarray(rows)[order]
     ordered = np.fromiter(values, dtype=object, count=len(values))[order]
     columns = {}
     start = 0
-    for name, end in zip(uniques, ends, strict=True):
+    unreadable: list[int] = []
+    example = None
+    for code, (name, end) in enumerate(zip(uniques, ends, strict=True)):
+        if code in odd_names:
+            start = end
+            continue
         kinds = set(map(type, ordered[start:end]))
         if kinds - _SCALAR_OR_NULL:
-            bad = next(i for i in range(start, end) if type(ordered[i]) not in _SCALAR_OR_NULL)
-            _refuse_value(int(rows[bad]), label, f"{name!r} has value {ordered[bad]!r}")
+            for i in range(start, end):
+                if type(ordered[i]) not in _SCALAR_OR_NULL:
+                    unreadable.append(int(rows[i]))
+                    example = ordered[i] if example is None else example
+                    ordered[i] = None
+            kinds = set(map(type, ordered[start:end]))
         named_rows, named_values = _last_per_row(rows[start:end], ordered[start:end])
         if len(named_values) < end - start:  # the type is decided by the values that remain
             kinds = set(map(type, named_values))
         columns[name] = scatter(n, named_rows, named_values, kinds=kinds)
         start = end
+    odd_values = sorted(set(unreadable))
+    warn_unreadable("technical_informations[].value", odd_values, n, label, example=example)
     return columns
 
 
@@ -186,38 +204,3 @@ def _numbers(values: np.ndarray, dtype: type) -> np.ndarray | None:
         return values.astype(dtype)
     except OverflowError:  # beyond int64: infer_array keeps the digits as text
         return None
-
-
-def _refuse_value(index: int, label: Callable[[int], str], problem: str) -> None:
-    raise MalformedItemError(
-        f"{label(index)}: technical_informations {problem}, expected a number or a string; the "
-        "server's answer does not follow the API contract (report the payload)",
-        item=index,
-    )
-
-
-def _refuse(
-    values: Sequence[Any], bad: Callable[[Any], bool], label: Callable, problem: str
-) -> None:
-    index = next(i for i, v in enumerate(values) if bad(v))
-    raise MalformedItemError(
-        f"{label(index)}: member 'technical_informations' {problem}; the server's answer does not "
-        "follow the API contract (report the payload)",
-        item=index,
-    )
-
-
-def _refuse_entry(
-    flat: Sequence[Any], rows: np.ndarray, bad: Callable[[Any], bool], label: Callable, problem: str
-) -> None:
-    position = next((i for i, entry in enumerate(flat) if bad(entry)), None)
-    if position is None:
-        return
-    index = int(rows[position])
-    start = int(np.searchsorted(rows, index))
-    raise MalformedItemError(
-        f"{label(index)}: technical_informations[{position - start}] {problem} "
-        f"({flat[position]!r}); the server's answer does not follow the API contract "
-        "(report the payload)",
-        item=index,
-    )

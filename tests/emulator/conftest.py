@@ -39,6 +39,12 @@ class Api:
 
 
 @pytest.fixture(scope="session")
+def flavour() -> str:
+    """The emulator's own tests check the contract's shape; test_flavours.py the others."""
+    return "contract"
+
+
+@pytest.fixture(scope="session")
 def api(inprocess_emulator: Emulator) -> Iterator[Api]:
     """In-process raw HTTP to the shared (read-only) emulator."""
     with inprocess_emulator.requests_session() as session:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +53,19 @@ def expected(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
 
 
 def assert_same(body: bytes) -> pd.DataFrame | None:
-    """Same info and frame as records() on the decoded body, or the same error."""
+    """Same info, frame and warnings as records() on the decoded body, or the same error."""
     try:
-        want_info, want = expected(body)
+        with warnings.catch_warnings(record=True) as wanted:
+            warnings.simplefilter("always")
+            want_info, want = expected(body)
     except MalformedItemError as error:
         with pytest.raises(MalformedItemError, match=re.escape(str(error))):
             records_json(body)
         return None
-    info, frame = records_json(body)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        info, frame = records_json(body)
+    assert [str(w.message) for w in got] == [str(w.message) for w in wanted]
     assert info == want_info
     pd.testing.assert_frame_equal(frame, want, check_exact=True)
     return frame

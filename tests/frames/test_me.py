@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mediaframe.exceptions import MalformedItemError
+from mediaframe.exceptions import MalformedItemError, MalformedItemWarning
 from mediaframe.frames import collections, databoxes, statuses, user
 from mediaframe.frames.schema import COLLECTION_RIGHTS
 
@@ -68,6 +68,27 @@ def test_databoxes_list_and_keyed_by_id(payload):
     assert old.loc[0, "databox_id"] == 1 and old.loc[0, "bas_manage"]
 
 
-def test_rights_must_be_an_array_of_strings():
-    with pytest.raises(MalformedItemError, match=r"collection #0 .*'rights'"):
-        collections([{"databox_id": 1, "base_id": 2, "rights": "actif"}])
+def test_rights_that_are_not_an_array_of_strings_are_missing_with_one_warning():
+    items = [
+        {"databox_id": 1, "base_id": 1, "rights": ["actif"]},
+        {"databox_id": 1, "base_id": 2, "rights": "actif"},
+        {"databox_id": 1, "base_id": 3, "rights": ["actif", 5]},
+    ]
+    with pytest.warns(MalformedItemWarning, match=r"'rights' .* 2 of 3 .*collection #1") as w:
+        frame = collections(items)
+    assert len(w) == 1 and frame["base_id"].tolist() == [1, 2, 3]
+    assert frame["actif"].tolist()[0] is True and frame["actif"][1:].isna().all()
+
+
+def test_a_key_of_the_wrong_type_still_raises():
+    with pytest.raises(MalformedItemError, match=r"collection #0 .*'databox_id'"):
+        collections([{"databox_id": "one", "base_id": 2, "rights": ["actif"]}])
+
+
+def test_a_users_numeric_string_is_read_as_the_number():
+    # As a 3.8 server sends a basket owner's geoname_id.
+    series = user({"id": 4, "login": "ada", "geoname_id": "2988507"})
+    assert series["geoname_id"] == 2988507
+    with pytest.warns(MalformedItemWarning, match="'geoname_id' could not be read in 1 of 1"):
+        odd = user({"id": 4, "login": "ada", "geoname_id": "Paris"})
+    assert odd["geoname_id"] is pd.NA

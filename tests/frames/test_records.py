@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mediaframe.exceptions import InvalidParameterError, MalformedItemError
+from mediaframe.exceptions import InvalidParameterError, MalformedItemError, MalformedItemWarning
 from mediaframe.frames import concat_records, records
 from mediaframe.frames.schema import FRAMES
 
@@ -146,49 +146,83 @@ def test_concat_refuses_frames_not_built_by_records():
             [{"databox_id": 1, "record_id": "9"}],
             r"member 'record_id' is str '9', expected an integer",
         ),
-        (
-            [{"databox_id": 1, "record_id": 2, "title": 5}],
-            r"member 'title' is int 5, expected a string",
-        ),
-        ([{"databox_id": 1, "record_id": 2, "thumbnail": "x"}], r"member 'thumbnail' is str"),
-        (
-            [{"databox_id": 1, "record_id": 2, "created_on": "last tuesday"}],
-            r"'created_on' is 'last tuesday', not an ISO 8601",
-        ),
-        (
-            [{"databox_id": 1, "record_id": 2, "technical_informations": {"ISO": 1}}],
-            r"record #0 .*technical_informations' is not an array",
-        ),
-        (
-            [_r, {"databox_id": 1, "record_id": 2, "technical_informations": [{"value": 1}]}],
-            r"record #1 \(databox_id=1, record_id=2\): technical_informations\[0\] has no name",
-        ),
-        (
-            [
-                {
-                    "databox_id": 1,
-                    "record_id": 2,
-                    "technical_informations": [{"name": 5, "value": 1}],
-                }
-            ],
-            r"record #0 .*technical_informations name 5, expected",
-        ),
-        (
-            [
-                {
-                    "databox_id": 1,
-                    "record_id": 2,
-                    "technical_informations": [{"name": "a", "value": []}],
-                }
-            ],
-            r"record #0 .*technical_informations 'a' has value \[\]",
-        ),
+        ([{"databox_id": 1.5, "record_id": 2}], r"member 'databox_id' is float 1.5"),
     ],
 )
 def test_malformed_items_are_named(items, match):
     with pytest.raises(MalformedItemError, match=match) as caught:
         records(items)
     assert not isinstance(caught.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize(
+    ("member", "value", "column", "expected"),
+    [
+        ("title", 5, "title", "5"),  # a number where text is declared: its JSON text
+        ("collection_id", "12", "collection_id", 12),  # a numeric string for an integer
+        ("collection_id", 12.0, "collection_id", 12),
+        (
+            "thumbnail",
+            {"width": "240", "permalink": {"is_activated": "true"}},
+            "thumbnail_width",
+            240,
+        ),
+        (
+            "thumbnail",
+            {"permalink": {"is_activated": "false"}},
+            "thumbnail_permalink_is_activated",
+            False,
+        ),
+        ("thumbnail", {"permalink": {"is_activated": 1}}, "thumbnail_permalink_is_activated", True),
+    ],
+)
+def test_an_unambiguous_minor_member_of_the_wrong_type_is_coerced(member, value, column, expected):
+    frame = records([_record(1), {**_record(2), member: value}])
+    assert frame[column][1] == expected
+    assert frame.dtypes[column] == SCHEMA.dtypes[column]
+
+
+@pytest.mark.parametrize(
+    ("member", "value", "columns", "named"),
+    [
+        ("collection_id", "twelve", ["collection_id"], "'collection_id'"),
+        ("collection_id", 2.5, ["collection_id"], "'collection_id'"),
+        ("title", {"en": "x"}, ["title"], "'title'"),
+        ("thumbnail", "x", ["thumbnail_name", "thumbnail_width"], "'thumbnail'"),
+        ("created_on", "last tuesday", ["created_on"], "'created_on'"),
+        ("thumbnail", {"devices": "screen"}, ["thumbnail_devices"], "'thumbnail.devices'"),
+        ("thumbnail", {"permalink": {"is_activated": "maybe"}},
+         ["thumbnail_permalink_is_activated"], "'thumbnail.permalink.is_activated'"),
+    ],
+)  # fmt: skip
+def test_an_unreadable_minor_member_is_missing_with_one_warning(member, value, columns, named):
+    items = [_record(1), {**_record(2), member: value}, {**_record(3), member: value}]
+    with pytest.warns(
+        MalformedItemWarning, match=rf"{named} could not be read in 2 of 3 item"
+    ) as w:
+        frame = records(items)
+    assert len(w) == 1, "one warning per member, not one per item"
+    assert "record #1 (databox_id=1, record_id=2)" in str(w[0].message)
+    for column in columns:
+        assert frame[column][1:].isna().all() and frame.dtypes[column] == SCHEMA.dtypes[column]
+    assert frame["record_id"].tolist() == [1, 2, 3], "no item is lost"
+
+
+@pytest.mark.parametrize(
+    ("technical", "named"),
+    [
+        ({"ISO": 1}, r"'technical_informations' could not be read in 1 of 2"),
+        ([{"name": 5, "value": 1}, {"name": "ISO", "value": 100}], r"\[\]\.name' .* 1 of 2"),
+        ([{"value": 1}, 7, {"name": "ISO", "value": 100}], r"\[\]\.name' .* 1 of 2"),
+        ([{"name": "ISO", "value": []}], r"\[\]\.value' .* 1 of 2"),
+    ],
+)
+def test_unreadable_technical_entries_are_left_out_with_one_warning(technical, named):
+    items = [_record(1, tech=[("ISO", 200)]), {**_record(2), "technical_informations": technical}]
+    with pytest.warns(MalformedItemWarning, match=named) as w:
+        frame = records(items)
+    assert len(w) == 1
+    assert frame["ISO"].tolist()[0] == 200 and len(frame) == 2
 
 
 def test_malformed_item_error_carries_the_index():

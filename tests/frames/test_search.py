@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mediaframe.exceptions import MalformedItemError
+from mediaframe.exceptions import MalformedItemError, MalformedItemWarning
 from mediaframe.frames import facets, search_info, suggestions, v2_results
 
 from .conftest import parquet_round_trip
@@ -35,11 +35,12 @@ def test_facets_of_old_servers_lack_field_and_raw_value(payload):
     pd.testing.assert_frame_equal(parquet_round_trip(df), df)
 
 
-def test_facet_values_are_named_when_malformed():
-    with pytest.raises(MalformedItemError, match=r"facet #0 \(name='_iso'\), value #1"):
-        facets(
+def test_an_unreadable_facet_count_is_missing_and_named():
+    with pytest.warns(MalformedItemWarning, match=r"facet #0 \(name='_iso'\), value #1"):
+        frame = facets(
             [{"name": "_iso", "values": [{"value": "1", "count": 1}, {"value": "2", "count": "x"}]}]
         )
+    assert frame["count"].tolist()[0] == 1 and frame["count"].isna().tolist() == [False, True]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,15 @@ from mediaframe.config import Settings
 distributed = pytest.importorskip("distributed")
 
 
+@pytest.fixture(scope="session")
+def flavour() -> str:
+    """The contract's server only: the cluster does not depend on the answers' shape.
+
+    (A current server, without a cap, answers in one shard.)
+    """
+    return "contract"
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with (

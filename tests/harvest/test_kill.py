@@ -28,6 +28,15 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.fixture(scope="session")
+def flavour() -> str:
+    """The contract's server only: crash safety does not depend on the answers' shape.
+
+    (A current server, without a cap, answers in one shard.)
+    """
+    return "contract"
+
+
 def wait_for_shards(cache: Path, at_least: int, timeout: float = 60.0) -> tuple[bool, int]:
     """Whether the plan was saved, and how many shards were finished, once ``at_least`` are."""
     deadline = time.monotonic() + timeout
