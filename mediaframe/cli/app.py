@@ -173,6 +173,7 @@ def emit(
     output: Path | None,
     *,
     limit: int = 20,
+    max_cell: int = 32,
     **html: Any,
 ) -> None:
     """Write ``frames`` to ``output`` through the safe writers, or show them as tables."""
@@ -196,7 +197,7 @@ def emit(
     for title, frame in tables.items():
         if len(tables) > 1:
             click.echo(f"\n{title}:")
-        text, note = render(frame, width=width, max_rows=limit)
+        text, note = render(frame, width=width, max_rows=limit, max_cell=max_cell)
         click.echo(text)
         if note:
             state.say(note)

@@ -35,13 +35,23 @@ def render(
         header = _cell(name, max_cell)
         cells = [_cell(value, max_cell) for value in column.astype(object)]
         size = max([len(header), *map(len, cells)])
-        if columns and used + len(_GAP) + size > width:
-            break
+        room = width - used - (len(_GAP) if columns else 0)
+        if columns and size > room:
+            if room < max(len(header), 12):
+                break
+            # the last column that fits in part is cut to the room left
+            cells = [_cut(cell, room) for cell in cells]
+            size = max([len(header), *map(len, cells)])
+            stop = True
+        else:
+            stop = False
         used += (len(_GAP) if columns else 0) + size
         numeric = pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(
             column.dtype
         )
         columns.append((header, cells, numeric))
+        if stop:
+            break
     lines = []
     sizes = [max([len(h), *map(len, c)]) for h, c, _ in columns]
     lines.append(_GAP.join(h.ljust(s) for (h, _, _), s in zip(columns, sizes, strict=True)))
@@ -80,5 +90,8 @@ def _cell(value: Any, limit: int) -> str:
         text = value.isoformat(sep=" ")
     else:
         text = str(value)
-    text = _CONTROLS.sub("\N{REPLACEMENT CHARACTER}", text)
+    return _cut(_CONTROLS.sub("\N{REPLACEMENT CHARACTER}", text), limit)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"

@@ -482,7 +482,7 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
             "Records whose SHA-256 changed since the last cached harvest of the same search.",
             frame,
             {},
-            note="no earlier harvest of this search was cached: this one is the baseline",
+            note="no earlier harvest cached: this one is the baseline",
         )
     keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
     old = before[[c for c in keep if c in before.columns]]

@@ -179,7 +179,9 @@ def test_cache_ls_shows_each_harvest_and_clear_removes_them(run, tmp_path):
 
 
 def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path):
-    run("login", "--url", emulator.base_url, "--token-stdin", "--profile", "p", input=emulator.token)
+    run(
+        "login", "--url", emulator.base_url, "--token-stdin", "--profile", "p", input=emulator.token
+    )
     result = run("info")
     assert result.exit_code == 0, result.stderr
     assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout

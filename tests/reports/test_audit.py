@@ -97,14 +97,18 @@ def test_rights_and_limited_access_from_the_collections():
 
 
 def test_status_usage_labels_bits_and_flags_undefined_ones():
-    counts = pd.DataFrame({"base_id": [1, 1], "position": [4, 9], "on": [3, 2], "records": [10, 10]})
+    counts = pd.DataFrame(
+        {"base_id": [1, 1], "position": [4, 9], "on": [3, 2], "records": [10, 10]}
+    )
     statuses = pd.DataFrame({"base_id": [1], "position": [4], "label_on_en": ["Published"],
                              "label_off_en": ["Unpublished"]})  # fmt: skip
     check = checks.status_usage(counts, statuses)
     assert list(check.frame["label_on"].fillna("?")) == ["Published", "?"]
     assert list(check.frame["off"]) == [7, 8]
     assert check.counts == {"bit(s) in use": 2, "undefined bit(s) in use": 1}
-    from_columns = checks.status_counts_from(_records(status_4=[True, False, True, None, True, True]))
+    from_columns = checks.status_counts_from(
+        _records(status_4=[True, False, True, None, True, True])
+    )
     assert from_columns.set_index("base_id")["on"].to_dict() == {1: 1, 2: 1, 4: 1, 5: 1}
 
 
