@@ -51,11 +51,22 @@ def api(inprocess_emulator: Emulator) -> Iterator[Api]:
         yield Api(inprocess_emulator, session, inprocess_emulator.inprocess_url)
 
 
+@pytest.fixture(scope="session")
+def served() -> Iterator[Emulator]:
+    """The contract's emulator with 2,000 records (seed 7), served: the same data as ``api``.
+
+    Not the root ``emulator`` fixture: that one follows the session's flavour parameter, which a
+    fixture of this directory cannot pin for a session-scoped value.
+    """
+    with Emulator(records=2000, seed=7) as emu:
+        yield emu
+
+
 @pytest.fixture
-def loopback(emulator: Emulator) -> Iterator[Api]:
-    """Raw HTTP over a real socket to the shared served emulator."""
+def loopback(served: Emulator) -> Iterator[Api]:
+    """Raw HTTP over a real socket to the contract's served emulator."""
     with requests.Session() as session:
-        yield Api(emulator, session, emulator.base_url)
+        yield Api(served, session, served.base_url)
 
 
 @pytest.fixture(scope="session")
