@@ -1,15 +1,22 @@
-"""The raw bytes of a v1 search answer to the records frame, parsed natively by pyarrow."""
+"""The raw bytes of a v1 search answer to the records frame, parsed natively by pyarrow.
+
+Every server generation is read natively: members in any order and either spelling
+(``updated-on``, ``phrasea_type``), compact or pretty-printed bodies, ``\\/`` escapes,
+placeholder dates, unknown scalar members (kept as the schema's dynamic columns). What cannot be
+read natively takes the decoded route, :func:`~mediaframe.frames.records`, which stays the
+reference; :func:`read_records` says which route a page took, and why.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
@@ -17,43 +24,30 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
+from mediaframe.frames import fromarrow
 from mediaframe.frames.arrays import TIMESTAMP
 from mediaframe.frames.flatten import assemble
+from mediaframe.frames.fromarrow import Unreadable
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
-from mediaframe.frames.technical import column_name
 from mediaframe.futures import run_on
 
-__all__ = ["records_json"]
+__all__ = ["RecordsPage", "read_records", "records_json"]
 
-_RECORDS_KEY = b'"records":['
-#: Where one record ends and the next begins, when records start with ``databox_id`` as the
-#: contract lists their members (only used to find the last record, hence the array's end).
-_NEXT_RECORD = b'},{"databox_id":'
+#: The records array's key; a ``"`` after a backslash would sit inside a string.
+_RECORDS_KEY = re.compile(rb'(?<!\\)"records"\s*:\s*\[')
+#: The first record's first key, and how this server writes the colon after a key.
+_FIRST_KEY = re.compile(rb'\s*\{\s*"((?:[^"\\]|\\.)*)"(\s*:\s*)')
+_EMPTY_ARRAY = re.compile(rb"\s*\]")
 #: Stands in for the records array when the rest of the answer is decoded by orjson; no answer
 #: holds it there, so finding it proves the array cut out was ``response.results.records``.
 _PLACEHOLDER = "\x00mediaframe-records"
 
 _TECHNICAL = "technical_informations"
-#: Records go one a line: pyarrow reads lines in blocks faster than one line holding the array.
-_NEXT_LINE = b'}\n{"databox_id":'
-_BLOCK = 1 << 22
-#: Records are rewritten and parsed in pieces of about this many bytes (see _read_pieces).
+#: Records are parsed in pieces of about this many bytes, each wrapped as one JSON object.
 _PIECE = 1 << 24
-#: Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed, every
-#: ``value`` right after a string is a number after its name, and those are counted.
-_TEXT_VALUE = b'","value":"'
-_TEXT = b'","text":"'
-_NUMBER = b'","value":'
-#: A number written as a float (a point or an exponent) whose value may be whole: zeros after
-#: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
-#: so a fraction may round away). Integers never match. Only such
-#: a number can make a name whose values pyarrow read all whole ``Float64`` rather than
-#: ``Int64`` in records(); a fraction that is not whole shows in the value itself.
-_WHOLE_FLOAT = re.compile(
-    rb'","value":-?(?:[0-9]+(?:\.[0-9]*)?[eE]|[0-9]+\.0+[,}]|(?=[0-9]*\.)[0-9.]{17})'
-)
-_NAME_KEY = b'"name":"'
+_OPEN = b'{"records":['
+_CLOSE = b"]}"
 _TECHNICAL_ENTRY = pa.struct(
     [("name", pa.string()), ("value", pa.float64()), ("text", pa.string())]
 )
@@ -66,21 +60,33 @@ _ARROW_TYPES = {
     "boolean": pa.bool_(),
     TIMESTAMP: pa.string(),  # parsed after reading: pyarrow's reader takes 1.5x longer with them
 }
-_UTC_MICROSECONDS = pa.timestamp("us", "UTC")
-_UTC_DTYPE = pd.DatetimeTZDtype("us", "UTC")
-_PANDAS_TYPES = {
-    pa.int64(): pd.Int64Dtype(),
-    pa.float64(): pd.Float64Dtype(),
-    pa.bool_(): pd.BooleanDtype(),
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordsPage:
+    """One search answer read into the records frame, and how it was read.
+
+    Attributes
+    ----------
+    info : the members of ``response`` other than ``results``.
+    frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer.
+    native : read from the bytes by pyarrow (``True``) or decoded and flattened (``False``).
+    fallback : why the decoded route was taken, as ``(kind, detail)``; ``None`` when native.
+    """
+
+    info: dict[str, Any]
+    frame: pd.DataFrame
+    native: bool
+    fallback: tuple[str, str] | None = None
 
 
 def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     """Read a v1 search answer from its raw JSON bytes into the records frame.
 
     The frame is identical, dtypes included, to :func:`~mediaframe.frames.records` of the
-    decoded ``response.results.records``, at a fraction of the time and memory: the common
-    answer is parsed natively, anything unusual takes the decoded route.
+    decoded ``response.results.records``, at a fraction of the time and memory: answers of
+    every server generation are parsed natively, anything truly unusual takes the decoded
+    route (:func:`read_records` says which, and why).
 
     Parameters
     ----------
@@ -99,26 +105,30 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
         The body is not JSON, or not a search envelope with a ``response.results.records``
         list; ``snippet`` shows how it begins.
     MalformedItemError
-        A record does not follow the contract (as :func:`~mediaframe.frames.records` says).
+        A record's key does not follow the contract (as :func:`~mediaframe.frames.records`
+        says).
 
     Notes
     -----
-    The frame is exactly ``records()`` of the decoded records, without building a Python object
-    per value. pyarrow reads the records array in C++ against the declared schema, one record a
-    line. The one thing it cannot read, a ``technical_informations`` ``value`` that is a number
-    in one entry and text in another, is renamed byte-wise first: text values become ``text``,
-    numbers keep ``value``. pyarrow reads every number as a float; a name whose numbers are all
-    whole is ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which
-    a regular-expression scan finds while pyarrow parses. Any answer outside the shape this path
-    proves it understands (unknown members, older spellings, placeholder dates, another member
-    order, pretty-printed JSON, a name repeated in a record, integers beyond 2**53, invalid
-    UTF-8) falls back to :func:`~mediaframe.frames.records` on the decoded answer, so the frame
-    never differs.
+    The records array is cut out of the answer (the rest is decoded by orjson) and cut again,
+    between two records, into pieces of about 16 MB; each piece is wrapped as one JSON object
+    and parsed by pyarrow in C++ against the schema declared for records, the members the
+    servers spell otherwise (``updated-on``, ``phrasea_type``) as their own fields, unknown
+    members inferred. Nothing depends on the order of members or on whitespace. The one thing
+    pyarrow cannot read, a ``technical_informations`` ``value`` that is a number in one entry and
+    text in another, is renamed byte-wise first: text values become ``text``, numbers keep
+    ``value``. pyarrow reads every number as a float; a name whose numbers are all whole is
+    ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which a
+    regular-expression scan finds. What falls back: nested unknown members, a member of another
+    type than declared (records() then mends or warns), a technical name repeated in a record
+    or spelled with escapes, integers at or beyond 2**53 among technical values, dates pyarrow
+    reads differently from pandas, invalid UTF-8.
 
-    Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so a
-    pattern holding an unescaped ``"`` next to ``{``, ``,`` or ``:`` only ever matches
-    structure, never text. The renamed text values are counted from the length change, the
-    numbers by a count; both are checked against what pyarrow parsed.
+    Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
+    a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever
+    matches structure, never text. The renamed text values are counted from the length change,
+    the numbers by a count; both are checked against what pyarrow parsed, and a wrong cut
+    between two records leaves a piece that is not JSON, which pyarrow refuses.
 
     Examples
     --------
@@ -128,6 +138,12 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     >>> info["total_results"], frame[["databox_id", "record_id"]].to_numpy().tolist()
     (1, [[1, 7]])
     """
+    page = read_records(body)
+    return page.info, page.frame
+
+
+def read_records(body: bytes) -> RecordsPage:
+    """:func:`records_json`, also saying whether the page was read natively, and if not why."""
     if isinstance(body, bytearray | memoryview):
         body = bytes(body)
     if not isinstance(body, bytes):
@@ -135,13 +151,13 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
             f"records_json() takes the answer's raw bytes, got {type(body).__name__}; pass "
             "response.content"
         )
-    located = _locate(body)
-    if located is not None:
-        info, opening, end = located
-        frame = _native(body, opening, end)
-        if frame is not None:
-            return info, frame
-    return _decoded(body)
+    try:
+        info, opening, end, layout = _locate(body)
+        frame = _native(body, opening, end, layout)
+    except Unreadable as why:
+        info, frame = _decoded(body)
+        return RecordsPage(info, frame, native=False, fallback=(why.kind, why.detail))
+    return RecordsPage(info, frame, native=True)
 
 
 def _decoded(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -174,163 +190,248 @@ def _search_parts(document: Any) -> tuple[dict[str, Any], Any] | None:
     return info, response["results"].get("records")
 
 
-def _locate(body: bytes) -> tuple[dict[str, Any], int, int] | None:
-    """Find the records array (from ``[`` to past ``]``), decoding the rest; ``None`` if unsure."""
-    start = body.find(_RECORDS_KEY)
-    if start < 0:
-        return None
-    opening = start + len(_RECORDS_KEY) - 1
-    end = _array_end(body, opening)
-    if end is None:
-        return None
+# ------------------------------------------------------------------ finding the records
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """How this answer writes its records: what lies between two, and a key's colon."""
+
+    separator: re.Pattern[bytes]
+    colon: bytes
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(first_key: bytes, colon: bytes) -> _Layout:
+    """Records are cut where ``}``, ``,``, ``{`` and the first record's first key meet (any
+    whitespace): servers write every record's members in one order, so that key starts each."""
+    separator = re.compile(rb'\}\s*,\s*(\{\s*"' + re.escape(first_key) + rb'"\s*:)')
+    return _Layout(separator, colon)
+
+
+def _locate(body: bytes) -> tuple[dict[str, Any], int, int, _Layout | None]:
+    """The rest of the answer decoded, and the records array (from ``[`` to past ``]``)."""
+    found = _RECORDS_KEY.search(body)
+    if found is None:
+        raise Unreadable("no records array", 'the answer holds no "records": [ ... ] member')
+    opening = found.end() - 1
+    empty = _EMPTY_ARRAY.match(body, opening + 1)
+    if empty is not None:
+        info = _skeleton(body, opening, empty.end())
+        if info is None:
+            raise Unreadable("records array", "it is not response.results.records")
+        return info, opening, empty.end(), None
+    first = _FIRST_KEY.match(body, opening + 1)
+    if first is None:
+        raise Unreadable("records array", "it does not hold objects")
+    layout = _layout(first[1], first[2])
+    # The array ends at a "]" right after a record's "}": in a records search only a few such
+    # "]" follow it (the answer's tail is small), and only the right one leaves the rest of the
+    # answer whole with the array cut out. pyarrow then checks the array itself.
+    end = len(body)
+    for _ in range(_END_CANDIDATES):
+        end = body.rfind(b"]", opening, end)
+        if end < 0:
+            break
+        if not _after_object(body, end):
+            continue
+        info = _skeleton(body, opening, end + 1)
+        if info is not None:
+            return info, opening, end + 1, layout
+    raise Unreadable("records array", "its end could not be told from the rest of the answer")
+
+
+#: How many closing brackets from the answer's end are tried as the records array's end.
+_END_CANDIDATES = 16
+_WHITESPACE = frozenset(b" \t\r\n")
+
+
+def _after_object(body: bytes, at: int) -> bool:
+    """Whether the ``]`` at ``at`` comes right after an object's ``}`` (whitespace aside)."""
+    before = at - 1
+    while before >= 0 and body[before] in _WHITESPACE:
+        before -= 1
+    return before >= 0 and body[before] == ord("}")
+
+
+def _skeleton(body: bytes, opening: int, end: int) -> dict[str, Any] | None:
+    """The answer's ``response`` members with ``body[opening:end]`` cut out, if that is exactly
+    ``response.results.records``; ``None`` otherwise."""
     rest = b"".join((body[:opening], orjson.dumps(_PLACEHOLDER), body[end:]))
     try:
-        skeleton = orjson.loads(rest)
+        parts = _search_parts(orjson.loads(rest))
     except orjson.JSONDecodeError:
         return None
-    parts = _search_parts(skeleton)
-    if parts is None or parts[1] != _PLACEHOLDER:
-        return None
-    return parts[0], opening, end
+    return parts[0] if parts is not None and parts[1] == _PLACEHOLDER else None
 
 
-def _array_end(body: bytes, opening: int) -> int | None:
-    """Where the array opened at ``opening`` ends (past its ``]``), read from its last record.
-
-    Only the last record is decoded: it starts after the last record separator (or right
-    after ``[``). If a guess is wrong, the skeleton left around the cut is not valid JSON, which
-    :func:`_locate` checks.
-    """
-    if body[opening + 1 : opening + 2] == b"]":
-        return opening + 2
-    separator = body.rfind(_NEXT_RECORD, opening)
-    first = opening + 1 if separator < 0 else separator + 2
-    try:
-        tail = body[first:].decode("utf-8")
-        _, length = json.JSONDecoder().raw_decode(tail)
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
-        return None
-    end = first + len(tail[:length].encode("utf-8"))
-    return end + 1 if body[end : end + 1] == b"]" else None
+# -------------------------------------------------------------------- reading natively
 
 
-def _native(body: bytes, opening: int, end: int) -> pd.DataFrame | None:
-    """The records frame from the array at ``body[opening:end]``, or ``None`` if unsure."""
-    if end - opening == 2:  # "[]"
+def _native(body: bytes, opening: int, end: int, layout: _Layout | None) -> pd.DataFrame:
+    """The records frame from the array at ``body[opening:end]``; :class:`Unreadable` if unsure."""
+    if layout is None:  # an empty array
         return records([])
-    read = _read_pieces(body, opening, end)
-    if read is None:
-        return None
-    tables, names, counts = read
-    table = pa.concat_tables(tables)
-    # Columns stay in pyarrow's blocks (chunks): pandas keeps chunked strings as they are, and
-    # combining every column first would copy the whole table once more.
-    members = _members(zip(table.schema, table.columns, strict=True), "")
+    struct, names, counts = _read_pieces(body, opening, end, layout)
+    members, unknown = fromarrow.members(struct)
+    for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
+        members[member] = pc.coalesce(members[member], members.pop(alias))
     columns = {}
     for column in RECORDS.columns:
-        converted = _convert(members[column.path], column.dtype, required=column.required)
-        if converted is None:
-            return None
-        columns[column.name] = converted
+        columns[column.name] = fromarrow.convert(members[column.path], column)
+    dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
     lists = members[_TECHNICAL].combine_chunks()
-    technical = _technical(lists, table.num_rows, counts, names)
-    if technical is None:
-        return None
-    return assemble(RECORDS, columns, technical)
+    technical = fromarrow.technical(lists, len(struct), counts, names, taken=set(dynamic))
+    return assemble(RECORDS, columns, {**dynamic, **technical})
 
 
 def _read_pieces(
-    body: bytes, opening: int, end: int
-) -> tuple[list[pa.Table], set[str], dict[bytes, int]] | None:
-    """Rewrite, parse and scan the records; ``None`` for anything but the declared shape.
+    body: bytes, opening: int, end: int, layout: _Layout
+) -> tuple[pa.ChunkedArray, set[str], dict[str, int]]:
+    """Rewrite, parse and scan the records; the records as structs, the technical names holding
+    a float written whole, and the counts of technical numbers and texts.
 
-    Returns pyarrow's tables, the technical names holding a float written whole, and the counts
-    of numbers and texts. A big answer is cut at record boundaries into pieces of about
-    ``_PIECE`` bytes: pyarrow parses one piece (without the GIL, on the other core) while the
-    next is rewritten and scanned, rather than every parse waiting for the whole rewrite.
+    A big answer is cut between two records into pieces of about ``_PIECE`` bytes: pyarrow
+    parses pieces (without the GIL, on the other core) while the next is rewritten and scanned,
+    rather than every parse waiting for the whole rewrite.
     """
-    names: set[str | None] = set()
-    counts = {_NUMBER: 0, _TEXT: 0}
+    patterns = _patterns(layout.colon)
+    names: set[str] = set()
+    counts = {"numbers": 0, "texts": 0}
     parsing: list[Future] = []
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for first, last in _pieces(body, opening, end):
-            data, texts = _rewrite(body[first:last])
-            lines = pa.py_buffer(data)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for first, last in _pieces(body, opening + 1, end - 1, layout):
+            data = b"".join((_OPEN, memoryview(body)[first:last], _CLOSE))
+            renamed = data.replace(patterns.text_value, patterns.text)
             # a page is parsed inline: a thread would cost more than it saves
-            parsing.append(run_on(pool if end - opening >= _PIECE else None, _parse, lines))
-            whole = [match.start() for match in _WHOLE_FLOAT.finditer(data)]
-            names.update(_name_before(data, at) for at in whole)
-            counts[_NUMBER] += data.count(_NUMBER)
-            counts[_TEXT] += texts
-        tables = [future.result() for future in parsing]
-    if None in names:
-        return None  # a name key spelled with escapes: the scan cannot name the entry
-    if any(table is None for table in tables):
-        return None
-    return tables, {str(name) for name in names}, counts
+            parsing.append(run_on(pool if end - opening >= _PIECE else None, _parse, renamed))
+            names.update(_whole_float_names(renamed, patterns.whole_float))
+            counts["numbers"] += renamed.count(patterns.number)
+            counts["texts"] += (len(data) - len(renamed)) // patterns.shrink
+        chunks = [future.result() for future in parsing]
+    if len({chunk.type for chunk in chunks}) > 1:
+        raise Unreadable("unknown member", "pieces of the answer hold different unknown members")
+    return pa.chunked_array(chunks), names, counts
 
 
-def _pieces(body: bytes, opening: int, end: int) -> Iterator[tuple[int, int]]:
+@dataclasses.dataclass(frozen=True)
+class _Patterns:
+    """The byte patterns of technical values, written with this server's colon."""
+
+    text_value: bytes
+    text: bytes
+    number: bytes
+    whole_float: re.Pattern[bytes]
+    shrink: int
+
+
+@functools.lru_cache(maxsize=8)
+def _patterns(colon: bytes) -> _Patterns:
+    """Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed,
+    every ``value`` left is a number (or something pyarrow then refuses), and those are counted.
+
+    A number written as a float (a point or an exponent) whose value may be whole: zeros after
+    the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
+    so a fraction may round away). Integers never match.
+    """
+    number = b'"value"' + colon
+    whole = re.compile(
+        re.escape(number)
+        + rb"-?(?:[0-9]+(?:\.[0-9]*)?[eE]|[0-9]+\.0+(?=\s*[,}])|(?=[0-9]*\.)[0-9.]{17})"
+    )
+    return _Patterns(number + b'"', b'"text"' + colon + b'"', number, whole, 1)
+
+
+def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
     """``(first, last)`` spans of whole records between ``[`` and ``]``, about ``_PIECE`` long.
 
-    A piece ends after a record's ``}`` and the next begins at its ``{"databox_id":``; a record
-    that starts otherwise stays inside its piece, where pyarrow then refuses it.
+    A piece ends after a record's ``}`` and the next begins at its ``{``; a cut in the wrong
+    place leaves a piece whose braces do not balance, which pyarrow refuses.
     """
-    first, stop = opening + 1, end - 1
     while True:
-        cut = body.find(_NEXT_RECORD, first + _PIECE, stop)
-        if cut < 0:
+        cut = layout.separator.search(body, first + _PIECE, stop) if stop - first > _PIECE else None
+        if cut is None:
             yield first, stop
             return
-        yield first, cut + 1
-        first = cut + 2
+        yield first, cut.start() + 1
+        first = cut.start(1)
 
 
-def _parse(data: pa.Buffer) -> pa.Table | None:
-    """pyarrow's reading of the records, one a line; ``None`` for anything but the declared shape.
+def _parse(data: bytes) -> pa.StructArray:
+    """pyarrow's reading of one piece (``{"records": [...]}``) as an array of record structs.
 
-    pyarrow's own threads parse blocks of lines while the main thread scans the same bytes.
-    The parse allocates from the C library's allocator rather than pyarrow's default
-    (mimalloc), which hands freed pages back to the system within milliseconds: every parse
-    then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
+    Unknown members are inferred; one that pyarrow takes for a timestamp is read again as the
+    text it is. The parse allocates from the C library's allocator rather than pyarrow's
+    default (mimalloc), which hands freed pages back to the system within milliseconds: every
+    parse then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
     """
+    table = _read(data, _SCHEMA)
+    if _holds_timestamps(table.schema.field("records").type):
+        table = _read(data, pa.schema([_as_text(table.schema.field("records"))]))
+    return pc.list_flatten(table.column("records")).combine_chunks()
+
+
+def _read(data: bytes, schema: pa.Schema) -> pa.Table:
     try:
         table = pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=_BLOCK),
+            read_options=pj.ReadOptions(block_size=len(data) + 1, use_threads=False),
             parse_options=pj.ParseOptions(
-                explicit_schema=_SCHEMA, unexpected_field_behavior="error"
+                explicit_schema=schema, unexpected_field_behavior="infer"
             ),
             memory_pool=pa.system_memory_pool(),
         )
         table.validate(full=True)  # the parser lets invalid UTF-8 through; orjson refuses it
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
     return table
 
 
-def _name_before(data: bytes, at: int) -> str | None:
-    """The technical name written right before the ``","value":`` at ``at``, if it reads so.
+def _holds_timestamps(kind: pa.DataType) -> bool:
+    if pa.types.is_timestamp(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_holds_timestamps(field.type) for field in kind)
+    if pa.types.is_list(kind):
+        return _holds_timestamps(kind.value_type)
+    return False
 
-    Every counted number follows its name's string, and a string cannot hold ``"name":"``
-    unescaped, so the last one before ``at`` opens it, unless the key was spelled with escapes:
-    then the bytes between hold an unescaped ``"`` and do not decode as one string (``None``).
+
+def _as_text(field: pa.Field) -> pa.Field:
+    """``field`` with every timestamp pyarrow inferred declared as the string it was."""
+    kind = field.type
+    if pa.types.is_timestamp(kind):
+        return field.with_type(pa.string())
+    if pa.types.is_struct(kind):
+        return field.with_type(pa.struct([_as_text(child) for child in kind]))
+    if pa.types.is_list(kind):
+        return field.with_type(pa.list_(_as_text(kind.value_field)))
+    return field
+
+
+def _whole_float_names(data: bytes, whole_float: re.Pattern[bytes]) -> set[str]:
+    """Technical names holding a number written as a float that may be whole (rare)."""
+    return {_entry_name(data, found.start()) for found in whole_float.finditer(data)}
+
+
+def _entry_name(data: bytes, at: int) -> str:
+    """The name of the technical entry whose ``value`` is at ``at``: its object decoded alone.
+
+    An entry is a flat object, so its ``{`` is the last before ``at`` and its ``}`` the first
+    after, unless its name holds a brace: then the bytes between do not decode as an entry.
     """
-    raw = data[data.rfind(_NAME_KEY, 0, at) + len(_NAME_KEY) : at]
+    window = data[data.rfind(b"{", 0, at) : data.find(b"}", at) + 1]
     try:
-        return json.loads(b'"' + raw + b'"')
+        entry = json.loads(window)
     except ValueError:
-        return None
-
-
-def _rewrite(records: bytes) -> tuple[bytes, int]:
-    """Records one a line, text values renamed ``text``; and how many texts were renamed."""
-    renamed = records.replace(_NEXT_RECORD, _NEXT_LINE).replace(_TEXT_VALUE, _TEXT)
-    return renamed, (len(records) - len(renamed)) // (len(_TEXT_VALUE) - len(_TEXT))
+        entry = None
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise Unreadable("technical values", "a float written whole sits in an unusual entry")
+    return entry["name"]
 
 
 def _declared_schema() -> pa.Schema:
-    """The records array as pyarrow must find it: every declared member with its type."""
+    """A piece as pyarrow must find it: every declared member (and older spelling) typed."""
     tree: dict[str, Any] = {}
     for column in RECORDS.columns:
         *parents, member = column.path.split(".")
@@ -338,6 +439,8 @@ def _declared_schema() -> pa.Schema:
         for parent in parents:
             node = node.setdefault(parent, {})
         node[member] = pa.list_(pa.string()) if column.joined else _ARROW_TYPES[column.dtype]
+    for alias, member in RECORDS.aliases.items():
+        tree[alias] = tree[member]
     tree[_TECHNICAL] = pa.list_(_TECHNICAL_ENTRY)
 
     def struct(node: dict[str, Any]) -> pa.StructType:
@@ -348,186 +451,7 @@ def _declared_schema() -> pa.Schema:
             ]
         )
 
-    return pa.schema(list(struct(tree)))
+    return pa.schema([("records", pa.list_(struct(tree)))])
 
 
 _SCHEMA = _declared_schema()
-
-
-def _members(
-    columns: Iterable[tuple[pa.Field, pa.ChunkedArray]], prefix: str
-) -> dict[str, pa.ChunkedArray]:
-    """Every leaf column by dotted path; a null parent makes its children null."""
-    found = {}
-    for field, child in columns:
-        path = prefix + field.name
-        if pa.types.is_struct(field.type):
-            found.update(_members(zip(field.type, child.flatten(), strict=True), path + "."))
-        else:
-            found[path] = child
-    return found
-
-
-def _convert(values: pa.ChunkedArray, dtype: str, *, required: bool) -> Any:
-    """A declared column from its pyarrow array, or ``None`` where :func:`records` may differ."""
-    if required and values.null_count:
-        return None  # records() names the item lacking it
-    if pa.types.is_list(values.type):  # an array of strings joined with ","
-        if pc.list_flatten(values).null_count:
-            return None
-        values = pc.binary_join(values, ",")
-    if dtype == "string":
-        return pd.arrays.ArrowStringArray(values.cast(pa.large_string()))
-    if dtype == "category":
-        return _categorical(values)
-    if dtype == TIMESTAMP:
-        return _timestamps(values)
-    return _PANDAS_TYPES[values.type].__from_arrow__(values)  # no Series on the way
-
-
-def _timestamps(values: pa.ChunkedArray) -> Any:
-    """ISO 8601 text to UTC timestamps; ``None`` for what pyarrow and records() may read apart.
-
-    pyarrow refuses negative years (placeholders) and anything but a full date-time with an
-    offset, which then falls back; it accepts the year 0, which records() reads as missing.
-    """
-    if pc.any(pc.starts_with(values, "0000")).as_py():
-        return None
-    try:
-        stamps = values.cast(_UTC_MICROSECONDS)
-    except pa.ArrowInvalid:
-        return None
-    return _UTC_DTYPE.__from_arrow__(stamps)  # a quarter of what to_pandas() costs
-
-
-def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
-    """Sorted categories, as :func:`arrays.categorical` gives (``""`` alone when empty)."""
-    encoded = values.combine_chunks().dictionary_encode()
-    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
-    codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)] if len(rank) else -1)
-    categories = encoded.dictionary.take(pa.array(order)).to_pylist() or [""]
-    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(categories)))
-
-
-@functools.lru_cache(maxsize=1024)
-def _category_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
-    """The dtype of sorted ``str`` categories, built once: pages mostly share their categories,
-    and validating them again cost more than the rest of the column."""
-    return pd.CategoricalDtype(pd.Index(list(categories), dtype="str"))
-
-
-def _technical(
-    lists: pa.ListArray, n: int, counts: dict[bytes, int], whole_floats: set[str]
-) -> dict[str, Any] | None:
-    """One typed column per technical name, keyed by its records column name.
-
-    Every entry must be ``{"name": <string>, "value": <number or string>}``: a name, and a
-    number or a text but not both, as many of each as the rewrites counted.
-    """
-    entries = pc.list_flatten(lists)
-    names, numbers, texts = entries.flatten()
-    is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
-    is_text = texts.is_valid().to_numpy(zero_copy_only=False)
-    if (
-        entries.null_count
-        or names.null_count
-        or np.any(is_number == is_text)
-        or counts[_NUMBER] != is_number.sum()
-        or counts[_TEXT] != is_text.sum()
-    ):
-        return None
-    parents = pc.list_parent_indices(lists).to_numpy()
-    encoded = names.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(), len(dictionary))
-    values = numbers.to_numpy(zero_copy_only=False)
-    columns: dict[str, Any] = {}
-    for code, name in enumerate(dictionary):
-        positions = order[bounds[code] : bounds[code + 1]]
-        rows = parents[positions]
-        if np.any(rows[1:] == rows[:-1]) or column_name(name) in columns:
-            return None  # a record repeats the name, or two names share a column: records() says
-        column = _technical_column(
-            n,
-            rows,
-            values[positions],
-            texts,
-            positions,
-            is_text[positions],
-            name in whole_floats or _fractional(values[positions]),
-        )
-        if column is None:
-            return None
-        columns[column_name(name)] = column
-    return columns
-
-
-def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every code's positions, in order, as ``order[bounds[code]:bounds[code + 1]]``.
-
-    One stable sort of the codes rather than one pass over them per name; codes that fit a
-    byte are sorted as bytes, which numpy does by radix.
-    """
-    if size <= 256:
-        codes = codes.astype(np.uint8)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=size))))
-    return order, bounds
-
-
-def _fractional(numbers: np.ndarray) -> bool:
-    """Whether some number is not whole (text entries, NaN here, do not count)."""
-    written = numbers[~np.isnan(numbers)]
-    return bool(np.any(written != np.floor(written)))
-
-
-def _technical_column(
-    n: int,
-    rows: np.ndarray,
-    numbers: np.ndarray,
-    all_texts: pa.Array,
-    positions: np.ndarray,
-    is_text: np.ndarray,
-    floats: bool,
-) -> Any:
-    """One name's values placed at their rows, typed as :func:`records` types them.
-
-    ``numbers`` and ``is_text`` are the name's own; its texts are ``all_texts`` at
-    ``positions``, taken only for a name that has text (the take is most of the cost).
-    """
-    written = numbers[~is_text]
-    exact = floats and not is_text.any()  # records() too makes every number of the name a float
-    if not exact and np.any((np.abs(written) >= 2**53) & (written == np.floor(written))):
-        return None  # the float pyarrow read may have rounded an integer's digits away
-    if not is_text.any():
-        data = np.zeros(n, dtype=np.float64 if floats else np.int64)
-        mask = np.ones(n, dtype=bool)
-        data[rows] = numbers
-        mask[rows] = False
-        kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
-        return kind(data, mask)
-    texts = all_texts.take(positions)
-    if not is_text.all():
-        # Text beside numbers: the numbers become text too, written as arrays.render_text does.
-        texts = pc.coalesce(texts, _rendered(numbers, ~is_text))
-    index = np.full(n, -1, dtype=np.int64)
-    index[rows] = np.arange(len(rows))
-    placed = texts.take(pa.array(index, mask=index < 0))
-    return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
-
-
-def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
-    """Numbers as :func:`arrays.render_text` writes floats, null where ``present`` is false.
-
-    Whole numbers below 1e16 lose their ``.0``, the others take ``repr``; integers below 2**53
-    (all that reach here) read the same as the floats pyarrow made of them.
-    """
-    whole = present & (numbers == np.floor(numbers)) & (np.abs(numbers) < 1e16)
-    other = present & ~whole
-    out = np.full(len(numbers), None, dtype=object)
-    out[whole] = list(map(str, numbers[whole].astype(np.int64).tolist()))
-    out[other] = list(map(repr, numbers[other].tolist()))
-    return pa.array(out, type=pa.string())

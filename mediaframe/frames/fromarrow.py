@@ -1,0 +1,246 @@
+"""Records parsed by pyarrow to the typed columns of the records frame, as records() types them.
+
+Every function either gives exactly what :func:`~mediaframe.frames.records` gives for the same
+answer, or raises :class:`Unreadable`: the caller then takes the decoded route.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.schema import RECORDS, Column
+from mediaframe.frames.technical import column_name
+
+__all__ = ["Unreadable", "convert", "dynamic", "members", "technical"]
+
+_TECHNICAL = "technical_informations"
+_UTC_MICROSECONDS = pa.timestamp("us", "UTC")
+_UTC_DTYPE = pd.DatetimeTZDtype("us", "UTC")
+_PANDAS_TYPES = {
+    pa.int64(): pd.Int64Dtype(),
+    pa.float64(): pd.Float64Dtype(),
+    pa.bool_(): pd.BooleanDtype(),
+}
+#: Member paths a records piece is declared with (the rest is unknown).
+KNOWN = {column.path for column in RECORDS.columns} | set(RECORDS.aliases) | {_TECHNICAL}
+
+
+class Unreadable(Exception):
+    """The native route cannot read this answer: ``kind`` groups the reasons, ``detail`` says."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+_NESTED = dict(RECORDS.nested)
+
+
+def members(
+    struct: pa.ChunkedArray,
+) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
+    """Every declared member by dotted path, and every unknown one by its dynamic column name
+    (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
+    null."""
+    known: dict[str, pa.ChunkedArray] = {}
+    unknown: dict[str, pa.ChunkedArray] = {}
+
+    def walk(kind: pa.StructType, children: list[pa.ChunkedArray], path: str) -> None:
+        for field, child in zip(kind, children, strict=True):
+            where = f"{path}.{field.name}" if path else field.name
+            if where in _NESTED:
+                walk(field.type, child.flatten(), where)
+            elif where in KNOWN:
+                known[where] = child
+            else:
+                unknown[_NESTED.get(path, "") + field.name] = child
+
+    walk(struct.type, struct.flatten(), "")
+    return known, unknown
+
+
+def dynamic(values: pa.ChunkedArray, name: str) -> Any:
+    """An unknown member's column, typed by the schema's rule as pyarrow inferred it."""
+    kind = values.type
+    if pa.types.is_null(kind):
+        return np.full(len(values), None, dtype=object)
+    if kind == pa.string():
+        return pd.arrays.ArrowStringArray(values.cast(pa.large_string()))
+    if kind in _PANDAS_TYPES:
+        return _PANDAS_TYPES[kind].__from_arrow__(values)
+    raise Unreadable("unknown member", f"{name!r} holds {kind} (records() keeps those raw)")
+
+
+def convert(values: pa.ChunkedArray, column: Column) -> Any:
+    """A declared column from its pyarrow array; :class:`Unreadable` where records() may differ."""
+    if column.required and values.null_count:
+        raise Unreadable("key", f"a record lacks {column.path!r}")  # records() names the item
+    if pa.types.is_list(values.type):  # an array of strings joined with ","
+        if pc.list_flatten(values).null_count:
+            raise Unreadable("unexpected type or shape", f"{column.path!r} holds a null")
+        values = pc.binary_join(values, ",")
+    if column.dtype == "string":
+        return pd.arrays.ArrowStringArray(values.cast(pa.large_string()))
+    if column.dtype == "category":
+        return _categorical(values)
+    if column.dtype == TIMESTAMP:
+        return _timestamps(values, column.path)
+    return _PANDAS_TYPES[values.type].__from_arrow__(values)  # no Series on the way
+
+
+def _timestamps(values: pa.ChunkedArray, member: str) -> Any:
+    """ISO 8601 text to UTC timestamps, placeholders (a negative year, or year 0) as missing.
+
+    pyarrow refuses anything but a full date-time with an offset, which then falls back.
+    """
+    placeholder = pc.or_(pc.starts_with(values, "-"), pc.starts_with(values, "0000"))
+    if pc.any(placeholder).as_py():
+        values = pc.if_else(placeholder, pa.scalar(None, pa.string()), values)
+    try:
+        stamps = values.cast(_UTC_MICROSECONDS)
+    except pa.ArrowInvalid as error:
+        raise Unreadable("dates", f"{member!r}: {str(error)[:120]}") from None
+    return _UTC_DTYPE.__from_arrow__(stamps)  # a quarter of what to_pandas() costs
+
+
+def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
+    """Sorted categories, as :func:`arrays.categorical` gives (``""`` alone when empty)."""
+    encoded = values.combine_chunks().dictionary_encode()
+    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+    codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)] if len(rank) else -1)
+    categories = encoded.dictionary.take(pa.array(order)).to_pylist() or [""]
+    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(categories)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _category_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The dtype of sorted ``str`` categories, built once: pages mostly share their categories,
+    and validating them again cost more than the rest of the column."""
+    return pd.CategoricalDtype(pd.Index(list(categories), dtype="str"))
+
+
+def technical(
+    lists: pa.ListArray, n: int, counts: dict[str, int], whole_floats: set[str], *, taken: set[str]
+) -> dict[str, Any]:
+    """One typed column per technical name, keyed by its records column name (prefixed
+    ``technical_`` when a declared column or an unknown member in ``taken`` has the name).
+
+    Every entry must be ``{"name": <string>, "value": <number or string>}``: a name, and a
+    number or a text but not both, as many of each as the rewrites counted.
+    """
+    entries = pc.list_flatten(lists)
+    names, numbers, texts = entries.flatten()
+    is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
+    is_text = texts.is_valid().to_numpy(zero_copy_only=False)
+    if (
+        entries.null_count
+        or names.null_count
+        or np.any(is_number == is_text)
+        or counts["numbers"] != is_number.sum()
+        or counts["texts"] != is_text.sum()
+    ):
+        raise Unreadable("technical values", "an entry is not a name with one number or text")
+    parents = pc.list_parent_indices(lists).to_numpy()
+    encoded = names.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    order, bounds = _grouped(encoded.indices.to_numpy(), len(dictionary))
+    values = numbers.to_numpy(zero_copy_only=False)
+    columns: dict[str, Any] = {}
+    for code, name in enumerate(dictionary):
+        positions = order[bounds[code] : bounds[code + 1]]
+        rows = parents[positions]
+        named = column_name(name)
+        named = f"technical_{named}" if named in taken else named
+        if np.any(rows[1:] == rows[:-1]) or named in columns:
+            # a record repeats the name, or two names share a column: records() says which
+            raise Unreadable("technical values", f"{name!r} repeated in a record")
+        columns[named] = _technical_column(
+            n,
+            rows,
+            values[positions],
+            texts,
+            positions,
+            is_text[positions],
+            name in whole_floats or _fractional(values[positions]),
+        )
+    return columns
+
+
+def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every code's positions, in order, as ``order[bounds[code]:bounds[code + 1]]``.
+
+    One stable sort of the codes rather than one pass over them per name; codes that fit a
+    byte are sorted as bytes, which numpy does by radix.
+    """
+    if size <= 256:
+        codes = codes.astype(np.uint8)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=size))))
+    return order, bounds
+
+
+def _fractional(numbers: np.ndarray) -> bool:
+    """Whether some number is not whole (text entries, NaN here, do not count)."""
+    written = numbers[~np.isnan(numbers)]
+    return bool(np.any(written != np.floor(written)))
+
+
+def _technical_column(
+    n: int,
+    rows: np.ndarray,
+    numbers: np.ndarray,
+    all_texts: pa.Array,
+    positions: np.ndarray,
+    is_text: np.ndarray,
+    floats: bool,
+) -> Any:
+    """One name's values placed at their rows, typed as :func:`records` types them.
+
+    ``numbers`` and ``is_text`` are the name's own; its texts are ``all_texts`` at
+    ``positions``, taken only for a name that has text (the take is most of the cost).
+    """
+    written = numbers[~is_text]
+    exact = floats and not is_text.any()  # records() too makes every number of the name a float
+    if not exact and np.any((np.abs(written) >= 2**53) & (written == np.floor(written))):
+        # the float pyarrow read may have rounded an integer's digits away
+        raise Unreadable("technical values", "an integer at or beyond 2**53")
+    if not is_text.any():
+        data = np.zeros(n, dtype=np.float64 if floats else np.int64)
+        mask = np.ones(n, dtype=bool)
+        data[rows] = numbers
+        mask[rows] = False
+        kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
+        return kind(data, mask)
+    texts = all_texts.take(positions)
+    if not is_text.all():
+        # Text beside numbers: the numbers become text too, written as arrays.render_text does.
+        texts = pc.coalesce(texts, _rendered(numbers, ~is_text))
+    index = np.full(n, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    placed = texts.take(pa.array(index, mask=index < 0))
+    return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
+
+
+def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
+    """Numbers as :func:`arrays.render_text` writes floats, null where ``present`` is false.
+
+    Whole numbers below 1e16 lose their ``.0``, the others take ``repr``; integers below 2**53
+    (all that reach here) read the same as the floats pyarrow made of them.
+    """
+    whole = present & (numbers == np.floor(numbers)) & (np.abs(numbers) < 1e16)
+    other = present & ~whole
+    out = np.full(len(numbers), None, dtype=object)
+    out[whole] = list(map(str, numbers[whole].astype(np.int64).tolist()))
+    out[other] = list(map(repr, numbers[other].tolist()))
+    return pa.array(out, type=pa.string())
