@@ -284,9 +284,10 @@ class Client:
             (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
             ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
             the result (key order otherwise). How to collect: ``refresh``, ``offline``, ``ttl``
-            (seconds or timedelta), ``allow_incomplete``, ``progress``, ``concurrency``,
-            ``per_page``, ``dask`` (a ``distributed.Client`` or scheduler address),
-            ``cache_dir``.
+            (seconds or timedelta), ``allow_incomplete``, ``progress`` (``True`` for a bar,
+            ``False`` for none, or a function called about four times a second with a
+            :class:`mediaframe.harvest.Snapshot`), ``concurrency``, ``per_page``, ``dask`` (a
+            ``distributed.Client`` or scheduler address), ``cache_dir``.
 
         Raises
         ------
