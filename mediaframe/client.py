@@ -383,14 +383,20 @@ class Client:
                 return entries
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Me:
-    """What ``/me/`` says, as frames: the user and their rights."""
+    """What ``/me/`` says, as frames: the user and their rights (a short summary in a cell)."""
 
     user: pd.Series
     collections: pd.DataFrame
     statuses: pd.DataFrame
     databoxes: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return frames.me.describe(self.user, self.collections, self.statuses, self.databoxes)
+
+    def _repr_html_(self) -> str:
+        return frames.me.describe_html(self.user, self.collections, self.statuses, self.databoxes)
 
 
 class RemoteSearch:

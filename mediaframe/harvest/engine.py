@@ -95,9 +95,12 @@ def harvest(
     ):
         runner = executor or pool
         # Threads hand their frames to the joiner; Dask workers leave theirs in the store.
-        deliver = _shown_on_delivery(shown, joiner.add) if executor is None else None
+        deliver = joiner.add if executor is None else None
 
         def new_task(deliver: Deliver | None = deliver) -> ShardTask:
+            # a shard's rows are shown once written, even before the planner proves it a leaf
+            if deliver is not None:
+                deliver = _shown_on_delivery(shown, deliver)
             return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
         manifest_is_new = manifest is None
@@ -121,14 +124,15 @@ def harvest(
             )
         report.total_results, report.cap = manifest["total"], manifest["cap"]
         report.capped_engine = manifest["capped_engine"]
-        shown.paging(manifest["total"], shards=len(_entries(manifest)))
+        shown.paging(manifest["total"], shards=[entry["id"] for entry in _entries(manifest)])
         # An earlier run's shards: checked while planning if this run made the plan, else now.
         if manifest_is_new:
             outcomes = dict(early.reused)
         else:
             outcomes = _still_valid(store, manifest, counter, pool)
         report.resumed_shards = len(outcomes)
-        shown.fetched(sum(outcome["rows"] for outcome in outcomes.values()))
+        for shard_id, outcome in outcomes.items():
+            shown.fetched(shard_id, outcome["rows"])
         todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
         task = new_task()
         futures = [
@@ -138,8 +142,7 @@ def harvest(
         for entry, future in zip(todo, futures, strict=True):
             outcome = outcomes[entry["id"]] = future.result()
             report.requests += outcome["requests"]
-            if deliver is None:  # threads' shards are shown as they are delivered
-                shown.fetched(outcome["rows"])
+            shown.fetched(entry["id"], outcome["rows"])  # Dask's: threads' are shown already
         joined = joiner.parts()
     report.requests += counter.requests
     held = set() if executor is not None else {entry["id"] for entry in todo}
@@ -222,7 +225,7 @@ def _new_manifest(
 
 def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
     def delivered(shard_id: str, frame: pd.DataFrame) -> None:
-        shown.fetched(len(frame))
+        shown.fetched(shard_id, len(frame))
         deliver(shard_id, frame)
 
     return delivered

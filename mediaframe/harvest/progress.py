@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from mediaframe.exceptions import InvalidParameterError
@@ -72,6 +72,7 @@ class Progress:
         self._views = views
         self._lock = threading.Lock()
         self._state = {"done": 0, "shards": 0, "counts": 0}
+        self._rows: dict[str, int] = {}  # by shard id: a shard told twice counts once
         self._total: int | None = None
         self._phase = "planning"
         self._started = time.monotonic()
@@ -114,17 +115,26 @@ class Progress:
         """The search's total is known: records are now counted against it."""
         self._total = total
 
-    def paging(self, total: int, *, shards: int) -> None:
-        """The plan is made (or read back from an interrupted run): ``shards`` in all."""
+    def paging(self, total: int, *, shards: Collection[str]) -> None:
+        """The plan is made (or read back from an interrupted run): these shards, by id.
+
+        Rows of shards fetched under a split the planner then gave up (its parts did not add
+        up) stop counting: they are not part of the result.
+        """
         with self._lock:
-            self._state["shards"] = shards
+            for gone in self._rows.keys() - set(shards):
+                self._state["done"] -= self._rows.pop(gone)
+            self._state["shards"] = len(shards)
         self._total, self._phase = total, "paging"
 
     def found(self, shards: int = 1) -> None:
         self._add("shards", shards)
 
-    def fetched(self, rows: int) -> None:
-        self._add("done", rows)
+    def fetched(self, shard_id: str, rows: int) -> None:
+        """Shard ``shard_id`` is in with ``rows`` rows (as soon as written, while planning too)."""
+        with self._lock:
+            self._state["done"] += rows - self._rows.get(shard_id, 0)
+            self._rows[shard_id] = rows
 
     def _add(self, name: str, amount: int) -> None:
         with self._lock:

@@ -58,8 +58,8 @@ def test_rows_are_shown_while_the_plan_is_still_being_made(capped, settings, mon
     events: list[tuple[str, int, int | None]] = []
 
     class Recording(Progress):
-        def fetched(self, rows: int) -> None:
-            super().fetched(rows)
+        def fetched(self, shard_id: str, rows: int) -> None:
+            super().fetched(shard_id, rows)
             snapshot = self.snapshot()
             events.append((snapshot.phase, snapshot.done, snapshot.total))
 
@@ -144,3 +144,19 @@ def test_a_kernel_with_ipywidgets_gets_the_widget(monkeypatch):
 
     _kernel(monkeypatch)
     assert progress_module.tqdm_class() is notebook.tqdm
+
+
+def test_a_shard_counts_once_and_an_abandoned_split_stops_counting():
+    shown = Progress("harvesting records", "records", [])
+    shown.fetched("a", 10)
+    shown.fetched("a", 10)  # written while planning, then delivered: one shard
+    shown.fetched("b", 5)  # counted under a split the planner then gave up
+    assert shown.snapshot().done == 15
+    shown.paging(100, shards=["a", "c"])
+    snapshot = shown.snapshot()
+    assert (snapshot.done, snapshot.shards, snapshot.phase, snapshot.total) == (
+        10,
+        2,
+        "paging",
+        100,
+    )
