@@ -462,7 +462,7 @@ def _options(given: Mapping[str, Any]) -> Options:
     """How to collect, each knob checked where the user passed it (``None``: the setting)."""
     checked = {name: value for name, value in given.items() if value is not None}
     for name in ("refresh", "allow_incomplete", "offline", "progress"):
-        if name in checked:
+        if name in checked and not (name == "progress" and callable(checked[name])):
             checked[name] = validate.flag(checked[name], name)
     if "ttl" in checked:
         checked["ttl"] = validate.duration(checked["ttl"], "ttl")

@@ -102,8 +102,10 @@ def test_progress_false_shows_nothing(capped, settings, capfd):
 
 
 def test_a_bad_progress_option_is_refused_with_what_to_pass(capped, settings):
-    with pytest.raises(InvalidParameterError, match="progress= must be True, False or a func"):
+    with pytest.raises(InvalidParameterError, match="progress must be True or False"):
         connect(capped, settings).records(progress="yes")
+    with pytest.raises(InvalidParameterError, match="progress= must be True, False or a func"):
+        progress_module.bars("records", "yes")
 
 
 def _kernel(monkeypatch):
