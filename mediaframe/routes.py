@@ -24,6 +24,7 @@ of ``available_results``. ``api_version`` is informational and never checked.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -32,8 +33,11 @@ import pandas as pd
 
 from mediaframe import frames, validate
 from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
-from mediaframe.frames import records_json
+from mediaframe.frames import RecordsPage, read_records
+from mediaframe.frames.fastjson import READ
 from mediaframe.http import Transport
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "API",
@@ -410,15 +414,33 @@ class API:
 
         Returns the ``response`` members other than ``results`` and the records as
         :func:`mediaframe.frames.records` would build them; a JSON answer is parsed natively
-        from its bytes (:func:`mediaframe.frames.records_json`), never as Python dicts.
+        from its bytes (:func:`mediaframe.frames.read_records`), never as Python dicts. How the
+        page was read is in ``frame.attrs["read"]`` (``{"native": True}``, or ``{"native":
+        False, "kind": ..., "detail": ...}`` saying why it was decoded), and in a DEBUG line of
+        the ``mediaframe.routes`` logger.
         """
         params = search_params(query, **filters)
-        answer = self.transport.request("POST", "/api/v1/search/", params, decode=records_json)
-        if isinstance(answer, tuple):
-            return answer
-        answer = normalise_search(answer)  # YAML or JSONP: read the decoded envelope
-        results = answer.pop("results", None) or {}
-        return answer, frames.records(results.get("records") or [])
+        answer = self.transport.request("POST", "/api/v1/search/", params, decode=read_records)
+        if isinstance(answer, RecordsPage):
+            info, frame = answer.info, answer.frame
+        else:  # YAML or JSONP: read the decoded envelope
+            info = normalise_search(answer)
+            results = info.pop("results", None) or {}
+            frame = frames.records(results.get("records") or [])
+            frame.attrs[READ] = {
+                "native": False,
+                "kind": "representation",
+                "detail": "the answer is YAML or JSONP, not JSON",
+            }
+        read = frame.attrs[READ]
+        if read["native"]:
+            log.debug("search page of %d records read natively", len(frame))
+        else:
+            log.debug(
+                "search page of %d records decoded, not read natively (%s: %s)",
+                len(frame), read["kind"], read["detail"],
+            )  # fmt: skip
+        return info, frame
 
     def search_stories_frame(
         self, query: str = "", **filters: Any

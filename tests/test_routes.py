@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 import pytest
 from fake_service import BASE, FakeService, form, golden, query
@@ -282,3 +283,13 @@ def test_server_side_refusals_are_typed(live, flavoured_emulator):
     row = hidden[hidden["_merge"] == "left_only"].iloc[0]
     with pytest.raises(PermissionDeniedError, match="not authorized"):
         live.record(int(row["databox_id"]), int(row["record_id"]))
+
+
+def test_a_records_page_says_how_it_was_read(live, caplog):
+    with caplog.at_level(logging.DEBUG, logger="mediaframe.routes"):
+        info, frame = live.search_records_frame("", per_page=25)
+    assert len(frame) == 25 and info["per_page"] == 25
+    assert frame.attrs["read"] == {"native": True}  # every generation's page, natively
+    assert [r.getMessage() for r in caplog.records if r.name == "mediaframe.routes"] == [
+        "search page of 25 records read natively"
+    ]

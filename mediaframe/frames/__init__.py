@@ -7,7 +7,7 @@ records frame, natively. Malformed input raises :class:`~mediaframe.MalformedIte
 naming the item.
 """
 
-from mediaframe.frames.fastjson import records_json
+from mediaframe.frames.fastjson import RecordsPage, read_records, records_json
 from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
 from mediaframe.frames.me import collections, databoxes, statuses, user
 from mediaframe.frames.records import concat_records, records
@@ -19,6 +19,7 @@ from mediaframe.frames.technical import technical_long, technical_wide
 __all__ = [
     "COLLECTION_RIGHTS",
     "DATABOX_RIGHTS",
+    "RecordsPage",
     "baskets",
     "collections",
     "concat_records",
@@ -27,6 +28,7 @@ __all__ = [
     "feed_entries",
     "feed_items",
     "feeds",
+    "read_records",
     "records",
     "records_json",
     "render_markdown",

@@ -32,7 +32,11 @@ from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.futures import run_on
 
-__all__ = ["RecordsPage", "read_records", "records_json"]
+__all__ = ["READ", "RecordsPage", "read_records", "records_json"]
+
+#: The key of ``frame.attrs`` saying how the page was read: ``{"native": True}``, or
+#: ``{"native": False, "kind": ..., "detail": ...}`` for a page that took the decoded route.
+READ = "read"
 
 #: The records array's key; a ``"`` after a backslash would sit inside a string.
 _RECORDS_KEY = re.compile(rb'(?<!\\)"records"\s*:\s*\[')
@@ -72,6 +76,7 @@ class RecordsPage:
     frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer.
     native : read from the bytes by pyarrow (``True``) or decoded and flattened (``False``).
     fallback : why the decoded route was taken, as ``(kind, detail)``; ``None`` when native.
+        ``frame.attrs[READ]`` says the same.
     """
 
     info: dict[str, Any]
@@ -156,7 +161,9 @@ def read_records(body: bytes) -> RecordsPage:
         frame = _native(body, opening, end, layout)
     except Unreadable as why:
         info, frame = _decoded(body)
+        frame.attrs[READ] = {"native": False, "kind": why.kind, "detail": why.detail}
         return RecordsPage(info, frame, native=False, fallback=(why.kind, why.detail))
+    frame.attrs[READ] = {"native": True}
     return RecordsPage(info, frame, native=True)
 
 

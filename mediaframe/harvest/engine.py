@@ -29,6 +29,7 @@ from mediaframe.harvest.plan import (
     to_plain,
 )
 from mediaframe.harvest.progress import Progress
+from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
     Combine,
@@ -85,7 +86,13 @@ def harvest(
     """
     started = time.monotonic()
     shown = progress if progress is not None else Progress(spec.kind, spec.kind, [])
-    counter = ShardCounter(shown.counting(page), spec, page_size=per_page)
+    # How pages were read (natively or decoded) is counted in this process: Dask workers get
+    # the plain page function, and their pages go uncounted.
+    reads = PageReads()
+    counted = reads.counting(page)
+    counter = ShardCounter(shown.counting(counted), spec, page_size=per_page)
+    if executor is None:
+        page = counted
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec) if resume else None
     # The joiner outlives the pool: shards still running when something fails deliver to it.
@@ -145,6 +152,7 @@ def harvest(
             shown.fetched(entry["id"], outcome["rows"])  # Dask's: threads' are shown already
         joined = joiner.parts()
     report.requests += counter.requests
+    report.page_reads = reads.summary()
     held = set() if executor is not None else {entry["id"] for entry in todo}
     frame = _assemble(store, spec, manifest, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)

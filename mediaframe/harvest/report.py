@@ -36,6 +36,9 @@ class HarvestReport:
     resumed_shards: int = 0
     from_cache: bool = False
     synced: dict[str, int] | None = None
+    #: Pages read natively from their bytes and pages decoded, with the first reason per kind:
+    #: ``{"native": n, "decoded": m, "reasons": {kind: detail}}`` (a Dask worker's not counted).
+    page_reads: dict[str, Any] | None = None
     shards: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     incomplete: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -118,6 +121,8 @@ class HarvestReport:
             rows.append(("resumed shards", f"{self.resumed_shards:,}"))
         if self.synced:
             rows.append(("synced", _short(self.synced)))
+        if self.page_reads and (self.page_reads.get("native") or self.page_reads.get("decoded")):
+            rows.append(("pages", _pages(self.page_reads)))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name not in _SHOWN and value not in (None, 0, "", [], {}):
@@ -138,6 +143,7 @@ _SHOWN = frozenset(
         "cap",
         "capped_engine",
         "requests",
+        "page_reads",
         "seconds",
         "resumed_shards",
         "from_cache",
@@ -159,3 +165,12 @@ def _short(value: Any) -> str:
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _pages(reads: Mapping[str, Any]) -> str:
+    """``120 read natively, 3 decoded (dates: ...)``: how the pages were read, and why not."""
+    text = f"{reads.get('native', 0):,} read natively, {reads.get('decoded', 0):,} decoded"
+    reasons = reads.get("reasons") or {}
+    if reasons:
+        text += " (" + "; ".join(f"{kind}: {why}" for kind, why in reasons.items()) + ")"
+    return text

@@ -30,6 +30,7 @@ def test_public_surface_is_pinned():
     assert sorted(frames.__all__) == [
         "COLLECTION_RIGHTS",
         "DATABOX_RIGHTS",
+        "RecordsPage",
         "baskets",
         "collections",
         "concat_records",
@@ -38,6 +39,7 @@ def test_public_surface_is_pinned():
         "feed_entries",
         "feed_items",
         "feeds",
+        "read_records",
         "records",
         "records_json",
         "render_markdown",

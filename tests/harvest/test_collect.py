@@ -1,5 +1,7 @@
 """client.records() and friends against the emulator: complete, cached, synced, offline."""
 
+import logging
+
 import pandas as pd
 import pytest
 
@@ -44,6 +46,9 @@ def test_records_are_complete_under_a_low_cap(capped, settings):
     assert keys(frame) == keys(truth) and len(frame) == len(truth)
     report = mf.HarvestReport.from_frame(frame)
     assert report.complete and report.total_results == len(truth)
+    # every generation's pages are read natively, none decoded
+    assert report.page_reads["decoded"] == 0 and report.page_reads["native"] >= len(report.shards)
+    assert "read natively, 0 decoded" in repr(report)
     if capped.flavour.name == "current":  # counts per page, no cap: nothing to split
         assert report.cap is None and not report.capped_engine and len(report.shards) == 1
     else:
@@ -159,6 +164,27 @@ def test_facets_me_feeds_and_baskets(emulator, settings):
     assert len(client.feed_items()) >= 1
     assert len(client.feeds()) >= 1
     assert "name" in client.baskets().columns
+
+
+def test_pages_that_cannot_be_read_natively_are_counted_with_the_reason(
+    capped, settings, monkeypatch, caplog
+):
+    from mediaframe.frames import fastjson
+
+    def unreadable(body, *args):
+        raise fastjson.Unreadable("dates", "'updated_on': not a date pyarrow reads")
+
+    monkeypatch.setattr(fastjson, "_native", unreadable)
+    with caplog.at_level(logging.DEBUG, logger="mediaframe.routes"):
+        frame = connect(capped, settings).records(record_type="video", refresh=True)
+    truth = capped.ground_truth()
+    assert keys(frame) == keys(truth[truth.media_type == "video"])
+    reads = mf.HarvestReport.from_frame(frame).page_reads
+    assert reads["native"] == 0 and reads["decoded"] >= 1
+    assert reads["reasons"] == {"dates": "'updated_on': not a date pyarrow reads"}
+    lines = [r.getMessage() for r in caplog.records if r.name == "mediaframe.routes"]
+    assert len(lines) == reads["decoded"]
+    assert all("decoded, not read natively (dates: 'updated_on'" in line for line in lines)
 
 
 def test_record_pages_are_read_from_bytes_not_decoded(capped, settings, monkeypatch):
