@@ -30,7 +30,8 @@ The tree::
 
     MediaframeWarning (UserWarning)
     ├── IncompleteResultWarning       incomplete results were allowed and happened
-    └── CacheWarning                  a cached result was used or discarded in a way worth knowing
+    ├── CacheWarning                  a cached result was used or discarded in a way worth knowing
+    └── EmptyPlotWarning              a plot was asked of data with nothing to draw
 
 Errors never carry a token or a secret: messages hold the request line (method and path), never the
 query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
@@ -51,6 +52,7 @@ __all__ = [
     "CacheWarning",
     "ConfigurationError",
     "ConnectionFailedError",
+    "EmptyPlotWarning",
     "ForbiddenError",
     "IncompleteResultError",
     "IncompleteResultWarning",
@@ -239,3 +241,7 @@ class IncompleteResultWarning(MediaframeWarning):
 
 class CacheWarning(MediaframeWarning):
     """Something about the cache the user should know, e.g. a stale copy used offline."""
+
+
+class EmptyPlotWarning(MediaframeWarning):
+    """A plot was asked of data with nothing to draw; the (empty) axes are returned anyway."""

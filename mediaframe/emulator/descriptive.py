@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from mediaframe.emulator.accounts import Accounts
     from mediaframe.emulator.catalogue import Catalogue
     from mediaframe.emulator.feeds import Basket
+    from mediaframe.emulator.flavours import Rendering
 
 #: The maker's media type asking for extended records; ``+json``, ``+yaml`` or ``+jsonp``.
 EXTENDED_TYPE = "application/vnd.phraseanet.record-extended"
@@ -69,6 +70,10 @@ class DescriptiveRoutes:
     accounts: Accounts
 
     # provided by Routes
+    @property
+    def render(self) -> Rendering:
+        raise NotImplementedError
+
     def _visible_row(self, user: User, databox_id: int, ident: int, *, kind: str) -> int:
         raise NotImplementedError
 
@@ -137,10 +142,14 @@ class DescriptiveRoutes:
             for s in holders.tolist()
             if stories.alive[s] and int(stories.base_id[s]) in user.visible_bases
         ]
-        return {"baskets": baskets, "stories": [self.catalogue.story_dict(s) for s in visible]}
+        return {"baskets": baskets, "stories": [self.render.story(s) for s in visible]}
 
     def me_structures(self, params: Mapping, user: User) -> dict:
-        return me_structures(user.bases, with_business=business_bases(user.bases))
+        answer = me_structures(user.bases, with_business=business_bases(user.bases))
+        if self._legacy:  # older servers say neither a field's type nor whether it is required
+            for entry in answer["meta_fields"]:
+                del entry["type"], entry["required"]
+        return answer
 
     def databox_metadatas(self, params: Mapping, user: User, databox_id: str) -> dict:
         databox = int(databox_id)
@@ -148,7 +157,13 @@ class DescriptiveRoutes:
             raise ApiError(404, f"Databox {databox} not found")
         if "bas_modify_struct" not in user.databoxes.get(databox, ()):
             raise ApiError(401, "You are not authorized")
-        return {"document_metadatas": document_metadatas(databox)}
+        fields = document_metadatas(databox)
+        # keyed by field id on current servers, a list on old ones
+        return {"document_metadatas": list(fields.values()) if self._legacy else fields}
+
+    @property
+    def _legacy(self) -> bool:
+        return self.render.flavour.name == "legacy"
 
     def basket_content(self, params: Mapping, user: User, basket_id: str) -> dict:
         basket = next((b for b in self.catalogue.feeds.baskets if b.id == int(basket_id)), None)
@@ -159,7 +174,7 @@ class DescriptiveRoutes:
             raise ApiError(403, f"Basket {basket_id} is not yours")
         alive = self.catalogue.records.alive
         elements = [e for e in contents.elements[basket.id] if alive[e.row]]
-        records = self.catalogue.record_dicts([e.row for e in elements])
+        records = self.render.records([e.row for e in elements])
         users = self.accounts.users_by_id
         out = []
         for element, record in zip(elements, records, strict=True):

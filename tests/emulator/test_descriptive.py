@@ -272,3 +272,33 @@ def test_no_hit_search_suggests_a_spelling(api) -> None:
     suggestion = answer["suggestions"][0]
     assert suggestion["suggestion"] == "sunset" and suggestion["query"] == "sunset"
     assert suggestion["hits"] == api.search(query="sunset")["total_results"] > 0
+
+
+@pytest.fixture(scope="module")
+def flavoured(api_of):
+    from mediaframe.emulator import Emulator
+    from mediaframe.emulator.flavours import FLAVOURS
+
+    return {name: api_of(Emulator(records=400, seed=3, flavour=name)) for name in FLAVOURS}
+
+
+def test_every_flavour_extends_its_own_records(flavoured) -> None:
+    for name, api in flavoured.items():
+        records = extended_search(api, per_page=20)["results"]["records"]
+        plain = api.search(per_page=20)["results"]["records"]
+        for record, shaped in zip(records, plain, strict=True):
+            # the generation's members in its order, then the four extended ones
+            assert list(record) == [*shaped, *EXTENDED_MEMBERS], name
+        elements = response(api, "/api/v1/baskets/1/content/",
+                            headers={"Accept": f"{EXTENDED}+json"})["basket_elements"]  # fmt: skip
+        assert list(elements[0]["record"])[: len(plain[0])] == list(plain[0]), name
+
+
+def test_legacy_structures_lack_type_and_list_the_admin_fields(flavoured) -> None:
+    api = flavoured["legacy"]
+    meta = response(api, "/api/v1/me/structures/")["meta_fields"]
+    assert meta and all("type" not in f and "required" not in f for f in meta)
+    admin = response(api, "/api/v1/databoxes/1/metadatas/", token=api.emu.token_for("auditor"))
+    assert isinstance(admin["document_metadatas"], list)
+    current = flavoured["current"]
+    assert all("type" in f for f in response(current, "/api/v1/me/structures/")["meta_fields"])

@@ -1,0 +1,216 @@
+"""The one-call plots, drawn under Agg and checked on their artists."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+import mediaframe as mf
+from mediaframe import plots
+from mediaframe.emulator import Emulator
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def client(inprocess_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> mf.Client:
+    settings = mf.config.Settings.from_env().replace(
+        cache_dir=tmp_path_factory.mktemp("cache"), progress=False
+    )
+    return mf.connect(
+        inprocess_emulator.base_url,
+        token=inprocess_emulator.token,
+        settings=settings,
+        session=inprocess_emulator.requests_session(),
+    )
+
+
+@pytest.fixture(scope="module")
+def records(client: mf.Client) -> pd.DataFrame:
+    return client.records()
+
+
+def _bars(ax: matplotlib.axes.Axes) -> dict[str, float]:
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    return dict(zip(labels, [bar.get_width() for bar in ax.patches], strict=True))
+
+
+def test_media_types_bars_are_the_counts(records: pd.DataFrame) -> None:
+    ax = plots.media_types(records)
+    expected = records["media_type"].astype("string").value_counts()
+    assert _bars(ax) == {str(k): float(v) for k, v in expected.items()}
+    assert ax.get_title() == "Records per media type"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("records", "media type")
+    # most frequent on top: barh draws the first bar at the bottom
+    assert ax.patches[-1].get_width() == expected.max()
+
+
+def test_collections_named_from_me_and_equal_to_the_facet_counts(
+    client: mf.Client, records: pd.DataFrame
+) -> None:
+    ax = plots.collections(records, names=client.me().collections)
+    facets = client.facets()
+    by_collection = facets[facets["facet"] == "Collection_Name"].set_index("value")["count"]
+    assert _bars(ax) == {name: float(count) for name, count in by_collection.items()}
+
+
+def test_collections_without_names_say_base_and_style_reaches_the_bars(
+    records: pd.DataFrame,
+) -> None:
+    ax = plots.collections(records, color="red")
+    assert all(label.startswith("base ") for label in _bars(ax))
+    assert ax.patches[0].get_facecolor() == matplotlib.colors.to_rgba("red")
+
+
+def test_timeline_counts_every_month_including_empty_ones() -> None:
+    frame = pd.DataFrame(
+        {"created_on": pd.to_datetime(["2024-01-03", "2024-01-30", "2024-03-01", None], utc=True)}
+    )
+    ax = plots.timeline(frame)
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == [2, 0, 1]
+    assert ax.get_title() == "Records created per month (1 without a date)"
+    assert ax.get_ylabel() == "records"
+
+
+def test_timeline_by_updated_year_on_records(records: pd.DataFrame) -> None:
+    ax = plots.timeline(records, by="updated_on", period="Y")
+    (line,) = ax.get_lines()
+    assert line.get_ydata().sum() == records["updated_on"].notna().sum()
+    assert "updated" in ax.get_title()
+
+
+def test_timeline_refuses_an_unknown_period(records: pd.DataFrame) -> None:
+    with pytest.raises(mf.InvalidParameterError, match="period='fortnight'"):
+        plots.timeline(records, period="fortnight")
+
+
+def test_technical_numbers_are_a_histogram_and_text_bars(records: pd.DataFrame) -> None:
+    ax = plots.technical(records, "FileSize", bins=10)
+    assert len(ax.patches) == 10
+    assert sum(p.get_height() for p in ax.patches) == records["FileSize"].notna().sum()
+    assert ax.get_xlabel() == "FileSize"
+    ax = plots.technical(records, "CameraModel")
+    counts = records["CameraModel"].astype("string").fillna("(not set)").value_counts()
+    assert _bars(ax) == {str(k): float(v) for k, v in counts.items()}
+
+
+def test_technical_names_a_missing_column(records: pd.DataFrame) -> None:
+    with pytest.raises(mf.InvalidParameterError, match="'NoSuchValue'"):
+        plots.technical(records, "NoSuchValue")
+
+
+def test_positions_scatter_every_record_with_coordinates(records: pd.DataFrame) -> None:
+    ax = plots.positions(records)
+    (points,) = ax.collections
+    has = records["Latitude"].notna() & records["Longitude"].notna()
+    assert len(points.get_offsets()) == has.sum()
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("longitude (°)", "latitude (°)")
+
+
+def test_rights_heat_map_of_me(client: mf.Client) -> None:
+    me = client.me()
+    ax = plots.rights(me)
+    (image,) = ax.images
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert columns[: len(mf.frames.COLLECTION_RIGHTS)] == list(mf.frames.COLLECTION_RIGHTS)
+    assert "name" not in columns
+    expected = me.collections[columns].astype(float).to_numpy()
+    assert np.array_equal(image.get_array().filled(np.nan), expected, equal_nan=True)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(me.collections["name"])
+    assert ax.get_title() == "Collection rights"
+
+
+def test_status_usage_shares_per_collection_and_bit() -> None:
+    frame = pd.DataFrame(
+        {
+            "base_id": [1, 1, 2, 2],
+            "status_4": [True, False, True, True],
+            "status_5": pd.array([False, None, True, False], dtype="boolean"),
+        }
+    )
+    statuses = pd.DataFrame(
+        {"position": [4, 4, 5, 5], "label_on_en": ["published", "published", "a", "b"]}
+    )
+    ax = plots.status_usage(frame, names={1: "One", 2: "Two"}, statuses=statuses)
+    (image,) = ax.images
+    assert image.get_array().tolist() == [[0.5, 0.0], [1.0, 0.5]]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4 · published", "5"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["One", "Two"]
+    assert "50%" in [t.get_text() for t in ax.texts]
+
+
+def test_feed_activity_one_line_per_feed(client: mf.Client) -> None:
+    entries = client.feed_entries()
+    ax = plots.feed_activity(entries, period="Y")
+    drawn = {bars.get_label(): sum(b.get_height() for b in bars) for bars in ax.containers}
+    assert drawn == entries.groupby("feed_title", observed=True).size().to_dict()
+    years = entries["created_on"].dt.year
+    assert len(ax.containers[0]) == years.max() - years.min() + 1
+    assert ax.get_legend() is not None
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda f: plots.timeline(f),
+        lambda f: plots.media_types(f),
+        lambda f: plots.collections(f),
+        lambda f: plots.technical(f, "ISO"),
+        lambda f: plots.positions(f),
+        lambda f: plots.status_usage(f),
+        lambda f: plots.feed_activity(f.rename(columns={"title": "feed_title"})),
+    ],
+)
+def test_empty_input_warns_and_returns_titled_axes(records: pd.DataFrame, draw) -> None:
+    with pytest.warns(mf.EmptyPlotWarning, match="nothing to plot"):
+        ax = draw(records.iloc[0:0])
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert ax.get_title()
+
+
+def test_rights_of_no_collection_warns(client: mf.Client) -> None:
+    with pytest.warns(mf.EmptyPlotWarning):
+        plots.rights(client.me().collections.iloc[0:0])
+
+
+def test_draws_on_the_given_axes_and_leaves_rcparams(records: pd.DataFrame) -> None:
+    before = dict(matplotlib.rcParams)
+    _fig, ax = plt.subplots()
+    assert plots.media_types(records, ax=ax) is ax
+    assert plots.timeline(records, ax=ax) is ax
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_missing_matplotlib_names_the_extra() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["matplotlib"] = None
+        sys.modules["matplotlib.pyplot"] = None
+        import pandas as pd
+        from mediaframe import plots
+        try:
+            plots.media_types(pd.DataFrame({"media_type": ["image"]}))
+        except ImportError as err:
+            print(err)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert 'pip install "mediaframe[notebook]"' in out
