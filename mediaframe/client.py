@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -269,7 +270,7 @@ class Client:
 
     # -- DataFrames ------------------------------------------------------------------------
 
-    def records(self, query: str = "", **filters: Any) -> pd.DataFrame:
+    def records(self, query: str = "", *, extended: bool = False, **filters: Any) -> pd.DataFrame:
         """Every record matching ``query`` and ``filters``, never silently truncated.
 
         The search is harvested completely under the server's retrieval cap (split into shards
@@ -280,6 +281,11 @@ class Client:
         Parameters
         ----------
         query : the search query in the service's syntax; ``""`` matches everything.
+        extended : also read each record's descriptive metadata: one ``caption_<Field>`` column
+            per caption field of :meth:`fields` (dates as UTC timestamps, numbers as
+            ``Float64``, multi-values as the server's joined text, see
+            :func:`mediaframe.frames.split_values`) and one boolean ``status_<bit>`` column per
+            status bit (labels in ``client.me().statuses``). Cached apart from plain harvests.
         **filters : ``bases``, ``record_type``, ``date_field``, ``date_min``, ``date_max``
             (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
             ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
@@ -301,11 +307,71 @@ class Client:
         >>> mf.HarvestReport.from_frame(df).summary()                          # doctest: +SKIP
         '1234 records of 1234 (complete) from 3 shard(s), 9 request(s), 0.8 s'
         """
-        return self._collect("records", query, filters)
+        return self._collect("records", query, {**filters, "extended": extended})
 
     def stories(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Every story matching ``query`` and ``filters``; same options as :meth:`records`."""
         return self._collect("stories", query, filters)
+
+    def fields(self, *, refresh: bool = False) -> pd.DataFrame:
+        """The caption fields of every databox you can read: ``databox_id, id, name, type,
+        multivalue, required, business, …, label_<lang>`` (asked once, then kept).
+
+        Business fields appear only if you may see them. Their columns in extended frames are
+        ``caption_<name>``.
+        """
+        return self.api.fields(refresh=refresh)
+
+    def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> pd.DataFrame:
+        """One record as a one-row frame, with the columns of :meth:`records`."""
+        record = self.api.record(databox_id, record_id, extended=extended).get("record")
+        return frames.records([record] if record else [], self._structure(extended))
+
+    def story(self, databox_id: int, story_id: int) -> pd.DataFrame:
+        """One story as a one-row frame, with the columns of :meth:`stories`
+        (:meth:`story_records` gives its records)."""
+        story = self.api.story(databox_id, story_id).get("story")
+        return frames.stories([story] if story else [])
+
+    def story_records(
+        self, query: str = "", *, extended: bool = False, **filters: Any
+    ) -> pd.DataFrame:
+        """One row per (story, record) for every story the search finds, complete past the cap
+        like :meth:`stories` (same options): ``story_databox_id, story_id, position``, then the
+        record's columns (with captions and status bits if ``extended``).
+
+        The stories come from :meth:`stories` (its report is in ``attrs["harvest"]``); each
+        story's records are then read from the story route, which gives every child.
+        """
+        found = self.stories(query, **filters)
+        keys = list(zip(found["databox_id"].tolist(), found["story_id"].tolist(), strict=True))
+
+        def read(key: tuple[int, int]) -> dict[str, Any]:
+            return self.api.story(*key, extended=extended).get("story") or {}
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            stories = list(pool.map(read, keys))
+        frame = frames.story_members(stories, self._structure(extended))
+        frame.attrs.update(found.attrs)
+        return frame
+
+    def basket_records(
+        self, basket_id: int | None = None, *, extended: bool = False
+    ) -> pd.DataFrame:
+        """One row per basket element (of every basket when ``basket_id`` is None):
+        ``basket_id, basket_element_id, order``, for validation baskets your ``agreement`` and
+        ``note`` and every participant's ``agreement_<login>``/``note_<login>``, then the
+        record's columns (with captions and status bits if ``extended``)."""
+        if basket_id is None:
+            baskets = self.api.baskets_list().get("baskets") or []
+            ids = [int(b["basket_id"]) for b in baskets if isinstance(b, dict) and "basket_id" in b]
+        else:
+            ids = [basket_id]
+        contents = [self.api.basket_content(i, extended=extended) for i in ids]
+        return frames.basket_records(contents, self._structure(extended))
+
+    def _structure(self, extended: bool) -> frames.Structure | None:
+        return self.api.structure() if extended else None
 
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
@@ -332,10 +398,16 @@ class Client:
         return frames.feed_entries(self._feed_entries(offset_start, per_page))
 
     def feed_items(
-        self, *, offset_start: int | None = None, per_page: int | None = None
+        self,
+        *,
+        offset_start: int | None = None,
+        per_page: int | None = None,
+        extended: bool = False,
     ) -> pd.DataFrame:
-        """The records of feed entries, one row per item, with the entry's id."""
-        return frames.feed_items(self._feed_entries(offset_start, per_page))
+        """The records of feed entries, one row per item, with the entry's id (and their
+        captions and status bits if ``extended``, as in :meth:`records`)."""
+        entries = self._feed_entries(offset_start, per_page, extended=extended)
+        return frames.feed_items(entries, self._structure(extended))
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
@@ -366,15 +438,19 @@ class Client:
         frame = collect(self, _spec(kind, query, search), options)
         return _ordered(frame, sort, order)
 
-    def _feed_entries(self, offset_start: int | None, per_page: int | None) -> list[dict]:
+    def _feed_entries(
+        self, offset_start: int | None, per_page: int | None, *, extended: bool = False
+    ) -> list[dict]:
         if offset_start is not None or per_page is not None:
-            return (
-                self.api.feeds_content(offset_start=offset_start, per_page=per_page).get("entries")
-                or []
+            page = self.api.feeds_content(
+                offset_start=offset_start, per_page=per_page, extended=extended
             )
+            return page.get("entries") or []
         entries: list[dict] = []
         while True:  # every entry: page until the total is reached or a page comes back empty
-            page = self.api.feeds_content(offset_start=len(entries), per_page=_FEED_PAGE)
+            page = self.api.feeds_content(
+                offset_start=len(entries), per_page=_FEED_PAGE, extended=extended
+            )
             batch = page.get("entries") or []
             entries.extend(batch)
             total = page.get("total_entries")
@@ -440,9 +516,18 @@ def _split_filters(filters: Mapping[str, Any]) -> tuple[Options, dict[str, Any]]
 
 
 def _spec(kind: str, query: str, filters: Mapping[str, Any]) -> Spec:
-    """A validated search, with filters in a plain form that names one cache entry."""
+    """A validated search, with filters in a plain form that names one cache entry.
+
+    ``extended`` stays among the filters only when true, so it names its own cache entry and
+    plain harvests keep theirs.
+    """
     filters = {k: v for k, v in filters.items() if v is not None}
+    extended = filters.pop("extended", False)
+    if not isinstance(extended, bool):
+        raise InvalidParameterError(f"extended must be True or False, not {extended!r}")
     search_params(query, **filters)  # raises InvalidParameterError with what to send instead
+    if extended:
+        filters["extended"] = True
     for name in ("date_min", "date_max"):
         if name in filters:
             filters[name] = to_ymd(filters[name], name=name)

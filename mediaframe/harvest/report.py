@@ -34,6 +34,8 @@ class HarvestReport:
     synced: dict[str, int] | None = None
     shards: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     incomplete: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: Queries the server suggests when nothing matched: ``{suggestion, query, hits}`` each.
+    suggestions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def plan(self) -> pd.DataFrame:
