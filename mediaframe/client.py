@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -11,7 +12,7 @@ from typing import Any
 import pandas as pd
 import requests
 
-from mediaframe import auth, frames
+from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
@@ -320,12 +321,13 @@ class Client:
         Business fields appear only if you may see them. Their columns in extended frames are
         ``caption_<name>``.
         """
-        return self.api.fields(refresh=refresh)
+        return self.api.fields(refresh=validate.flag(refresh, "refresh"))
 
     def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> pd.DataFrame:
         """One record as a one-row frame, with the columns of :meth:`records`."""
-        record = self.api.record(databox_id, record_id, extended=extended).get("record")
-        return frames.records([record] if record else [], self._structure(extended))
+        structure = self._structure(extended)
+        record = self.api.record(databox_id, record_id, extended=bool(structure)).get("record")
+        return frames.records([record] if record else [], structure)
 
     def story(self, databox_id: int, story_id: int) -> pd.DataFrame:
         """One story as a one-row frame, with the columns of :meth:`stories`
@@ -343,15 +345,16 @@ class Client:
         The stories come from :meth:`stories` (its report is in ``attrs["harvest"]``); each
         story's records are then read from the story route, which gives every child.
         """
+        structure = self._structure(extended)
         found = self.stories(query, **filters)
         keys = list(zip(found["databox_id"].tolist(), found["story_id"].tolist(), strict=True))
 
         def read(key: tuple[int, int]) -> dict[str, Any]:
-            return self.api.story(*key, extended=extended).get("story") or {}
+            return self.api.story(*key, extended=bool(structure)).get("story") or {}
 
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             stories = list(pool.map(read, keys))
-        frame = frames.story_members(stories, self._structure(extended))
+        frame = frames.story_members(stories, structure)
         frame.attrs.update(found.attrs)
         return frame
 
@@ -362,22 +365,26 @@ class Client:
         ``basket_id, basket_element_id, order``, for validation baskets your ``agreement`` and
         ``note`` and every participant's ``agreement_<login>``/``note_<login>``, then the
         record's columns (with captions and status bits if ``extended``)."""
+        structure = self._structure(extended)
         if basket_id is None:
             baskets = self.api.baskets_list().get("baskets") or []
             ids = [int(b["basket_id"]) for b in baskets if isinstance(b, dict) and "basket_id" in b]
         else:
             ids = [basket_id]
-        contents = [self.api.basket_content(i, extended=extended) for i in ids]
-        return frames.basket_records(contents, self._structure(extended))
+        contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
+        return frames.basket_records(contents, structure)
 
     def _structure(self, extended: bool) -> frames.Structure | None:
-        return self.api.structure() if extended else None
+        """The structure extended columns are read with (checks the ``extended`` option)."""
+        return self.api.structure() if validate.flag(extended, "extended") else None
 
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
         query`` (each ``query`` selects its value)."""
-        _, search = _split_filters(filters)
-        response = self.api.search_v2(query, per_page=1, **search)
+        _, search = _split_filters(filters, where="facets")
+        search, _ = self._narrowed(search)
+        spec = _spec("records", query, search, self._date_fields(search))
+        response = self.api.search_v2(query, per_page=1, **spec.filters)
         return frames.facets(response.get("facets") or [])
 
     def me(self, *, refresh: bool = False) -> Me:
@@ -406,8 +413,9 @@ class Client:
     ) -> pd.DataFrame:
         """The records of feed entries, one row per item, with the entry's id (and their
         captions and status bits if ``extended``, as in :meth:`records`)."""
-        entries = self._feed_entries(offset_start, per_page, extended=extended)
-        return frames.feed_items(entries, self._structure(extended))
+        structure = self._structure(extended)
+        entries = self._feed_entries(offset_start, per_page, extended=bool(structure))
+        return frames.feed_items(entries, structure)
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
@@ -419,23 +427,88 @@ class Client:
 
     def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
-        options, search = _split_filters(filters)
-        return cache_path(self, _spec(kind, query, search), options.cache_dir)
+        kind = validate.choice(kind, "kind", ("records", "stories"))
+        options, search = _split_filters(filters, where="cache_path")
+        search, _ = self._narrowed(search)
+        return cache_path(
+            self, _spec(kind, query, search, self._date_fields(search)), options.cache_dir
+        )
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
         """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""
         return RemoteSearch(self.base_url, self.transport.token, self.settings, route)
 
+    def _date_fields(self, search: Mapping[str, Any]) -> tuple[str, ...]:
+        """The fields ``date_field`` may name: every record's dates, and the databoxes' date
+        fields (asked of the structure only when another name is given)."""
+        wanted = search.get("date_field")
+        if wanted is None or wanted in validate.RECORD_DATE_FIELDS:
+            return validate.RECORD_DATE_FIELDS
+        fields = self.fields()
+        dates = fields.loc[fields["type"] == "date", "name"].dropna()
+        return (*validate.RECORD_DATE_FIELDS, *sorted(set(dates)))
+
+    def _narrowed(self, search: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The search as the service takes it, and notes for the report on what was filled in:
+        ``status_only`` becomes ``bases`` (the collections of the databoxes ``status`` names),
+        and date bounds without ``date_field`` filter on ``created_on``."""
+        search, notes = dict(search), []
+        if validate.flag(search.pop("status_only", False), "status_only"):
+            search["bases"] = self._status_bases(search)
+            notes.append(
+                "status_only=True: searched only the collections of the databoxes named in "
+                f"status (bases {search['bases']})"
+            )
+        bounded = any(search.get(name) is not None for name in ("date_min", "date_max"))
+        if bounded and search.get("date_field") is None:
+            search["date_field"] = "created_on"
+            notes.append("date_min/date_max given without date_field: filtered on created_on")
+        return search, notes
+
+    def _status_bases(self, search: Mapping[str, Any]) -> list[int]:
+        if search.get("status") is None:
+            raise InvalidParameterError(
+                "status_only=True keeps the databoxes named in status=: give status= too, "
+                "e.g. status={4: {'on': [1]}}"
+            )
+        named = {
+            databox
+            for states in validate.status(search["status"]).values()
+            for databoxes in states.values()
+            for databox in databoxes
+        }
+        wanted = set(validate.items(search["bases"], "bases")) if search.get("bases") else None
+        bases = sorted(
+            int(entry["base_id"])
+            for entry in self.me_raw().get("collections") or []
+            if isinstance(entry, dict)
+            and "actif" in (entry.get("rights") or [])
+            and entry.get("databox_id") in named
+            and entry.get("base_id") is not None
+            and (wanted is None or int(entry["base_id"]) in wanted)
+        )
+        if not bases:
+            raise InvalidParameterError(
+                f"status_only=True: you can search no collection of databox(es) "
+                f"{sorted(named)}{' among bases ' + str(sorted(wanted)) if wanted else ''}; "
+                "check the databox ids in status= (client.me().collections lists yours)"
+            )
+        return bases
+
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
-        options, search = _split_filters(filters)
+        options, search = _split_filters(filters, where=kind)
         sort, order = search.pop("sort", None), search.pop("ord", None)
         if sort is not None and sort not in RESULT_SORTS:
             raise InvalidParameterError(
                 f"sort={sort!r}: a complete result is ordered by {' or '.join(RESULT_SORTS)} "
-                "(or by key when sort is left out); for ranked pages use client.api.search"
+                f"(or by key when sort is left out).{validate.suggest(str(sort), RESULT_SORTS)} "
+                "For ranked pages use client.api.search"
             )
         search_params(sort=sort, ord=order)  # validates ord
-        frame = collect(self, _spec(kind, query, search), options)
+        search, notes = self._narrowed(search)
+        frame = collect(self, _spec(kind, query, search, self._date_fields(search)), options)
+        if notes:
+            frame.attrs["harvest"]["notes"] = [*frame.attrs["harvest"].get("notes", []), *notes]
         return _ordered(frame, sort, order)
 
     def _feed_entries(
@@ -501,30 +574,64 @@ class RemoteSearch:
 
 
 _OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}
+#: What a search filter may be called: search_params' options, less those mediaframe chooses.
+_FILTER_NAMES = set(inspect.signature(search_params).parameters) - {"query"}
+_CHOSEN = ("offset_start", "search_type")
+#: Filters of records()/stories() that the client turns into the service's own.
+_CLIENT_FILTERS = {"extended", "status_only"}
 
 
-def _split_filters(filters: Mapping[str, Any]) -> tuple[Options, dict[str, Any]]:
-    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
-    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
-    for name in ("offset_start", "search_type"):
-        if name in search:
+def _split_filters(filters: Mapping[str, Any], *, where: str) -> tuple[Options, dict[str, Any]]:
+    for name in _CHOSEN:
+        if name in filters:
             raise InvalidParameterError(
                 f"{name}= is chosen by mediaframe for a complete result; use client.api.search "
                 "for single pages"
             )
-    return Options(**options), search
+    allowed = (_FILTER_NAMES - set(_CHOSEN)) | _OPTION_NAMES | _CLIENT_FILTERS
+    validate.check_keywords(filters, allowed, where=where)
+    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
+    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
+    return _options(options), search
 
 
-def _spec(kind: str, query: str, filters: Mapping[str, Any]) -> Spec:
+def _options(given: Mapping[str, Any]) -> Options:
+    """How to collect, each knob checked where the user passed it (``None``: the setting)."""
+    checked = {name: value for name, value in given.items() if value is not None}
+    for name in ("refresh", "allow_incomplete", "offline", "progress"):
+        if name in checked:
+            checked[name] = validate.flag(checked[name], name)
+    if "ttl" in checked:
+        checked["ttl"] = validate.duration(checked["ttl"], "ttl")
+    if "concurrency" in checked:
+        checked["concurrency"] = validate.count(checked["concurrency"], "concurrency", minimum=1)
+    if "per_page" in checked:
+        checked["per_page"] = validate.count(checked["per_page"], "per_page", minimum=1)
+    if "cache_dir" in checked:
+        checked["cache_dir"] = validate.path(checked["cache_dir"], "cache_dir")
+    return Options(**checked)
+
+
+def _spec(kind: str, query: str, filters: Mapping[str, Any], date_fields: Iterable[str]) -> Spec:
     """A validated search, with filters in a plain form that names one cache entry.
 
-    ``extended`` stays among the filters only when true, so it names its own cache entry and
-    plain harvests keep theirs.
+    Iterables are read once, first: a generator given as ``bases`` must filter, not be consumed
+    by the check and then found empty. ``extended`` stays among the filters only when true, so
+    it names its own cache entry and plain harvests keep theirs.
     """
     filters = {k: v for k, v in filters.items() if v is not None}
-    extended = filters.pop("extended", False)
-    if not isinstance(extended, bool):
-        raise InvalidParameterError(f"extended must be True or False, not {extended!r}")
+    extended = validate.flag(filters.pop("extended", False), "extended")
+    for name in ("bases", "fields"):
+        if name in filters:
+            filters[name] = validate.items(filters[name], name)
+    if "status" in filters:  # one cache entry whatever the order it was written in
+        status = validate.status(filters["status"])
+        filters["status"] = {
+            bit: {state: sorted(ids) for state, ids in sorted(status[bit].items())}
+            for bit in sorted(status)
+        }
+    if "date_field" in filters:
+        validate.date_field(filters["date_field"], date_fields)
     search_params(query, **filters)  # raises InvalidParameterError with what to send instead
     if extended:
         filters["extended"] = True
@@ -532,22 +639,8 @@ def _spec(kind: str, query: str, filters: Mapping[str, Any]) -> Spec:
         if name in filters:
             filters[name] = to_ymd(filters[name], name=name)
     if "bases" in filters:
-        filters["bases"] = sorted({int(base) for base in filters["bases"]})
-    if "fields" in filters:
-        filters["fields"] = list(filters["fields"])
-    if "status" in filters:
-        filters["status"] = _plain_status(filters["status"])
+        filters["bases"] = sorted(set(filters["bases"]))
     return Spec(kind, query, filters)
-
-
-def _plain_status(status: Mapping[int, Mapping[str, Iterable[int] | int]]) -> dict:
-    return {
-        int(bit): {
-            state: sorted([ids] if isinstance(ids, int) else {int(i) for i in ids})
-            for state, ids in sorted(states.items())
-        }
-        for bit, states in sorted(status.items())
-    }
 
 
 def _ordered(frame: pd.DataFrame, sort: str | None, order: str | None) -> pd.DataFrame:
