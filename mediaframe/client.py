@@ -442,8 +442,10 @@ class Client:
         """The fields ``date_field`` may name: every record's dates, and the databoxes' date
         fields (asked of the structure only when another name is given)."""
         wanted = search.get("date_field")
-        if wanted is None or wanted in validate.RECORD_DATE_FIELDS:
-            return validate.RECORD_DATE_FIELDS
+        known = validate.RECORD_DATE_FIELDS
+        # a near miss of created_on/updated_on is a typo: refused before anything is sent
+        if not isinstance(wanted, str) or wanted in known or validate.suggest(wanted, known):
+            return known
         fields = self.fields()
         dates = fields.loc[fields["type"] == "date", "name"].dropna()
         return (*validate.RECORD_DATE_FIELDS, *sorted(set(dates)))

@@ -279,3 +279,38 @@ def test_a_search_with_no_hits_warns_with_the_servers_suggestions(emu, settings)
     with pytest.warns(mf.NoHitsWarning):  # read back from the cache: said again
         client.records("sunsett")
     assert mf.HarvestReport.from_frame(client.records("zzzzqqqq")).suggestions == []
+
+
+def test_date_fields_of_the_structure_filter_and_bounds_default_to_created_on(emu, settings):
+    client = connect(emu, settings)
+    window = client.records(date_field="Date", date_min="2020/01/01", date_max="2020/12/31",
+                            extended=True)  # fmt: skip
+    assert len(window) and window["caption_Date"].dt.year.eq(2020).all()
+    with pytest.raises(mf.InvalidParameterError, match="not a date field"):
+        client.records(date_field="Rating")  # a number field
+    defaulted = client.records(date_min="2020/01/01", date_max="2020/12/31")
+    explicit = client.records(date_min="2020/01/01", date_max="2020/12/31", date_field="created_on")
+    pd.testing.assert_frame_equal(defaulted, explicit, check_like=True)
+    assert defaulted["created_on"].dt.year.eq(2020).all()
+    notes = mf.HarvestReport.from_frame(defaulted).notes
+    assert notes == ["date_min/date_max given without date_field: filtered on created_on"]
+
+
+def test_status_filter_contract_semantics_and_status_only(emu, settings):
+    client = connect(emu, settings)
+    truth = emu.ground_truth()
+    contract = client.records(status={4: {"on": [1]}})
+    # databox 1's records with bit 4 on, and every record of the other databoxes
+    on = (truth.status.to_numpy(dtype="int64") >> 4) & 1 == 1
+    expected = truth[(truth.databox_id != 1) | on]
+    assert len(contract) == len(expected) and set(contract.databox_id) == {1, 2, 3}
+    only = client.records(status={4: {"on": [1]}}, status_only=True, extended=True)
+    assert set(only.databox_id) == {1} and only["status_4"].all()
+    assert len(only) == int(((truth.databox_id == 1) & on).sum())
+    assert "status_only=True" in mf.HarvestReport.from_frame(only).notes[0]
+    narrowed = client.records(status={4: {"on": [1]}}, status_only=True, bases=[2, 4])
+    assert set(narrowed.base_id) == {2}
+    with pytest.raises(mf.InvalidParameterError, match="give status= too"):
+        client.records(status_only=True)
+    with pytest.raises(mf.InvalidParameterError, match="no collection"):
+        client.records(status={4: {"on": [1]}}, status_only=True, bases=[4])
