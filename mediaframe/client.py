@@ -287,11 +287,16 @@ class Client:
             ``Float64``, multi-values as the server's joined text, see
             :func:`mediaframe.frames.split_values`) and one boolean ``status_<bit>`` column per
             status bit (labels in ``client.me().statuses``). Cached apart from plain harvests.
-        **filters : ``bases``, ``record_type``, ``date_field``, ``date_min``, ``date_max``
-            (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
-            ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
-            the result (key order otherwise). How to collect: ``refresh``, ``offline``, ``ttl``
-            (seconds or timedelta), ``allow_incomplete``, ``progress``, ``concurrency``,
+        **filters : ``bases``, ``record_type``, ``date_field`` (``created_on``, ``updated_on``
+            or a date field of :meth:`fields`; ``created_on`` when only bounds are given, and the
+            report's ``notes`` say so), ``date_min``, ``date_max`` (``date``, ``datetime`` or
+            ``"Y/m/d"``), ``status``, ``status_only``, ``fields``, ``stemme``. ``status`` has the
+            contract's meaning: ``{4: {"on": [1]}}`` keeps databox 1's records whose bit 4 is on
+            *and every record of the other databoxes* (the condition only constrains the named
+            databox); add ``status_only=True`` to keep only the named databoxes' records (their
+            collections become ``bases``). ``sort`` (``created_on``/``updated_on``) and ``ord``
+            order the result (key order otherwise). How to collect: ``refresh``, ``offline``,
+            ``ttl`` (seconds or timedelta), ``allow_incomplete``, ``progress``, ``concurrency``,
             ``per_page``, ``dask`` (a ``distributed.Client`` or scheduler address),
             ``cache_dir``.
 

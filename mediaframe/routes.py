@@ -107,7 +107,10 @@ def search_params(
     date_field, date_min, date_max : dates as ``date``, ``datetime`` or ``"Y/m/d"``, inclusive,
         sent as ``Y/m/d``; ``date_field`` is required with either bound.
     status : ``{bit: {"on": [databox_id, ...], "off": [...]}}``, sent in the contract's nested
-        form ``status[<bit>][on|off][]=<databox_id>``.
+        form ``status[<bit>][on|off][]=<databox_id>``. Each condition constrains only the
+        databox it names: ``{4: {"on": [1]}}`` keeps databox 1's records with bit 4 on and every
+        record of the other databoxes (``client.records(..., status_only=True)`` keeps only the
+        named databoxes).
     fields : field names the query is searched in, sent as ``fields[]``.
 
     Returns

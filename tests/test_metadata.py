@@ -314,3 +314,15 @@ def test_status_filter_contract_semantics_and_status_only(emu, settings):
         client.records(status_only=True)
     with pytest.raises(mf.InvalidParameterError, match="no collection"):
         client.records(status={4: {"on": [1]}}, status_only=True, bases=[4])
+
+
+@pytest.mark.parametrize("representation", ["yaml", "jsonp"])
+def test_extended_records_in_every_representation(emu, settings, representation):
+    client = mf.connect(
+        emu.base_url, token=emu.token, settings=settings, representation=representation
+    )
+    frame = client.records("collection:Nature", extended=True)
+    plain_json = connect(emu, settings.replace(cache_dir=settings.cache_dir / "json"))
+    expected = plain_json.records("collection:Nature", extended=True)
+    pd.testing.assert_frame_equal(frame, expected)
+    assert len(client.basket_records(extended=True)) == len(plain_json.basket_records())

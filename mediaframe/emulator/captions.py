@@ -9,6 +9,7 @@ required ``Copyright``, as real collections do.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -190,14 +191,15 @@ def subdefs(thumbnail: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The record's subdefinitions: its thumbnail and a larger preview, or none."""
     if not thumbnail:
         return []
-    preview = dict(thumbnail, name="preview")
+    # copies: a YAML writer would turn a shared object into an anchor and an alias
+    thumbnail, preview = copy.deepcopy(thumbnail), copy.deepcopy(thumbnail)
+    preview["name"] = "preview"
     preview["width"], preview["height"] = thumbnail["width"] * 4, thumbnail["height"] * 4
     preview["filesize"] = thumbnail["filesize"] * 12
-    permalink = dict(thumbnail.get("permalink") or {})
+    permalink = preview.get("permalink") or {}
     for key in ("page_url", "url", "download_url"):
         if key in permalink:
             permalink[key] = permalink[key].replace("/thumbnail/", "/preview/")
-    preview["permalink"] = permalink
     return [thumbnail, preview]
 
 
