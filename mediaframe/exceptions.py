@@ -35,7 +35,9 @@ The tree::
     ├── IncompleteResultWarning       incomplete results were allowed and happened
     ├── CacheWarning                  a cached result was used or discarded in a way worth knowing
     ├── EmptyPlotWarning              a plot was asked of data with nothing to draw
-    └── MalformedItemWarning          a minor member of some items could not be read: kept missing
+    ├── MalformedItemWarning          a minor member of some items could not be read: kept missing
+    ├── NoHitsWarning                 a search found nothing; names the server's suggestions
+    └── MetadataWarning               descriptive metadata the client could not read as declared
 
 Errors never carry a token or a secret: messages hold the request line (method and path), never the
 query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
@@ -66,7 +68,9 @@ __all__ = [
     "MalformedItemWarning",
     "MediaframeError",
     "MediaframeWarning",
+    "MetadataWarning",
     "MethodNotAllowedError",
+    "NoHitsWarning",
     "NotAcceptableError",
     "NotFoundError",
     "OAuthError",
@@ -284,3 +288,12 @@ class MalformedItemWarning(MediaframeWarning):
     Keys and the members an item cannot be identified without still raise
     :class:`MalformedItemError`; a minor member never rejects the whole list.
     """
+
+
+class NoHitsWarning(MediaframeWarning):
+    """A search matched nothing; the message names the queries the server suggests instead."""
+
+
+class MetadataWarning(MediaframeWarning):
+    """Captions or field structures the client could not read as declared (e.g. a date field
+    holding something else, or a server that sends no captions in extended mode)."""
