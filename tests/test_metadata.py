@@ -326,3 +326,8 @@ def test_extended_records_in_every_representation(emu, settings, representation)
     expected = plain_json.records("collection:Nature", extended=True)
     pd.testing.assert_frame_equal(frame, expected)
     assert len(client.basket_records(extended=True)) == len(plain_json.basket_records())
+
+
+def test_stories_refuse_extended_and_point_to_story_records(emu, settings):
+    with pytest.raises(mf.InvalidParameterError, match="story_records"):
+        connect(emu, settings).stories(extended=True)
