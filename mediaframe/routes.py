@@ -27,6 +27,7 @@ import datetime as dt
 import logging
 import re
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ import pandas as pd
 from mediaframe import frames, validate
 from mediaframe.exceptions import (
     InvalidParameterError,
+    MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
     ResponseFormatError,
@@ -442,7 +444,9 @@ class API:
         if extended:
             answer = self.search_with(params, extended=True)
             results = answer.pop("results", None) or {}
-            frame = frames.records(results.get("records") or [], self.structure())
+            items = results.get("records") or []
+            _check_extended(items)
+            frame = frames.records(items, self.structure())
             return answer, _read_as(frame, "extended", "extended records take the decoded route")
         answer = self.transport.request("POST", "/api/v1/search/", params, decode=read_records)
         if isinstance(answer, RecordsPage):
@@ -629,7 +633,17 @@ class API:
     def _kept_structure(self, refresh: bool) -> tuple[pd.DataFrame, frames.Structure]:
         with self._structure_lock:
             if self._structure is None or refresh:
-                meta = self.me_structures().get("meta_fields") or []
+                try:
+                    meta = self.me_structures().get("meta_fields") or []
+                except NotFoundError:
+                    warnings.warn(
+                        "this server has no /api/v1/me/structures/ route: extended frames get "
+                        "a caption_<Field> text column for each field the records carry, and "
+                        "fields() is empty",
+                        MetadataWarning,
+                        stacklevel=4,
+                    )
+                    meta = []
                 me = self.me()
                 admin = {}
                 incomplete = {
@@ -658,6 +672,21 @@ def _read_as(frame: pd.DataFrame, kind: str, detail: str) -> pd.DataFrame:
     """Mark a records page read through the decoded route, and why (see ``frame.attrs[READ]``)."""
     frame.attrs[READ] = {"native": False, "kind": kind, "detail": detail}
     return frame
+
+
+def _check_extended(items: list[Any]) -> None:
+    """Warn when a server answered an extended search with plain records: it ignored the vendor
+    media type, and the caption and status columns would read as missing rather than unknown."""
+    if items and not any(
+        isinstance(item, dict) and ("caption" in item or "status" in item) for item in items
+    ):
+        warnings.warn(
+            "extended records were asked for, but the server sent records without caption or "
+            "status: it does not support extended records, so caption_*/status_* columns are "
+            "all missing",
+            MetadataWarning,
+            stacklevel=3,
+        )
 
 
 def _feed_paging(
