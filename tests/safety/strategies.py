@@ -42,16 +42,34 @@ SCALARS = st.one_of(
     DATES,
 )
 KEYS = st.one_of(st.sampled_from(MEMBERS), st.sampled_from(MEMBERS), st.text(max_size=4))
-JSON = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
-    max_leaves=10,
-)
+
+
+def _objects(values: st.SearchStrategy[object], size: int) -> st.SearchStrategy[dict]:
+    # pairs made into a dict (a repeated key keeps its last value): no filtering for unique
+    # keys, which made drawing the slowest part of a fuzz run
+    return st.lists(st.tuples(KEYS, values), max_size=size).map(dict)
+
+
+def _containers(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.lists(inner, max_size=3) | _objects(inner, 4)
+
+
+JSON = st.recursive(SCALARS, _containers, max_leaves=5)
 #: An object with known members of any type: the common shape of a wrong answer.
-OBJECT = st.dictionaries(KEYS, JSON, max_size=8)
-ITEMS = st.lists(OBJECT, max_size=3)
+OBJECT = _objects(JSON, 5)
+ITEMS = st.lists(OBJECT, max_size=2)
 #: What a list of items may be instead: a list of objects mostly, anything sometimes.
 ITEM_LISTS = st.one_of(ITEMS, ITEMS, ITEMS, JSON)
+
+
+_PATHS: dict[int, list[tuple]] = {}
+
+
+def _paths_of(doc: object) -> list[tuple]:
+    """The paths of ``doc``, computed once per document (the valid answers are constants)."""
+    if id(doc) not in _PATHS:
+        _PATHS[id(doc)] = _paths(doc)
+    return _PATHS[id(doc)]
 
 
 def _paths(doc: object, prefix: tuple = ()) -> list[tuple]:
@@ -67,20 +85,22 @@ def _paths(doc: object, prefix: tuple = ()) -> list[tuple]:
 
 
 def _replaced(doc: object, path: tuple, value: object) -> object:
+    """``doc`` with the value at ``path`` replaced (or dropped); unchanged if the path is gone."""
     if not path:
         return value
     head, rest = path[0], path[1:]
-    if isinstance(doc, dict):
+    if isinstance(doc, dict) and head in doc:
         copy = dict(doc)
         if value is _DELETE and not rest:
-            copy.pop(head, None)
+            del copy[head]
         else:
             copy[head] = _replaced(doc[head], rest, value)
         return copy
-    assert isinstance(doc, list)
-    copy = list(doc)
-    copy[head] = _replaced(doc[head], rest, None if value is _DELETE and not rest else value)
-    return copy
+    if isinstance(doc, list) and isinstance(head, int) and head < len(doc):
+        items = list(doc)
+        items[head] = _replaced(doc[head], rest, None if value is _DELETE and not rest else value)
+        return items
+    return doc
 
 
 _DELETE = object()
@@ -89,8 +109,9 @@ _DELETE = object()
 @st.composite
 def mutated(draw: st.DrawFn, doc: object, changes: int = 3) -> object:
     """``doc`` (a valid answer) with a few values replaced by anything, or members dropped."""
+    original = doc
     for _ in range(draw(st.integers(1, changes))):
-        path = draw(st.sampled_from(_paths(doc)))
+        path = draw(st.sampled_from(_paths_of(original)))
         value = draw(st.one_of(JSON, st.just(_DELETE)) if path else JSON)
         doc = _replaced(doc, path, value)
     return doc
