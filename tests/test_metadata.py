@@ -326,3 +326,63 @@ def test_extended_records_in_every_representation(emu, settings, representation)
     expected = plain_json.records("collection:Nature", extended=True)
     pd.testing.assert_frame_equal(frame, expected)
     assert len(client.basket_records(extended=True)) == len(plain_json.basket_records())
+
+
+def test_stories_refuse_extended_and_point_to_story_records(emu, settings):
+    with pytest.raises(mf.InvalidParameterError, match="story_records"):
+        connect(emu, settings).stories(extended=True)
+
+
+def test_a_server_ignoring_extended_mode_is_told_not_silent(settings):
+    emu = Emulator(records=200, seed=2)
+    emu.app.routes.extend = lambda response, user: response  # a server without extended mode
+    with emu:
+        client = connect(emu, settings)
+        with pytest.warns(mf.MetadataWarning, match="does not support extended records"):
+            frame = client.records(extended=True, concurrency=1)
+        assert frame["caption_Title"].isna().all()
+
+
+def test_a_server_without_structures_still_gives_its_captions_as_text(settings):
+    from mediaframe.emulator.envelope import ApiError
+
+    def missing(params, user):
+        raise ApiError(404, "No route found")
+
+    emu = Emulator(records=200, seed=2)
+    emu.app.routes.me_structures = missing
+    with emu:
+        client = connect(emu, settings)
+        with pytest.warns(mf.MetadataWarning, match="no /api/v1/me/structures/"):
+            frame = client.records(extended=True, concurrency=1)
+        assert client.fields().empty
+        assert frame["caption_Title"].notna().all() and frame["caption_Date"].dtype == "string"
+        assert frame["status_4"].dtype == "boolean"
+
+
+def test_an_interrupted_extended_harvest_resumes_with_its_columns(settings):
+    with Emulator(records=1500, seed=4, cap=100) as emu:
+        options = {"extended": True, "concurrency": 1, "per_page": 100}
+        whole = connect(emu, settings.replace(cache_dir=settings.cache_dir / "whole"))
+        requests = mf.HarvestReport.from_frame(whole.records(**options)).requests
+        client = connect(emu, settings.replace(retries=0))
+        calls = {"n": 0}
+        extend = emu.app.routes.extend
+
+        def failing(response, user):  # the service breaks down late in the harvest
+            calls["n"] += 1
+            if calls["n"] > requests * 3 // 4:
+                from mediaframe.emulator.envelope import ApiError
+
+                raise ApiError(500, "Injected fault")
+            return extend(response, user)
+
+        emu.app.routes.extend = failing
+        with pytest.raises(mf.MediaframeError):
+            client.records(**options)
+        emu.app.routes.extend = extend
+        frame = client.records(**options)
+        report = mf.HarvestReport.from_frame(frame)
+        assert report.complete and report.resumed_shards > 0
+        assert len(frame) == len(emu.ground_truth())
+        assert frame["caption_Title"].tolist() == truth(emu, frame)["caption_Title"].tolist()
