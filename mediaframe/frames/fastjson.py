@@ -280,7 +280,10 @@ def _native(body: bytes, opening: int, end: int, layout: _Layout | None) -> pd.D
     if layout is None:  # an empty array
         return records([])
     struct, names, counts = _read_pieces(body, opening, end, layout)
-    members, unknown = fromarrow.members(struct)
+    try:
+        members, unknown = fromarrow.members(struct)
+    except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
+        raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
     for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
         members[member] = pc.coalesce(members[member], members.pop(alias))
     columns = {}

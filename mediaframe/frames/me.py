@@ -133,6 +133,8 @@ def _status(status: Any) -> dict[str, Any] | None:
         return None
     row = {key: status.get(key) for key in ("position", "restricted", "restriction_flag")}
     labels = status.get("labels") or {}
+    if type(labels) is not dict:
+        return None  # labels that are not an object: the definition is unreadable, warned once
     for state in ("on", "off"):
         texts = (labels.get(state) or {}) if type(labels) is dict else None
         if type(texts) is not dict or any(type(t) not in (str, type(None)) for t in texts.values()):

@@ -136,7 +136,15 @@ def pivot(
     string is left out, a value that is not a number, string, boolean or null is missing: one
     :class:`MalformedItemWarning` each, ``label`` naming the first record holding one.
     """
-    codes, uniques = pd.factorize(np.asarray(names, dtype=object))
+    # fromiter keeps one dimension whatever the names are (equal-length lists would make two)
+    array = np.fromiter(names, dtype=object, count=len(names))
+    try:
+        codes, uniques = pd.factorize(array)
+    except TypeError:  # an unhashable name (a list, an object): it is left out like any odd name
+        array = np.fromiter(
+            (name if type(name) is str else None for name in array), dtype=object, count=len(array)
+        )
+        codes, uniques = pd.factorize(array)
     odd_names = [code for code, name in enumerate(uniques) if type(name) is not str]
     if odd_names or (codes < 0).any():  # factorize codes a missing name -1
         dropped = np.isin(codes, odd_names) | (codes < 0)
