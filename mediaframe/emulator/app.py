@@ -147,7 +147,9 @@ class App:
             data = getattr(self.routes, name)(self._params(request), user, *args)
         except ApiError as err:
             return self._envelope(request, err, fmt=fmt, callback=callback)
-        return render(envelope(request.line, 200, data), fmt, callback=callback)
+        flavour = self.routes.render.flavour
+        answer = envelope(request.line, 200, data, api_version=flavour.api_version)
+        return render(answer, fmt, callback=callback, pretty=flavour.pretty)
 
     def _params(self, request: Request) -> dict[str, list[str]]:
         params = {k: list(v) for k, v in request.query.items()}
@@ -171,5 +173,8 @@ class App:
                 fmt = choose_format(request.headers.get("accept", ""), callback, json_only=False)
             except ApiError:
                 fmt = "json"
-        data = envelope(request.line, error.status, {}, error.details)
-        return render(data, fmt, callback=callback, headers=error.headers)
+        flavour = self.routes.render.flavour
+        data = envelope(
+            request.line, error.status, {}, error.details, api_version=flavour.api_version
+        )
+        return render(data, fmt, callback=callback, headers=error.headers, pretty=flavour.pretty)

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from mediaframe.emulator.faults import parse_delay
+from mediaframe.emulator.flavours import FLAVOURS
 from mediaframe.emulator.service import Emulator
 
 
@@ -38,6 +39,13 @@ def emulator() -> None:
     help="Retrieval cap of searches.",
 )
 @click.option(
+    "--flavour",
+    default="contract",
+    show_default=True,
+    type=click.Choice(FLAVOURS),
+    help="Server generation to speak: the contract's shape, a current or a legacy server.",
+)
+@click.option(
     "--fail-rate", default=0.0, type=click.FloatRange(0, 1), help="Share of answers that are 500."
 )
 @click.option(
@@ -62,6 +70,7 @@ def serve(
     records: int,
     seed: int,
     cap: int,
+    flavour: str,
     fail_rate: float,
     drop_rate: float,
     truncate_rate: float,
@@ -71,9 +80,9 @@ def serve(
 ) -> None:
     """Serve until SIGINT or SIGTERM; print the demo credentials as one JSON line first."""
     emu = Emulator(
-        records=records, seed=seed, cap=cap, fail_rate=fail_rate, drop_rate=drop_rate,
-        truncate_rate=truncate_rate, delay_ms=delay_ms, revoke_after=revoke_after,
-        fault_seed=fault_seed, host=host, port=port,
+        records=records, seed=seed, cap=cap, flavour=flavour, fail_rate=fail_rate,
+        drop_rate=drop_rate, truncate_rate=truncate_rate, delay_ms=delay_ms,
+        revoke_after=revoke_after, fault_seed=fault_seed, host=host, port=port,
     )  # fmt: skip
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

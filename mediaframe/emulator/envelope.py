@@ -41,12 +41,19 @@ class ApiError(Exception):
         self.headers = headers or []
 
 
-def envelope(request_line: str, status: int, response: Any, details: str | None = None) -> dict:
+def envelope(
+    request_line: str,
+    status: int,
+    response: Any,
+    details: str | None = None,
+    *,
+    api_version: str = API_VERSION,
+) -> dict:
     """The envelope with ``meta`` in the servers' member order."""
     error_type, error_message = ERRORS.get(status, (None, None)) if status >= 400 else (None, None)
     return {
         "meta": {
-            "api_version": API_VERSION,
+            "api_version": api_version,
             "request": request_line,
             "response_time": datetime.now().astimezone().replace(microsecond=0).isoformat(),
             "http_code": status,
@@ -96,26 +103,38 @@ def _media_ranges(accept: str) -> list[str]:
     return [m for _, _, m in sorted(ranked)]
 
 
-def to_json(data: Any) -> bytes:
-    """JSON the way the servers write it: ASCII only, slashes escaped."""
-    # As PHP's json_encode writes it: no spaces, "/" as "\/", non-ASCII as \uXXXX.
-    compact = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-    return compact.replace("/", "\\/").encode("ascii")
+def to_json(data: Any, *, pretty: bool = False) -> bytes:
+    """JSON the way the servers write it: ASCII only, slashes escaped; ``pretty``: indented."""
+    # As PHP's json_encode writes it: no spaces, "/" as "\/", non-ASCII as \uXXXX; with
+    # JSON_PRETTY_PRINT, four spaces a level and ": " after a key.
+    if pretty:
+        text = json.dumps(data, ensure_ascii=True, indent=4, separators=(",", ": "))
+    else:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text.replace("/", "\\/").encode("ascii")
 
 
 def render(
-    data: dict, fmt: str, *, callback: str | None = None, headers: list | None = None
+    data: dict,
+    fmt: str,
+    *,
+    callback: str | None = None,
+    headers: list | None = None,
+    pretty: bool = False,
 ) -> Response:
-    """Serialise an envelope; JSONP answers 200 unless the true status is 500."""
+    """Serialise an envelope (``pretty``: JSON indented); JSONP answers 200 unless on a 500."""
     status = data["meta"]["http_code"]
     extra = list(headers or [])
     if fmt == "yaml":
         body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
         return Response(status, [("Content-Type", "application/yaml; charset=UTF-8"), *extra], body)
     if fmt == "jsonp":
-        body = b"/**/" + (callback or "").encode("ascii") + b"(" + to_json(data) + b");"
+        body = (
+            b"/**/" + (callback or "").encode("ascii") + b"(" + to_json(data, pretty=pretty) + b");"
+        )
         wire_status = 500 if status == 500 else 200
         return Response(
             wire_status, [("Content-Type", "text/javascript; charset=UTF-8"), *extra], body
         )
-    return Response(status, [("Content-Type", "application/json"), *extra], to_json(data))
+    body = to_json(data, pretty=pretty)
+    return Response(status, [("Content-Type", "application/json"), *extra], body)

@@ -12,8 +12,9 @@ from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.accounts import Accounts, User
 from mediaframe.emulator.catalogue import Catalogue
 from mediaframe.emulator.columns import iso_dates
-from mediaframe.emulator.envelope import API_VERSION, ApiError
+from mediaframe.emulator.envelope import ApiError
 from mediaframe.emulator.feeds import Basket, Entry
+from mediaframe.emulator.flavours import Rendering
 from mediaframe.emulator.search import Search
 
 ANY = None  # a route that accepts every method
@@ -42,10 +43,15 @@ class Routes:
     accounts: Accounts
     search: Search
 
+    @property
+    def render(self) -> Rendering:
+        """Records, stories and the rest as the emulated server generation writes them."""
+        return self.search.render
+
     def api_info(self, params: Mapping, user: User) -> dict:
         return {
             "name": "Media Asset Service (emulator)",
-            "api_version": API_VERSION,
+            "api_version": self.render.flavour.api_version,
             "versions": ["v1", "v2"],
             "routes": [f"{'/'.join(m) if m else 'ANY'} {p}" for p, m, _ in ROUTES],
             "oauth": {"authorize": "/api/oauthv2/authorize", "token": "/api/oauthv2/token"},
@@ -78,7 +84,13 @@ class Routes:
         databoxes = [
             {"databox_id": d, "rights": list(r)} for d, r in sorted(user.databoxes.items())
         ]
-        return {"user": user.as_dict(), "collections": collections, "databoxes": databoxes}
+        flavour = self.render.flavour
+        shaped_collections, shaped_databoxes = flavour.me(collections, databoxes)
+        return {
+            "user": flavour.user(user.as_dict()),
+            "collections": shaped_collections,
+            "databoxes": shaped_databoxes,
+        }
 
     # ---------------------------------------------------------------- feeds
 
@@ -129,7 +141,7 @@ class Routes:
         created, updated = iso_dates(
             np.array([min(stamps), max(e.updated for e in entries) if entries else 0])
         )
-        return {
+        return self.render.flavour.feed({
             "id": feed_id,
             "title": title,
             "subtitle": subtitle,
@@ -140,18 +152,18 @@ class Routes:
             "deletable": owner == user.id,
             "created_on": created,
             "updated_on": updated,
-        }
+        })  # fmt: skip
 
     def _entry(self, entry: Entry) -> dict:
         rows = [r for _, r in entry.items if self.catalogue.records.alive[r]]
-        records = iter(self.catalogue.record_dicts(rows))
+        records = iter(self.catalogue.record_dicts(rows))  # shaped with the entry below
         items = [
             {"item_id": item_id, "record": next(records)}
             for item_id, row in entry.items
             if self.catalogue.records.alive[row]
         ]
         created, updated = iso_dates(np.array([entry.created, entry.updated]))
-        return {
+        return self.render.flavour.entry({
             "id": entry.id,
             "author_email": entry.author_email,
             "author_name": entry.author_name,
@@ -164,7 +176,7 @@ class Routes:
             "feed_title": self.catalogue.feeds.feeds[entry.feed_id][1],
             "feed_url": f"/feeds/{entry.feed_id}/content/",
             "url": f"/feeds/entry/{entry.id}/",
-        }
+        })  # fmt: skip
 
     # ------------------------------------------------------- other resources
 
@@ -174,10 +186,12 @@ class Routes:
 
     def _basket(self, basket: Basket) -> dict:
         created, updated = iso_dates(np.array([basket.created, basket.updated]))
-        pusher = self.accounts.users_by_id[basket.pusher].as_dict() if basket.pusher else None
+        shape = self.render.flavour.user
+        users = self.accounts.users_by_id
+        pusher = shape(users[basket.pusher].as_dict()) if basket.pusher else None
         return {
             "basket_id": basket.id,
-            "owner": self.accounts.users_by_id[basket.owner].as_dict(),
+            "owner": shape(users[basket.owner].as_dict()),
             "created_on": created,
             "description": basket.description,
             "name": basket.name,
@@ -190,11 +204,11 @@ class Routes:
 
     def record(self, params: Mapping, user: User, databox_id: str, record_id: str) -> dict:
         row = self._visible_row(user, int(databox_id), int(record_id), kind="records")
-        return {"record": self.catalogue.record_dict(row)}
+        return {"record": self.render.record(row)}
 
     def story(self, params: Mapping, user: User, databox_id: str, story_id: str) -> dict:
         row = self._visible_row(user, int(databox_id), int(story_id), kind="stories")
-        return {"story": self.catalogue.story_dict(row)}
+        return {"story": self.render.story(row)}
 
     def _visible_row(self, user: User, databox_id: int, ident: int, *, kind: str) -> int:
         row = self.catalogue.row_of(databox_id, ident, kind=kind)

@@ -19,6 +19,7 @@ from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.accounts import User
 from mediaframe.emulator.catalogue import MEDIA_CODES, RECORD_FIELDS, STORY_FIELDS, Catalogue
 from mediaframe.emulator.envelope import ApiError
+from mediaframe.emulator.flavours import Flavour, Rendering
 from mediaframe.emulator.query import Evaluator, QueryError, date_interval, parse, words_of
 
 SORTS = ("relevance", "created_on", "updated_on", "random")
@@ -193,11 +194,16 @@ class Search:
         The ground truth.
     cap
         How many hits can be retrieved (``available_results = min(total_results, cap)``).
+    render
+        How records and stories are written (the server generation); the contract's by default.
     """
 
-    def __init__(self, catalogue: Catalogue, *, cap: int = 1000) -> None:
+    def __init__(
+        self, catalogue: Catalogue, *, cap: int = 1000, render: Rendering | None = None
+    ) -> None:
         self.catalogue = catalogue
         self.cap = cap
+        self.render = render or Rendering(catalogue, Flavour())
         self.generation = 0  # bumped by every catalogue change, so cached hits go stale
         self._cache: OrderedDict[tuple, Hits] = OrderedDict()
         self._lock = threading.Lock()
@@ -213,11 +219,12 @@ class Search:
         started = time.perf_counter()
         params = parse_params(raw)
         hits = self.hits(params, user)
+        flavour = self.render.flavour
         total = len(hits.rows)
-        available = min(total, self.cap)
+        available = flavour.retrievable(total, self.cap)
         end = min(params.offset_start + params.per_page, available)
         page = hits.rows[params.offset_start : end] if params.offset_start < end else hits.rows[:0]
-        facets = self.facets(params, hits)
+        facets = flavour.facets(self.facets(params, hits))
         head = {
             "offset_start": params.offset_start,
             "per_page": params.per_page,
@@ -228,6 +235,7 @@ class Search:
             "query_time": round(time.perf_counter() - started, 6),
             "search_indexes": "emulator",
         }
+        head = flavour.search_head(head, page_count=len(page))
         if version == 2:
             return {
                 **head,
@@ -237,10 +245,10 @@ class Search:
             }
         results: dict[str, list] = {"records": [], "stories": []}
         if params.search_type:
-            results["stories"] = [self.catalogue.story_dict(r) for r in page.tolist()]
+            results["stories"] = [self.render.story(r) for r in page.tolist()]
         else:
-            results["records"] = self.catalogue.record_dicts(page)
-        suggestions = self.suggestions(params, hits, user)
+            results["records"] = self.render.records(page)
+        suggestions = flavour.suggestions(self.suggestions(params, hits, user))
         return {
             **head,
             "suggestions": suggestions,

@@ -13,6 +13,7 @@ from mediaframe.emulator.accounts import Accounts
 from mediaframe.emulator.app import App
 from mediaframe.emulator.catalogue import Catalogue
 from mediaframe.emulator.faults import Faults
+from mediaframe.emulator.flavours import Rendering, by_name
 from mediaframe.emulator.oauth import OAuthEndpoints
 from mediaframe.emulator.routes import Routes
 from mediaframe.emulator.search import Search
@@ -29,7 +30,11 @@ class Emulator:
     records, seed
         Size and seed of the deterministic catalogue.
     cap
-        Retrieval cap of searches (``available_results = min(total_results, cap)``).
+        Retrieval cap of searches (``available_results = min(total_results, cap)``); a
+        ``current`` server has none.
+    flavour
+        The server generation to speak: ``"contract"`` (the contract's shape, the default),
+        ``"current"`` or ``"legacy"`` (see :mod:`mediaframe.emulator.flavours`).
     fail_rate, drop_rate, truncate_rate
         Probabilities of a 500 answer, a dropped connection, a body cut in half.
     delay_ms
@@ -54,6 +59,7 @@ class Emulator:
         records: int = 1000,
         seed: int = 0,
         cap: int = 1000,
+        flavour: str = "contract",
         fail_rate: float = 0.0,
         drop_rate: float = 0.0,
         truncate_rate: float = 0.0,
@@ -66,7 +72,9 @@ class Emulator:
     ) -> None:
         self.catalogue = Catalogue(records=records, seed=seed)
         self.accounts = Accounts(seed=seed)
-        self.search = Search(self.catalogue, cap=_check_cap(cap))
+        self.flavour = by_name(flavour)
+        render = Rendering(self.catalogue, self.flavour)
+        self.search = Search(self.catalogue, cap=_check_cap(cap), render=render)
         self.faults = Faults(
             fail_rate=fail_rate, drop_rate=drop_rate, truncate_rate=truncate_rate,
             delay_ms=delay_ms, seed=fault_seed,
@@ -81,7 +89,8 @@ class Emulator:
     def __repr__(self) -> str:
         state = self._server.base_url if self._server else "not served"
         return (
-            f"Emulator(records={self.catalogue.records.size}, seed={self.catalogue.seed}, {state})"
+            f"Emulator(records={self.catalogue.records.size}, seed={self.catalogue.seed}, "
+            f"flavour={self.flavour.name!r}, {state})"
         )
 
     # ------------------------------------------------------------ credentials

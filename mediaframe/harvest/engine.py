@@ -223,7 +223,7 @@ def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:
     return {
         shard_id: entry
         for shard_id, entry in store.finished_shards().items()
-        if store.has_shard(entry)
+        if not entry.get("fault") and store.has_shard(entry)
     }
 
 
@@ -344,31 +344,42 @@ def _judge(
     stuck_extra = [
         {"id": sid, "stuck": o["stuck"]} for sid, o in outcomes.items() if o.get("stuck")
     ]
+    faults = [{"id": sid, "fault": o["fault"]} for sid, o in outcomes.items() if o.get("fault")]
     shard_sum = sum(s["total"] or 0 for s in report.shards)
     total = report.total_results
     if shard_sum != total and not report.incomplete:
         # The catalogue may have changed while we paged: compare with a fresh count.
         total = report.total_results = counter(Shard()).total
         report.requests += 1
-    report.complete = not (report.incomplete or short or stuck_extra) and (
-        report.fetched + report.duplicates == shard_sum == total
+    report.complete = not (report.incomplete or short or stuck_extra or faults) and (
+        # distinct keys are the coverage: a key served twice proves nothing about another
+        report.fetched == total and report.fetched + report.duplicates == shard_sum
     )
-    stuck_ids = {s["id"] for s in report.incomplete}
+    stuck_ids = {s["id"] for s in report.incomplete} | {f["id"] for f in faults}
     report.incomplete += [
         {"id": s["id"], "missing": s["total"] - s["fetched"]}
         for s in short
         if s["id"] not in stuck_ids
     ]
-    report.incomplete += stuck_extra
+    report.incomplete += stuck_extra + faults
     if report.complete:
         return
-    message = (
-        f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
-        f"{len(report.incomplete)} shard(s) stayed above the server's cap of {report.cap} or "
-        f"came back short ({_ids(report.incomplete)}). "
-        "Narrow the query, ask the server's administrator to raise the cap, or pass "
-        "allow_incomplete=True to accept a partial result."
-    )
+    if faults:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: the server's "
+            f"pages disagree ({faults[0]['fault']}; {len(faults)} shard(s) in all) even when "
+            "paged again. A proxy or cache between you and the server may be ignoring "
+            "offset_start, or the catalogue is changing fast: try again later, or pass "
+            "allow_incomplete=True to accept a partial result."
+        )
+    else:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
+            f"{len(report.incomplete)} shard(s) stayed above the server's cap of {report.cap} "
+            f"or came back short ({_ids(report.incomplete)}). "
+            "Narrow the query, ask the server's administrator to raise the cap, or pass "
+            "allow_incomplete=True to accept a partial result."
+        )
     if not allow_incomplete:
         raise IncompleteResultError(message, shards=report.incomplete, report=report)
     warnings.warn(message, IncompleteResultWarning, stacklevel=3)

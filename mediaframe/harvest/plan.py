@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import ResponseFormatError
@@ -172,7 +173,10 @@ class ShardCounter:
             # same at per_page=1, so ask for two: only the page count then says 2.
             again, _ = self._ask(shard, per_page=2)
             self.capped_engine = int_member(again, "available_results") != 2
+        # a page that repeats a key is no proof of the whole: the shard is paged, and judged
         whole = frame if probe and len(frame) == total else None
+        if whole is not None and repeated_keys(whole, self.spec.key_columns):
+            whole = None
         if not self.capped_engine:
             return Count(total, total, whole)
         return Count(total, min(available, total), whole)
@@ -346,6 +350,19 @@ class _Dimensions:
             dataclasses.replace(shard, status=(*shard.status, (free[0], state, databox)))
             for state in ("on", "off")
         ]
+
+
+def repeated_keys(frame: pd.DataFrame, key: tuple[str, ...]) -> int:
+    """How many rows of ``frame`` repeat the key of an earlier row."""
+    if len(frame) < 2 or not all(name in frame.columns for name in key):
+        return 0
+    columns = [frame[name].to_numpy("int64", na_value=-1) for name in key]
+    order = np.lexsort(columns[::-1])
+    same = np.ones(len(frame) - 1, dtype=bool)
+    for values in columns:  # sorted, a repeated key sits right after its first row
+        ordered = values[order]
+        same &= ordered[1:] == ordered[:-1]
+    return int(same.sum())
 
 
 def int_member(response: Mapping[str, Any], name: str) -> int:

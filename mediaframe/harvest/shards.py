@@ -26,13 +26,23 @@ import pyarrow as pa
 
 from mediaframe.cache import HarvestStore
 from mediaframe.futures import finished
-from mediaframe.harvest.plan import Count, Page, Shard, ShardCounter, Spec, int_member, plan
+from mediaframe.harvest.plan import (
+    Count,
+    Page,
+    Shard,
+    ShardCounter,
+    Spec,
+    int_member,
+    plan,
+    repeated_keys,
+)
 
 __all__ = [
     "Combine",
     "Deliver",
     "EarlyShards",
     "Joiner",
+    "PagingFault",
     "ShardOverCap",
     "ShardTask",
     "fetch_shard",
@@ -41,6 +51,8 @@ __all__ = [
 
 # Shard frames joined at a time while paging goes on.
 _BATCH = 16
+# Times a shard whose pages disagree is paged again before it is given up as incomplete.
+_REPAGES = 2
 
 
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
@@ -48,6 +60,14 @@ Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
 
 #: Takes a finished shard's frame, by shard id, once it is written.
 Deliver = Callable[[str, pd.DataFrame], None]
+
+
+class PagingFault(Exception):
+    """Raised inside the engine when a shard's pages disagree even after paging it again."""
+
+    def __init__(self, reason: str, frame: pd.DataFrame, total: int, requests: int) -> None:
+        super().__init__(reason)
+        self.reason, self.frame, self.total, self.requests = reason, frame, total, requests
 
 
 class ShardOverCap(Exception):
@@ -70,16 +90,52 @@ def fetch_shard(
 ) -> tuple[pd.DataFrame, int, int]:
     """Page every hit of one shard; returns ``(frame, total, requests)``.
 
-    Raises :class:`ShardOverCap` when the shard can no longer be paged whole, unless
-    ``partial``: then it takes what the server lets it retrieve.
+    A shard whose pages repeat a key, or whose total moved while it was paged (offsets then
+    shift, and a live record falls between two pages), is paged again, up to twice.
+
+    Raises
+    ------
+    ShardOverCap
+        The shard can no longer be paged whole, unless ``partial``: then it takes what the
+        server lets it retrieve.
+    PagingFault
+        The pages still disagree after paging again; it carries the distinct rows read.
     """
+    requests = 0
+    for _ in range(1 + _REPAGES):
+        frame, totals, spent = _page_through(
+            page, spec, shard, per_page, capped_engine, combine, partial
+        )
+        requests += spent
+        fault = paging_fault(frame, totals, spec.key_columns)
+        if fault is None:
+            return frame, totals[-1], requests
+    raise PagingFault(
+        f"shard {shard.id}: {fault}",
+        frame.drop_duplicates(list(spec.key_columns)),
+        totals[-1],
+        requests,
+    )
+
+
+def _page_through(
+    page: Page,
+    spec: Spec,
+    shard: Shard,
+    per_page: int,
+    capped_engine: bool,
+    combine: Combine,
+    partial: bool,
+) -> tuple[pd.DataFrame, list[int], int]:
+    """One pass over a shard's pages: ``(frame, every page's total, requests)``."""
     params = {**spec.params(shard), "sort": spec.paging_sort, "ord": "asc"}
     parts: list[pd.DataFrame] = []
-    offset = total = requests = 0
+    totals: list[int] = []
+    offset = 0
     while True:
         response, frame = page(**params, offset_start=offset, per_page=per_page)
-        requests += 1
         total = int_member(response, "total_results")
+        totals.append(total)
         if capped_engine and not partial and int_member(response, "available_results") < total:
             raise ShardOverCap(total)
         if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
@@ -87,7 +143,18 @@ def fetch_shard(
         offset += len(frame)
         if not len(frame) or offset >= total:
             break
-    return combine(parts), total, requests
+    return combine(parts), totals, len(totals)
+
+
+def paging_fault(frame: pd.DataFrame, totals: list[int], key: tuple[str, ...]) -> str | None:
+    """Why a shard's pages cannot be trusted, or ``None``: a key served twice (a server or
+    proxy ignoring ``offset_start``), or a total that moved between pages."""
+    if len(set(totals)) > 1:
+        return f"its total moved from {totals[0]} to {totals[-1]} while it was paged"
+    repeated = repeated_keys(frame, key)
+    if repeated:
+        return f"its pages served {repeated} key(s) twice (is offset_start ignored?)"
+    return None
 
 
 class EarlyShards:
@@ -222,9 +289,20 @@ class ShardTask:
         started = time.monotonic()
         shard = Shard.from_dict(entry["shard"])
         try:
-            frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
-        except ShardOverCap:
-            return self._replan(shard, started)
+            try:
+                frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
+            except ShardOverCap:
+                return self._replan(shard, started)
+        except PagingFault as fault:
+            # Kept (deduplicated) for allow_incomplete, but never reused by a resume.
+            return self._written(
+                entry["id"],
+                fault.frame,
+                started,
+                total=fault.total,
+                requests=fault.requests,
+                fault=fault.reason,
+            )
         return self._written(entry["id"], frame, started, total=total, requests=requests)
 
     def fetched(self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int) -> dict[str, Any]:

@@ -22,6 +22,11 @@ class FakeService:
     cap: int = 100
     newer_engine: bool = False  # available_results = hits in this page, and no cap
     requests: int = 0
+    #: A lying server or caching proxy: every page is the first one.
+    ignore_offset: bool = False
+    #: Called with each search's parameters once its answer is made (to change the catalogue
+    #: between two pages).
+    after_search: object = None
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -68,9 +73,13 @@ class FakeService:
             if params.get("ord") == "desc":
                 hits.sort(key=lambda r: (r[field] or "", r["record_id"]), reverse=True)
         offset, per_page = params.get("offset_start", 0), params.get("per_page", 10)
+        if self.ignore_offset:
+            offset = 0
         retrievable = hits if self.newer_engine else hits[: self.cap]
         page = retrievable[offset : offset + per_page]
         kind = "records" if params.get("search_type", 0) == 0 else "stories"
+        if self.after_search is not None:
+            self.after_search(params)
         return {
             "total_results": len(hits),
             "available_results": len(page) if self.newer_engine else len(retrievable),
