@@ -15,3 +15,17 @@ from mediaframe.exceptions import __all__ as _errors
 from mediaframe.harvest import HarvestReport
 
 __all__ = ["Client", "HarvestReport", "connect", "to_dask", "to_duckdb", *_errors, "__version__"]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext mediaframe``: the magics and ``df.media`` (IPython is imported only here)."""
+    from mediaframe.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext mediaframe``."""
+    from mediaframe.magics import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -12,7 +12,12 @@ HEAVY = ("ipywidgets", "matplotlib", "IPython")
 
 @pytest.mark.parametrize(
     "statement",
-    ["import mediaframe", "import mediaframe.plots", "import mediaframe.widgets"],
+    [
+        "import mediaframe",
+        "import mediaframe.plots",
+        "import mediaframe.widgets",
+        "import mediaframe.accessor",
+    ],
 )
 def test_importing_loads_no_notebook_library(statement: str) -> None:
     code = f"import sys; {statement}; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
