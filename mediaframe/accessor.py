@@ -101,8 +101,9 @@ class MediaAccessor:
     def gallery(self, *, limit: int = 48, size: int = 128) -> Gallery:
         """Thumbnails of the first ``limit`` records with their titles, as HTML.
 
-        Every value is HTML-escaped; only ``http``/``https`` thumbnail URLs are used (anything
-        else shows as a blank tile).
+        The image is ``thumbnail_url`` (newer servers) or the thumbnail's permalink. Every value
+        is HTML-escaped; only ``http``/``https`` URLs are used (anything else shows as a blank
+        tile).
         """
         if limit < 1 or size < 16:
             raise ValueError(f"gallery(limit={limit}, size={size}): limit >= 1 and size >= 16")
@@ -182,7 +183,7 @@ class Gallery:
 
     def _tile(self, row: Any) -> str:
         size = self._size
-        url = _value(row, "thumbnail_url")
+        url = _value(row, "thumbnail_url") or _value(row, "thumbnail_permalink_url")
         title = _value(row, "title") or _value(row, "original_name")
         key = f"{_value(row, 'databox_id')}/{_value(row, 'record_id')}"
         label = html.escape(f"{title} ({key})" if title else key, quote=True)

@@ -175,11 +175,14 @@ def test_unknown_facet_or_value_is_named(client: mf.Client) -> None:
 
 def test_a_burst_of_changes_costs_one_refresh(client: mf.Client, searches: list[str]) -> None:
     picker = FacetFilter(client, debounce=0.2)
+    view = picker.widget and picker._view
     searches.clear()
     for value in ("image", "video", "audio"):
         picker.select("Type_Name", value)
     picker.search("sunset")
+    assert "asking the server" in view.total.value
     picker.wait()
+    assert f">{picker.total:,}<" in view.total.value  # shown by the timer's thread
     # one refresh: the selection, its one selected facet without itself, and the preview page
     assert sorted(searches) == ["/api/v1/search/", "/api/v2/search/", "/api/v2/search/"]
     assert picker.total == _facet(client, "Type_Name", "sunset")[["image", "video", "audio"]].sum()

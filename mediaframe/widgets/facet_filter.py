@@ -224,7 +224,7 @@ class FacetFilter:
         while True:
             with self._lock:
                 timer = self._timer
-            if timer is None:
+            if timer is None or timer is threading.current_thread():
                 return
             timer.join()
             with self._lock:
@@ -311,9 +311,12 @@ class FacetFilter:
             error = None
         except MediaframeError as err:
             answer, error = None, f"{type(err).__name__}: {err}"
+        # Under the lock to the end: a newer answer cannot be applied (or shown) in between.
         with self._lock:
             if generation != self._generation:
                 return  # a newer change is on its way: this answer is stale
+            if self._timer is threading.current_thread():
+                self._timer = None
             if answer is not None:
                 self._answer = answer
                 rows = answer.facets[["facet", "value", "query"]].dropna()
@@ -321,9 +324,8 @@ class FacetFilter:
                     ((str(f), str(v)), str(q)) for f, v, q in rows.itertuples(index=False)
                 )
             self.error = error
-            view = self._view
-        if view is not None:
-            view.show(self._settled(), error)
+            if self._view is not None:
+                self._view.show(self._answer, error)
 
     def _settled(self) -> Answer:
         self.wait()

@@ -124,11 +124,13 @@ class View:
         self.code.value = _code_html(picker.code)
         self.total.value = "<span class='mf-count'>…</span> records (asking the server)"
 
-    def show(self, answer: Answer, error: str | None) -> None:
+    def show(self, answer: Answer | None, error: str | None) -> None:
         picker = self.picker
         self._quiet = True
         try:
             self.error.value = _error_html(error) if error else ""
+            if answer is None:  # nothing answered yet: the error says why
+                return
             self.total.value = _total_html(answer)
             self.harvest_button.layout.display = None if answer.capped else "none"
             self.code.value = _code_html(picker.code)
