@@ -13,6 +13,7 @@ binds it to a search route that reads the answer straight into a frame).
 
 from mediaframe.harvest.engine import harvest
 from mediaframe.harvest.plan import RECORD_TYPES, Count, Shard, Spec, plan
+from mediaframe.harvest.progress import Snapshot
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.sync import can_sync, sync
 
@@ -21,6 +22,7 @@ __all__ = [
     "Count",
     "HarvestReport",
     "Shard",
+    "Snapshot",
     "Spec",
     "can_sync",
     "harvest",

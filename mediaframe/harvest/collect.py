@@ -31,6 +31,7 @@ from mediaframe.exceptions import (
 )
 from mediaframe.harvest.engine import concat_frames, harvest
 from mediaframe.harvest.plan import Page, Spec, without
+from mediaframe.harvest.progress import ProgressOption, bars, shown_while
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.sync import sync
@@ -50,7 +51,7 @@ class Options:
     offline: bool | None = None
     ttl: dt.timedelta | float | None = None
     allow_incomplete: bool = False
-    progress: bool | None = None
+    progress: ProgressOption = None
     concurrency: int | None = None
     per_page: int | None = None
     dask: Any = None
@@ -101,7 +102,11 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
         if synced is not None:
             return _with_report(*synced, spec)
     # refresh means "as the server is now": an interrupted harvest is not resumed either
-    frame, report = harvest(spec=spec, store=store, resume=not options.refresh, **common)
+    display = common.pop("progress")
+    with shown_while(display, "harvesting") as shown:
+        frame, report = harvest(
+            spec=spec, store=store, resume=not options.refresh, progress=shown, **common
+        )
     return _with_report(frame, report, spec)
 
 
@@ -154,7 +159,7 @@ def _engine_options(
         "concurrency": options.concurrency or settings.concurrency,
         "executor": _executor(options.dask),
         "allow_incomplete": options.allow_incomplete,
-        "progress": _progress_bar(spec) if progress else None,
+        "progress": bars(spec.kind, progress),
         "provenance": {
             "server": client.base_url,
             "user": client.user_key,
@@ -194,15 +199,6 @@ def _executor(dask: Any) -> Any:
         ) from err
     dask_client = distributed.Client(dask) if isinstance(dask, str) else dask
     return dask_client.get_executor()
-
-
-def _progress_bar(spec: Spec) -> Callable[[int], Any]:
-    def start(total: int) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=f"harvesting {spec.kind}", unit=spec.kind[:-1])
-
-    return start
 
 
 def _with_report(

@@ -28,6 +28,7 @@ from mediaframe.harvest.plan import (
     plan,
     to_plain,
 )
+from mediaframe.harvest.progress import Progress
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
     Combine,
@@ -55,7 +56,7 @@ def harvest(
     concurrency: int = 4,
     executor: Executor | None = None,
     allow_incomplete: bool = False,
-    progress: Callable[[int | None], Any] | None = None,
+    progress: Progress | None = None,
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
@@ -68,7 +69,8 @@ def harvest(
     bases, statuses : the user's searchable base ids, and ``{base_id: (databox_id, bits)}``.
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
-    progress : called with the expected total once, then returns an object with ``update(n)``.
+    progress : the display of this harvest, told of counts, shards and rows as they come (the
+        caller enters and leaves it, so that it shows before the first request).
     resume : go on from an interrupted harvest of the same search in ``store``; its finished
         shards are kept if they are intact and their counts have not changed since.
 
@@ -82,7 +84,8 @@ def harvest(
         Some hits could not be retrieved and ``allow_incomplete`` is false.
     """
     started = time.monotonic()
-    counter = ShardCounter(page, spec, page_size=per_page)
+    shown = progress if progress is not None else Progress(spec.kind, spec.kind, [])
+    counter = ShardCounter(shown.counting(page), spec, page_size=per_page)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     manifest = _resumable(store.load_manifest(), spec) if resume else None
     # The joiner outlives the pool: shards still running when something fails deliver to it.
@@ -95,6 +98,9 @@ def harvest(
         deliver = joiner.add if executor is None else None
 
         def new_task(deliver: Deliver | None = deliver) -> ShardTask:
+            # a shard's rows are shown once written, even before the planner proves it a leaf
+            if deliver is not None:
+                deliver = _shown_on_delivery(shown, deliver)
             return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
         manifest_is_new = manifest is None
@@ -106,7 +112,7 @@ def harvest(
                 early.keep(_intact_shards(store))
             else:
                 store.clear_shards()
-            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, early)
+            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, early, shown)
             store.save_manifest(manifest)
             early.forget_all_but({entry["id"] for entry in _entries(manifest)})
         counter.capped_engine = manifest["capped_engine"]
@@ -118,15 +124,15 @@ def harvest(
             )
         report.total_results, report.cap = manifest["total"], manifest["cap"]
         report.capped_engine = manifest["capped_engine"]
-        bar = progress(manifest["total"]) if progress else None
+        shown.paging(manifest["total"], shards=[entry["id"] for entry in _entries(manifest)])
         # An earlier run's shards: checked while planning if this run made the plan, else now.
         if manifest_is_new:
             outcomes = dict(early.reused)
         else:
             outcomes = _still_valid(store, manifest, counter, pool)
         report.resumed_shards = len(outcomes)
-        if bar is not None:
-            bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
+        for shard_id, outcome in outcomes.items():
+            shown.fetched(shard_id, outcome["rows"])
         todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
         task = new_task()
         futures = [
@@ -136,10 +142,7 @@ def harvest(
         for entry, future in zip(todo, futures, strict=True):
             outcome = outcomes[entry["id"]] = future.result()
             report.requests += outcome["requests"]
-            if bar is not None:
-                bar.update(outcome["rows"])
-        if bar is not None and hasattr(bar, "close"):
-            bar.close()
+            shown.fetched(entry["id"], outcome["rows"])  # Dask's: threads' are shown already
         joined = joiner.parts()
     report.requests += counter.requests
     held = set() if executor is not None else {entry["id"] for entry in todo}
@@ -187,9 +190,11 @@ def _new_manifest(
     pool: Executor,
     provenance: Mapping[str, Any] | None,
     early: EarlyShards,
+    shown: Progress,
 ) -> dict[str, Any]:
     """Count the root and plan its shards, starting on each leaf as soon as it is proven."""
     root_count = counter(Shard())
+    shown.planning(root_count.total)
     cap = root_count.retrievable if root_count.over_cap else None
     limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
     counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
@@ -204,7 +209,7 @@ def _new_manifest(
         statuses=statuses,
         bounds=counter.bounds,
         pool=pool,
-        on_leaf=early.start,
+        on_leaf=_shown_when_found(shown, early.start),
     )
     return {
         "spec": spec.identity(),
@@ -216,6 +221,22 @@ def _new_manifest(
         "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
         "complete": False,
     }
+
+
+def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
+    def delivered(shard_id: str, frame: pd.DataFrame) -> None:
+        shown.fetched(shard_id, len(frame))
+        deliver(shard_id, frame)
+
+    return delivered
+
+
+def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[..., None]:
+    def found(*leaf: Any) -> None:
+        shown.found()
+        start(*leaf)
+
+    return found
 
 
 def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:

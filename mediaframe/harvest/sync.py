@@ -25,6 +25,7 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.harvest.engine import concat_frames, harvest, in_row_order
 from mediaframe.harvest.plan import Page, Spec, Statuses
+from mediaframe.harvest.progress import shown_while
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
 
@@ -79,17 +80,30 @@ def sync(
     cached, provenance = store.read_data(manifest.get("data_files"))
     key = list(spec.key_columns)
     since = pd.Timestamp(manifest["high_water"]) - pd.Timedelta(lag)
+    display = options.pop("progress", None)
     common = {"bases": bases, "statuses": statuses, **options}
 
     changed_spec = dataclasses.replace(
         spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
     )
-    changed, changed_report = harvest(
-        page, changed_spec, _scratch(store, "changed"), combine=combine, **common
-    )
-    keys, keys_report = harvest(
-        page_keys, spec, _scratch(store, "keys"), combine=concat_frames, **common
-    )
+    with shown_while(display, "syncing: changed") as shown:
+        changed, changed_report = harvest(
+            page,
+            changed_spec,
+            _scratch(store, "changed"),
+            combine=combine,
+            progress=shown,
+            **common,
+        )
+    with shown_while(display, "syncing: keys") as shown:
+        keys, keys_report = harvest(
+            page_keys,
+            spec,
+            _scratch(store, "keys"),
+            combine=concat_frames,
+            progress=shown,
+            **common,
+        )
     present = _key_index(keys, key)
     kept = cached[_key_index(cached, key).isin(present)]
     removed = len(cached) - len(kept)
