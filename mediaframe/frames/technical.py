@@ -12,6 +12,7 @@ import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError, MalformedItemError
 from mediaframe.frames.arrays import Values, infer_array, object_values, to_array
+from mediaframe.frames.flatten import stable_array
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS, TECHNICAL_LONG
 
@@ -75,7 +76,10 @@ def technical_wide(long: pd.DataFrame) -> pd.DataFrame:
         "record_id": pd.array(keys.get_level_values(1), dtype="Int64"),
     }
     for name in sorted(wide, key=column_name):
-        columns[column_name(name)] = wide[name]
+        # the contract's names in their one dtype, as records() gives them
+        stable = RECORDS.stable.get(name)
+        values = wide[name] if stable is None else stable_array(wide[name], stable, len(keys))
+        columns[column_name(name)] = values
     return pd.DataFrame(columns)
 
 
@@ -130,7 +134,16 @@ def pivot(
         A name is not a string or a value is not a number, string, boolean or null; ``label``
         names the record holding it.
     """
-    codes, uniques = pd.factorize(np.asarray(names, dtype=object))
+    # fromiter keeps one dimension whatever the names are (equal-length lists would make two)
+    array = np.fromiter(names, dtype=object, count=len(names))
+    try:
+        codes, uniques = pd.factorize(array)
+    except TypeError:  # an unhashable name (a list, an object): find which, only on this path
+        codes, uniques = np.zeros(0, dtype=np.intp), []
+        index = next(i for i, name in enumerate(array) if type(name) is not str)
+        _refuse_value(int(rows[index]), label, f"name {array[index]!r}")
+    if len(codes) and codes.min() < 0:  # factorize leaves out None and NaN
+        _refuse_value(int(rows[int(np.argmin(codes))]), label, f"name {array[np.argmin(codes)]!r}")
     for code, name in enumerate(uniques):
         if type(name) is not str:
             _refuse_value(int(rows[np.flatnonzero(codes == code)[0]]), label, f"name {name!r}")
