@@ -25,3 +25,17 @@ __all__ = [
     *_errors,
     "__version__",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext mediaframe``: the magics and ``df.media`` (IPython is imported only here)."""
+    from mediaframe.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext mediaframe``."""
+    from mediaframe.magics import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PERIODS",
     "collections",
+    "facet_counts",
     "feed_activity",
     "media_types",
     "positions",
@@ -184,6 +185,22 @@ def status_usage(
     share = on.groupby(_collection_labels(frame, names).to_numpy()).mean()
     labels = [_bit_label(bit, statuses) for bit, _ in bits]
     _heat_map(ax, share.to_numpy(), rows=list(share.index), columns=labels, style=style)
+    return ax
+
+
+def facet_counts(frame: pd.DataFrame, name: str, *, ax: Axes | None = None, **style: Any) -> Axes:
+    """The counts of one facet of ``client.facets()`` (the server's counts), as bars."""
+    rows = frame[_column(frame, "facet") == name]
+    counts = rows.set_index(rows["value"].astype("string").fillna("(not set)"))["count"]
+    counts = counts.astype("Int64").fillna(0).sort_values(ascending=False, kind="stable")
+    ax = _axes(ax)
+    ax.set_title(f"Records per {name} (server counts)")
+    ax.set_xlabel("records")
+    ax.set_ylabel(name)
+    if counts.empty:
+        return _empty(ax, f"the facet {name!r} has no value here")
+    shown = counts.iloc[:TOP]
+    ax.barh([str(i) for i in shown.index[::-1]], shown.to_numpy(dtype=float)[::-1], **style)
     return ax
 
 

@@ -45,7 +45,12 @@ def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_notebook_is_found_and_documented() -> None:
-    assert {"01-quickstart.ipynb", "02-audit.ipynb"} <= {path.name for path in NOTEBOOKS}
+    assert {
+        "01-quickstart.ipynb",
+        "02-facets-and-widgets.ipynb",
+        "03-collection-audit.ipynb",
+        "04-scale-out.ipynb",
+    } == {path.name for path in NOTEBOOKS}
     text = DOCS.read_text(encoding="utf-8")
     assert all(path.name in text for path in NOTEBOOKS)
 

@@ -214,3 +214,13 @@ def test_missing_matplotlib_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert 'pip install "mediaframe[notebook]"' in out
+
+
+def test_facet_counts_are_the_servers_counts(client: mf.Client) -> None:
+    facets = client.facets()
+    ax = plots.facet_counts(facets, "Type_Name")
+    expected = facets[facets["facet"] == "Type_Name"].set_index("value")["count"]
+    assert _bars(ax) == {str(k): float(v) for k, v in expected.items()}
+    assert ax.get_title() == "Records per Type_Name (server counts)"
+    with pytest.warns(mf.EmptyPlotWarning):
+        plots.facet_counts(facets, "NoSuchFacet")

@@ -1,0 +1,137 @@
+"""IPython magics, loaded with ``%load_ext mediaframe``: thin layers over plain functions.
+
+``%mf_connect <url or profile> [--token TOKEN] [--name client]``
+    Connect (:func:`connect_to`) and put the client in the notebook as ``client`` (or
+    ``--name``); later ``%%mf_search`` cells use it. Give a token as ``--token $variable`` so
+    that the notebook's history keeps the variable's name, not the token.
+
+``%%mf_search <var> [--client NAME] [--stories] [--record-type T] [--bases 1,2] ...``
+    The cell's body is the query; every record it matches (the complete harvest, with
+    progress) is stored in ``<var>`` without being displayed, and one summary line printed.
+
+Loading the extension also registers ``df.media`` (:mod:`mediaframe.accessor`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+import mediaframe.accessor  # noqa: F401  (registers df.media)
+from mediaframe.client import Client, connect
+from mediaframe.exceptions import ConfigurationError, InvalidParameterError
+from mediaframe.harvest import HarvestReport
+
+__all__ = ["MediaframeMagics", "connect_to", "load_ipython_extension", "search_into"]
+
+
+def connect_to(target: str, *, token: str | None = None) -> Client:
+    """A client for ``target``: a service URL (with ``token``, or the stored profile of that
+    URL) or the name of a stored profile (see ``mediaframe login``)."""
+    target = target.strip()
+    if not target:
+        raise ConfigurationError("name a service URL or a stored profile: %mf_connect work")
+    if "://" in target:
+        if token is not None:
+            return connect(target, token=token)
+        return connect(target)
+    if token is not None:
+        raise ConfigurationError(
+            f"--token goes with a service URL, not with the profile {target!r}: "
+            f"%mf_connect https://... --token $token"
+        )
+    return connect(profile=target)
+
+
+def search_into(
+    namespace: dict[str, Any], var: str, client: Client, query: str, **filters: Any
+) -> str:
+    """Harvest ``query`` into ``namespace[var]`` and return the harvest's one-line summary."""
+    if not var.isidentifier():
+        raise InvalidParameterError(f"{var!r} is not a Python name to store the result in")
+    stories = filters.pop("stories", False)
+    frame = (client.stories if stories else client.records)(query, **filters)
+    namespace[var] = frame
+    try:
+        return f"{var}: {HarvestReport.from_frame(frame).summary()}"
+    except KeyError:
+        return f"{var}: {len(frame)} rows"
+
+
+@magics_class
+class MediaframeMagics(Magics):
+    """``%mf_connect`` and ``%%mf_search``."""
+
+    @magic_arguments()
+    @argument("target", help="a service URL or a stored profile name")
+    @argument("--token", help="a token for the URL (pass it as $variable)")
+    @argument("--name", default="client", help="the notebook variable of the client")
+    @line_magic
+    def mf_connect(self, line: str) -> None:
+        args = parse_argstring(self.mf_connect, line)
+        client = connect_to(args.target, token=args.token)
+        self.shell.user_ns[args.name] = client  # type: ignore[union-attr]
+        print(f"{args.name} = {client!r}")
+
+    @magic_arguments()
+    @argument("var", help="the notebook variable the result is stored in")
+    @argument("--client", default="client", help="the notebook variable holding the client")
+    @argument("--stories", action="store_true", help="search stories instead of records")
+    @argument("--record-type", help="image, video, audio, document, flash or unknown")
+    @argument("--bases", help="collection (base) ids, comma-separated")
+    @argument("--date-field", help="created_on or updated_on")
+    @argument("--date-min", help="Y/m/d")
+    @argument("--date-max", help="Y/m/d")
+    @argument("--refresh", action="store_true", help="harvest again, ignoring the cache")
+    @argument("--offline", action="store_true", help="read only the cache")
+    @argument("--no-progress", action="store_true", help="hide the progress bar")
+    @cell_magic
+    def mf_search(self, line: str, cell: str) -> None:
+        args = parse_argstring(self.mf_search, line)
+        namespace = self.shell.user_ns  # type: ignore[union-attr]
+        client = namespace.get(args.client)
+        if not isinstance(client, Client):
+            raise ConfigurationError(
+                f"no client in {args.client!r}: run %mf_connect <url or profile> first"
+            )
+        print(search_into(namespace, args.var, client, _query(cell), **_filters(args)))
+
+
+def _query(cell: str) -> str:
+    # one query over several lines reads as one line; spaces inside a line are kept
+    return " ".join(line.strip() for line in cell.strip().splitlines() if line.strip())
+
+
+def _filters(args: Any) -> dict[str, Any]:
+    filters: dict[str, Any] = {
+        "stories": args.stories,
+        "record_type": args.record_type,
+        "date_field": args.date_field,
+        "date_min": args.date_min,
+        "date_max": args.date_max,
+    }
+    if args.bases:
+        try:
+            filters["bases"] = [int(b) for b in args.bases.split(",") if b.strip()]
+        except ValueError:
+            raise InvalidParameterError(f"--bases {args.bases!r}: give ids like 1,2") from None
+    for flag in ("refresh", "offline"):
+        if getattr(args, flag):
+            filters[flag] = True
+    if args.no_progress:
+        filters["progress"] = False
+    return {k: v for k, v in filters.items() if v is not None}
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext mediaframe``: register the magics (``df.media`` is registered on import)."""
+    ipython.register_magics(MediaframeMagics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext mediaframe``: remove the magics (``df.media`` stays, as pandas keeps it)."""
+    magics = ipython.magics_manager.magics
+    magics["line"].pop("mf_connect", None)
+    magics["cell"].pop("mf_search", None)

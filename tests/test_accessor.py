@@ -1,0 +1,196 @@
+"""``df.media`` on records frames, and the IPython extension in an in-process shell."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+import pytest
+
+import mediaframe as mf
+import mediaframe.accessor
+from mediaframe.auth import Profile, Token, TokenStore
+from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
+from mediaframe.frames import technical_long
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def client(inprocess_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> mf.Client:
+    settings = Settings.from_env().replace(
+        cache_dir=tmp_path_factory.mktemp("cache"), progress=False
+    )
+    return mf.connect(
+        inprocess_emulator.base_url,
+        token=inprocess_emulator.token,
+        settings=settings,
+        session=inprocess_emulator.requests_session(),
+    )
+
+
+@pytest.fixture(scope="module")
+def records(client: mf.Client) -> pd.DataFrame:
+    return client.records("sunset")
+
+
+def test_not_a_records_frame_is_refused_clearly(client: mf.Client) -> None:
+    with pytest.raises(AttributeError, match=r"records frames.*no databox_id or record_id"):
+        _ = pd.DataFrame({"a": [1]}).media
+    with pytest.raises(AttributeError, match="no record_id"):
+        _ = client.stories().media
+    assert not hasattr(client.feeds(), "media")
+
+
+def test_every_plot_is_there(client: mf.Client, records: pd.DataFrame) -> None:
+    me = client.me()
+    assert records.media.media_types().get_title() == "Records per media type"
+    assert records.media.timeline(period="Y").get_ylabel() == "records"
+    assert records.media.collections(names=me.collections).get_ylabel() == "collection"
+    assert records.media.technical("ISO").get_xlabel() == "ISO"
+    assert records.media.positions().get_xlabel().startswith("longitude")
+    with pytest.warns(mf.EmptyPlotWarning):  # no status bits without an extended harvest
+        records.media.status_usage()
+    ax = records.media.rights(me)
+    shown = [t.get_text() for t in ax.get_yticklabels()]
+    names = me.collections.set_index("base_id")["name"]
+    assert shown == [names[b] for b in sorted(set(records["base_id"]))]
+    items = client.feed_items()
+    entries = client.feed_entries()
+    ax = items.media.feed_activity(entries, period="Y")
+    held = entries[entries["id"].isin(items["entry_id"])]
+    assert sum(b.get_height() for bars in ax.containers for b in bars) == len(held)
+
+
+def test_gallery_escapes_every_value() -> None:
+    frame = pd.DataFrame(
+        {
+            "databox_id": [1, 1, 1],
+            "record_id": [1, 2, 3],
+            "title": ["<script>alert(1)</script>", 'it\'s "quoted"', None],
+            "original_name": ["a.jpg", "b.jpg", "<img src=x onerror=alert(2)>.jpg"],
+            "thumbnail_url": [
+                "https://h.test/t.jpg?a=1&b='x'",
+                "javascript:alert(3)",
+                "https://h.test/<b>.jpg",
+            ],
+        }
+    )
+    markup = frame.media.gallery()._repr_html_()
+    assert "<script>" not in markup and "<img src=x" not in markup
+    assert "&lt;script&gt;" in markup and "&lt;img src=x onerror=alert(2)&gt;.jpg" in markup
+    assert "javascript:" not in markup
+    assert "a=1&amp;b=&#x27;x&#x27;" in markup
+    assert "it&#x27;s &quot;quoted&quot;" in markup
+    assert markup.count("<figure") == 3
+    assert "and 1 more" in frame.media.gallery(limit=2)._repr_html_()
+
+
+def test_technical_long_is_the_frames_values_in_long_form(
+    client: mf.Client, records: pd.DataFrame
+) -> None:
+    long = records.media.technical_long()
+    assert list(long.columns) == ["databox_id", "record_id", "name", "value"]
+    assert "ISO" in set(long["name"]) and "title" not in set(long["name"])
+    assert not {"thumbnail_url", "base_id"} & set(records.media.technical_columns())
+    # the same values the server sent, in the shape of frames.technical_long
+    raw = client.api.search("sunset", per_page=1000)["results"]["records"]
+    direct = technical_long(raw).sort_values(["databox_id", "record_id", "name"])
+    assert len(long) == len(direct)
+    assert long["name"].tolist() == direct["name"].tolist()
+    assert [float(v) for v in long.loc[long["name"] == "ISO", "value"]] == [
+        float(v) for v in direct.loc[direct["name"] == "ISO", "value"]
+    ]
+
+
+def test_report_and_safe_exports(records: pd.DataFrame, tmp_path: Path) -> None:
+    assert records.media.report().complete
+    assert records.head(3).media.report().kind == "records"  # attrs travel, state does not
+    with pytest.raises(ValueError, match="no harvest report"):
+        pd.DataFrame({"databox_id": [1], "record_id": [1]}).media.report()
+    risky = records.head(2).assign(title=['=HYPERLINK("http://x")', "-1+1"])
+    path = records.media.to_csv(tmp_path / "r.csv")
+    assert pd.read_csv(path).shape[0] == len(records)
+    risky.media.to_csv(tmp_path / "risky.csv")
+    text = (tmp_path / "risky.csv").read_text(encoding="utf-8")
+    assert "'=HYPERLINK" in text and "'-1+1" in text
+    xlsx = risky.media.to_excel(tmp_path / "r.xlsx")  # tz-aware dates and all
+    back = pd.read_excel(xlsx)
+    assert back.shape[0] == 2
+
+
+# --- the IPython extension ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ip():
+    from IPython.testing.globalipapp import start_ipython
+
+    with warnings.catch_warnings():  # IPython's test app may warn about its own setup
+        warnings.simplefilter("ignore")
+        shell = start_ipython()
+    shell.run_line_magic("load_ext", "mediaframe")
+    yield shell
+    shell.run_line_magic("unload_ext", "mediaframe")
+
+
+@pytest.fixture
+def served(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    monkeypatch.setenv("MEDIAFRAME_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("MEDIAFRAME_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEDIAFRAME_PROGRESS", "0")
+    return emulator
+
+
+def test_connect_and_search_magics(ip, served: Emulator, capsys) -> None:
+    ip.user_ns["tok"] = served.token
+    ip.run_line_magic("mf_connect", f"{served.base_url} --token $tok")
+    assert "client = <Client http://127.0.0.1" in capsys.readouterr().out
+    client = ip.user_ns["client"]
+    assert isinstance(client, mf.Client)
+    result = ip.run_cell_magic("mf_search", "found --record-type image", "sunset\n")
+    assert result is None  # stored, not displayed
+    found = ip.user_ns["found"]
+    expected = client.records("sunset", record_type="image")
+    pd.testing.assert_frame_equal(found, expected)
+    assert capsys.readouterr().out.startswith(f"found: {len(expected)} records of")
+    assert found.media.report().complete  # the extension registered df.media
+
+
+def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Path) -> None:
+    profile = Profile(served.base_url, Token(served.token), None, None)
+    TokenStore(tmp_path / "config").save("work", profile)
+    ip.run_line_magic("mf_connect", "work --name work_client")
+    assert ip.user_ns["work_client"].profile == "work"
+
+
+def test_search_magic_without_a_client_says_what_to_do(ip) -> None:
+    from mediaframe.magics import MediaframeMagics  # noqa: F401
+
+    ip.user_ns.pop("nobody", None)
+    with pytest.raises(mf.ConfigurationError, match="%mf_connect"):
+        ip.run_cell_magic("mf_search", "x --client nobody", "sunset")
+
+
+def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:
+    from mediaframe.magics import connect_to, search_into
+
+    with connect_to(served.base_url, token=served.token) as client:
+        namespace: dict = {}
+        line = search_into(namespace, "df", client, "sunset", bases=[1])
+        assert set(namespace["df"]["base_id"]) == {1} and line.startswith("df: ")
+        with pytest.raises(mf.InvalidParameterError, match="not a Python name"):
+            search_into(namespace, "1df", client, "")
+    with pytest.raises(mf.ConfigurationError, match="--token goes with a service URL"):
+        connect_to("work", token="x")
