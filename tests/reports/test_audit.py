@@ -176,6 +176,7 @@ def test_a_live_audit_finds_the_emulators_duplicates_and_exports_them(
     assert book.sheetnames[:2] == ["README", "duplicates"] and "fixity_drift" in book.sheetnames
     page = result.to_html(tmp_path / "audit.html").read_text()
     assert "Duplicate files" in page and emu.base_url in page
+    assert page.count("<svg") == 2  # records per collection, and the rights
     assert len(result.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
 
 
