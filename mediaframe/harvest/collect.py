@@ -28,9 +28,10 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     ConfigurationError,
+    NoHitsWarning,
 )
 from mediaframe.harvest.engine import concat_frames, harvest
-from mediaframe.harvest.plan import Page, Spec, without
+from mediaframe.harvest.plan import Page, Shard, Spec, without
 from mediaframe.harvest.progress import ProgressOption, bars, shown_while
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
@@ -80,7 +81,8 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
         elif cached is not None:
             frame, provenance = cached
             if offline or age(provenance) < _ttl(options, settings):
-                return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+                found = _with_report(frame, provenance.get("report"), spec, from_cache=True)
+                return found if offline else _suggested(client, spec, found)
     if offline:
         raise CacheMissError(
             f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
@@ -95,19 +97,42 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
             _fetch_item(client, spec),
             spec,
             store,
-            flatten=frames.records if spec.kind == "records" else frames.stories,
+            flatten=_flatten(client, spec),
             lag=dt.timedelta(seconds=settings.sync_lag),
             **without(common, "page"),
         )
         if synced is not None:
-            return _with_report(*synced, spec)
+            return _suggested(client, spec, _with_report(*synced, spec))
     # refresh means "as the server is now": an interrupted harvest is not resumed either
     display = common.pop("progress")
     with shown_while(display, "harvesting") as shown:
         frame, report = harvest(
             spec=spec, store=store, resume=not options.refresh, progress=shown, **common
         )
-    return _with_report(frame, report, spec)
+    return _suggested(client, spec, _with_report(frame, report, spec))
+
+
+def _suggested(client: Any, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
+    """When nothing matched, ask once for the server's suggestions: warn naming them, and keep
+    them in the report."""
+    if len(frame):
+        return frame
+    answer = client.api.search(**{**spec.params(Shard()), "per_page": 1})
+    found = [s for s in answer.get("suggestions") or [] if isinstance(s, dict) and s.get("query")]
+    frame.attrs["harvest"]["suggestions"] = found
+    if found:
+        noun = spec.kind[:-3] + "y" if spec.kind == "stories" else spec.kind[:-1]
+        offers = ", ".join(
+            f"{s.get('suggestion') or s['query']!r}"
+            + (f" ({s['hits']:,} hits)" if isinstance(s.get("hits"), int) else "")
+            for s in found
+        )
+        warnings.warn(
+            f"no {noun} matches {spec.query!r}; the server suggests {offers}",
+            NoHitsWarning,
+            stacklevel=5,  # _suggested, collect, Client._collect, Client.records: the caller
+        )
+    return frame
 
 
 _DAMAGED = object()
@@ -145,7 +170,10 @@ def _engine_options(
     progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
         # the engine joins frames it owns and drops: let the join release them column by column
-        combine: Combine = functools.partial(frames.concat_records, consume=True)
+        structure = client.api.structure() if spec.filters.get("extended") else None
+        combine: Combine = functools.partial(
+            frames.concat_records, consume=True, structure=structure
+        )
         page = _page(client, options, "search_records_frame")
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes
@@ -177,9 +205,21 @@ def _page(client: Any, options: Options, route: str) -> Page:
 
 
 def _fetch_item(client: Any, spec: Spec) -> Callable[[int, int], Mapping[str, Any]]:
+    extended = bool(spec.filters.get("extended"))
     if spec.kind == "records":
-        return lambda databox_id, record_id: client.api.record(databox_id, record_id)["record"]
+        return lambda databox_id, record_id: client.api.record(
+            databox_id, record_id, extended=extended
+        )["record"]
     return lambda databox_id, story_id: client.api.story(databox_id, story_id)["story"]
+
+
+def _flatten(client: Any, spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
+    """How fetched items become a frame: extended records with their caption and status columns."""
+    if spec.kind != "records":
+        return frames.stories
+    if spec.filters.get("extended"):
+        return functools.partial(frames.records, structure=client.api.structure())
+    return frames.records
 
 
 def _rights(client: Any) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
