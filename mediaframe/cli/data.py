@@ -62,6 +62,11 @@ def search_options(command: F) -> F:
             help="Status bit state in databoxes, e.g. 4:on:1 (repeat for several).",
         ),
         click.option(
+            "--status-only",
+            is_flag=True,
+            help="With --status: keep only the records of the databoxes it names.",
+        ),
+        click.option(
             "--field", "fields", multiple=True, help="Search the query in this field (repeat)."
         ),
         click.option("--stemme", is_flag=True, default=None, help="Stemmed search."),
@@ -79,6 +84,15 @@ def sort_options(sorts: tuple[str, ...]) -> Callable[[F], F]:
         return click.option("--sort", type=click.Choice(sorts), help="Sort by.")(command)
 
     return add
+
+
+def extended_option(command: F) -> F:
+    """``--extended``: records with their captions (``caption_<Field>``) and status bits."""
+    return click.option(
+        "--extended",
+        is_flag=True,
+        help="Also read captions (caption_<Field> columns) and status bits (status_<bit>).",
+    )(command)
 
 
 def harvest_options(command: F) -> F:
@@ -131,7 +145,10 @@ def _collect(state: State, kind: str, output: Path | None, limit: int, options: 
 
 
 def _collect_command(kind: str, help: str) -> None:
+    options = extended_option if kind == "records" else (lambda command: command)
+
     @main.command(name=kind, help=help)
+    @options
     @search_options
     @sort_options(("created_on", "updated_on"))
     @harvest_options
@@ -205,6 +222,8 @@ def search(state: State, output: Path | None, limit: int, kind: str | None, **op
       mediaframe search "sunset" --sort created_on --order desc --per-page 10
     """
     query, filters = search_filters(options)
+    if filters.pop("status_only", None):
+        raise click.UsageError("--status-only narrows complete results: use `mediaframe records`")
     with state.connect() as client:
         route = client.api.search_stories_frame if kind else client.api.search_records_frame
         answer, frame = route(query, **filters)
@@ -265,16 +284,28 @@ _simple(
     "The feeds the user can see.\n\n\b\nExample:\n  mediaframe feeds -o feeds.xlsx",
 )
 _simple(
-    "feed-items",
-    lambda client: client.feed_items(),
-    "The records of every feed entry, one row per item.\n\n\b\nExample:\n"
-    "  mediaframe feed-items -o items.parquet",
-)
-_simple(
     "baskets",
     lambda client: client.baskets(),
     "The user's baskets.\n\n\b\nExample:\n  mediaframe baskets",
 )
+
+
+@main.command(name="feed-items")
+@extended_option
+@output_option
+@limit_option
+@connection_options
+@click.pass_obj
+@reported
+def feed_items(state: State, extended: bool, output: Path | None, limit: int) -> None:
+    """The records of every feed entry, one row per item (client.feed_items).
+
+    \b
+    Example:
+      mediaframe feed-items --extended -o items.parquet
+    """
+    with state.connect() as client:
+        emit(state, client.feed_items(extended=extended), output, limit=limit)
 
 
 @main.command(name="feed-entries")
@@ -305,6 +336,7 @@ def feed_entries(
 
 @main.command()
 @search_options
+@extended_option
 @click.option("--stories", "kind", flag_value="stories", default="records", help="Sync stories.")
 @output_option
 @limit_option

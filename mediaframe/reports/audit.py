@@ -43,7 +43,7 @@ CHECKS = (
     "fixity_drift",
 )
 # Filters that select records but mean nothing (or something else) to a story search.
-_RECORD_ONLY = ("record_type", "status", "fields")
+_RECORD_ONLY = ("record_type", "status", "status_only", "fields", "extended")
 
 
 def _member(name: str) -> property:
@@ -198,7 +198,8 @@ def audit(
     echo : where progress sentences go (e.g. ``print``).
     **filters : the search filters of ``client.records`` and how to collect (``refresh=True``
         re-reads every record, so that fixity drift also finds changes the server did not
-        date).
+        date). Records are harvested with ``extended=True`` unless told otherwise, for their
+        captions and status bits.
 
     Examples
     --------
@@ -290,6 +291,9 @@ def _gather(
 ) -> dict[str, Any]:
     """Everything the checks read, from the service (and the cache, for fixity)."""
     previous = None
+    # Captions and status bits come with extended records: required fields and status usage
+    # are then read from the records themselves.
+    filters.setdefault("extended", True)
     try:
         previous = client.records(query, offline=True, **_without(filters, "refresh", "ttl"))
         say(f"Read the earlier harvest of this search from the cache: {len(previous):,} records.")
@@ -333,7 +337,8 @@ def _status_counts(
         return None
     search = _without(
         filters, "refresh", "offline", "ttl", "allow_incomplete", "progress", "concurrency",
-        "per_page", "dask", "cache_dir", "sort", "ord", "status", "bases",
+        "per_page", "dask", "cache_dir", "sort", "ord", "status", "bases", "extended",
+        "status_only",
     )  # fmt: skip
     per_base = records.groupby("base_id").size()
     rows = []

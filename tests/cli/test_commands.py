@@ -91,6 +91,10 @@ def test_search_is_one_page_and_says_how_many_hits_there_are(run):
         (["feed-items"], "entry_id"),
         (["baskets"], "basket_id"),
         (["me", "--table", "collections"], "databox_id"),
+        (["fields"], "databox_id"),
+        (["story-records", "--limit", "3"], "story_databox_id"),
+        (["basket-records"], "basket_id"),
+        (["feed-items", "--extended"], "entry_id"),
     ],
 )
 def test_each_reading_command_shows_its_frame(run, args, first_column):
@@ -107,6 +111,16 @@ def test_me_writes_its_four_tables_to_a_workbook_and_one_to_csv(run, tmp_path):
     one = run("me", "-o", str(tmp_path / "me.csv"))
     assert one.exit_code == 1 and "one table" in one.stderr
     assert run("me", "--table", "statuses", "-o", str(tmp_path / "me.csv")).exit_code == 0
+
+
+def test_extended_records_carry_captions_and_status_bits(run, tmp_path):
+    out = tmp_path / "x.parquet"
+    result = run("records", "--extended", "--base", "1", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    columns = set(read_parquet(out).columns)
+    assert {"caption_Title", "status_4"} <= columns
+    only = run("search", "--status", "4:on:1", "--status-only")
+    assert only.exit_code == 2 and "records" in only.stderr
 
 
 def test_an_unknown_extension_is_one_line_and_exit_1(run, tmp_path):
@@ -189,9 +203,7 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout
 
 
-def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(
-    fresh_emulator, tmp_path
-):
+def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_emulator, tmp_path):
     emu = fresh_emulator(records=200, cap=1000)
     run = runner_for(emu, tmp_path)
     truth = emu.ground_truth()
