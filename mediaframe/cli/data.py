@@ -10,15 +10,7 @@ from typing import Any, TypeVar
 import click
 import pandas as pd
 
-from mediaframe.cli.app import (
-    State,
-    connection_options,
-    emit,
-    limit_option,
-    main,
-    output_option,
-    reported,
-)
+from mediaframe.cli.app import State, emit, main, reads
 from mediaframe.routes import RECORD_TYPES, SORTS
 
 __all__ = ["search_filters"]
@@ -152,11 +144,7 @@ def _collect_command(kind: str, help: str) -> None:
     @search_options
     @sort_options(("created_on", "updated_on"))
     @harvest_options
-    @output_option
-    @limit_option
-    @connection_options
-    @click.pass_obj
-    @reported
+    @reads
     def command(state: State, output: Path | None, limit: int, **options: Any) -> None:
         _collect(state, kind, output, limit, options)
 
@@ -186,11 +174,7 @@ _collect_command(
 
 @main.command()
 @search_options
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def facets(state: State, output: Path | None, limit: int, **options: Any) -> None:
     """Facet counts of the whole hit set: facet, field, value, count, and a query per value.
 
@@ -209,11 +193,7 @@ def facets(state: State, output: Path | None, limit: int, **options: Any) -> Non
 @click.option("--stories", "kind", flag_value="stories", help="Search stories, not records.")
 @click.option("--offset", "offset_start", type=click.IntRange(min=0), help="First hit (0).")
 @click.option("--per-page", type=click.IntRange(min=1), default=20, show_default=True)
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def search(state: State, output: Path | None, limit: int, kind: str | None, **options: Any) -> None:
     """One page of a search, for a quick look (records or complete harvests: `records`).
 
@@ -241,11 +221,7 @@ def search(state: State, output: Path | None, limit: int, kind: str | None, **op
     type=click.Choice(["user", "collections", "statuses", "databoxes"]),
     help="Only this table (needed by single-table formats such as .csv).",
 )
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def me(state: State, table: str | None, output: Path | None, limit: int) -> None:
     """The user, their collection rights, status bit definitions and databoxes.
 
@@ -268,11 +244,7 @@ def me(state: State, table: str | None, output: Path | None, limit: int) -> None
 
 def _simple(name: str, call: Callable[[Any], pd.DataFrame], doc: str) -> None:
     @main.command(name=name, help=doc)
-    @output_option
-    @limit_option
-    @connection_options
-    @click.pass_obj
-    @reported
+    @reads
     def command(state: State, output: Path | None, limit: int) -> None:
         with state.connect() as client:
             emit(state, call(client), output, limit=limit)
@@ -292,11 +264,7 @@ _simple(
 
 @main.command(name="feed-items")
 @extended_option
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def feed_items(state: State, extended: bool, output: Path | None, limit: int) -> None:
     """The records of every feed entry, one row per item (client.feed_items).
 
@@ -311,11 +279,7 @@ def feed_items(state: State, extended: bool, output: Path | None, limit: int) ->
 @main.command(name="feed-entries")
 @click.option("--offset", "offset_start", type=click.IntRange(min=0), help="One page from here.")
 @click.option("--per-page", type=click.IntRange(min=1), help="Entries in that page.")
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def feed_entries(
     state: State,
     offset_start: int | None,
@@ -338,11 +302,7 @@ def feed_entries(
 @search_options
 @extended_option
 @click.option("--stories", "kind", flag_value="stories", default="records", help="Sync stories.")
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def sync(state: State, kind: str, output: Path | None, limit: int, **options: Any) -> None:
     """Bring the cached harvest of a search up to date now (harvest it if none is cached).
 

@@ -7,24 +7,12 @@ from typing import Any
 
 import click
 
-from mediaframe.cli.app import (
-    State,
-    connection_options,
-    emit,
-    limit_option,
-    main,
-    output_option,
-    reported,
-)
+from mediaframe.cli.app import State, emit, main, reads
 from mediaframe.cli.data import extended_option, harvest_options, search_filters, search_options
 
 
 @main.command()
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def fields(state: State, output: Path | None, limit: int) -> None:
     """The caption fields of every databox the user can read: name, type, required, labels.
 
@@ -40,11 +28,7 @@ def fields(state: State, output: Path | None, limit: int) -> None:
 @search_options
 @harvest_options
 @extended_option
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def story_records(state: State, output: Path | None, limit: int, **options: Any) -> None:
     """One row per (story, record) for every story the search finds (client.story_records).
 
@@ -60,11 +44,7 @@ def story_records(state: State, output: Path | None, limit: int, **options: Any)
 @main.command(name="basket-records")
 @click.option("--basket", "basket_id", type=int, help="Only this basket (default: every basket).")
 @extended_option
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def basket_records(
     state: State, basket_id: int | None, extended: bool, output: Path | None, limit: int
 ) -> None:
