@@ -78,7 +78,8 @@ def run(
             f"through only {one['available_results']:,} of them."
         )
         started = time.monotonic()
-        frame = client.records(refresh=True)
+        # extended: captions and status bits too, as the audit below reads them (one cache)
+        frame = client.records(refresh=True, extended=True)
         harvest = HarvestReport.from_frame(frame)
         echo(f"mediaframe harvested {harvest.summary()}.")
         same = _keys(frame) == _keys(emu.ground_truth())
@@ -86,7 +87,7 @@ def run(
         echo(f"Checked against the emulator's ground truth: {verdict}.")
         _describe(frame, echo)
         read_started = time.monotonic()
-        client.records()
+        client.records(extended=True)
         reread = time.monotonic() - read_started
         echo(
             f"Read back from the parquet cache in {reread:.2f} s "
@@ -97,7 +98,7 @@ def run(
             "Collection audit:\n"
             + "\n".join(f"  {c.name}: {c.summary}" for c in checked.checks.values())
         )
-        monthly = report(client, period="year")
+        monthly = report(client, period="year", extended=True)
         paths = {
             "parquet": to_parquet(frame, out / "records.parquet"),
             "csv": to_csv(frame, out / "records.csv"),

@@ -2,11 +2,12 @@
 
 Modules: :mod:`~mediaframe.cli.app` (the group, shared options, output, exit codes),
 :mod:`~mediaframe.cli.auth` (login/logout/whoami), :mod:`~mediaframe.cli.data` (records, stories,
-facets, search, me, feeds, baskets, sync), :mod:`~mediaframe.cli.jobs` (audit, report, demo),
+facets, search, me, feeds, baskets, sync), :mod:`~mediaframe.cli.metadata` (fields,
+story-records, basket-records), :mod:`~mediaframe.cli.jobs` (audit, report, demo),
 :mod:`~mediaframe.cli.admin` (cache, info), :mod:`~mediaframe.cli.table` (terminal tables).
 """
 
-from mediaframe.cli import admin, auth, data, jobs
+from mediaframe.cli import admin, auth, data, jobs, metadata
 from mediaframe.cli.app import EXIT_AUTHENTICATION, EXIT_CONFIGURATION, EXIT_ERROR, main
 
 __all__ = ["EXIT_AUTHENTICATION", "EXIT_CONFIGURATION", "EXIT_ERROR", "main"]
@@ -21,4 +22,4 @@ def _register() -> None:
 
 
 _register()
-del admin, auth, data, jobs
+del admin, auth, data, jobs, metadata

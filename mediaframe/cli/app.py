@@ -12,7 +12,7 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 import pandas as pd
@@ -35,6 +35,7 @@ __all__ = [
     "emit",
     "main",
     "output_option",
+    "reads",
     "reported",
 ]
 
@@ -211,6 +212,15 @@ def limit_option(command: F) -> F:
         type=click.IntRange(min=-1),
         help="Rows shown on the terminal (-1: all); -o writes every row.",
     )(command)
+
+
+def reads(command: F) -> F:
+    """A command that shows or writes frames: ``-o``, ``--limit``, the connection options, the
+    shared :class:`State` passed first, and errors reported."""
+    decorated: Any = command
+    for decorate in (reported, click.pass_obj, connection_options, limit_option, output_option):
+        decorated = decorate(decorated)
+    return cast(F, decorated)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

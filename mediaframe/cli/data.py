@@ -10,15 +10,7 @@ from typing import Any, TypeVar
 import click
 import pandas as pd
 
-from mediaframe.cli.app import (
-    State,
-    connection_options,
-    emit,
-    limit_option,
-    main,
-    output_option,
-    reported,
-)
+from mediaframe.cli.app import State, emit, main, reads
 from mediaframe.routes import RECORD_TYPES, SORTS
 
 __all__ = ["search_filters"]
@@ -62,6 +54,11 @@ def search_options(command: F) -> F:
             help="Status bit state in databoxes, e.g. 4:on:1 (repeat for several).",
         ),
         click.option(
+            "--status-only",
+            is_flag=True,
+            help="With --status: keep only the records of the databoxes it names.",
+        ),
+        click.option(
             "--field", "fields", multiple=True, help="Search the query in this field (repeat)."
         ),
         click.option("--stemme", is_flag=True, default=None, help="Stemmed search."),
@@ -79,6 +76,15 @@ def sort_options(sorts: tuple[str, ...]) -> Callable[[F], F]:
         return click.option("--sort", type=click.Choice(sorts), help="Sort by.")(command)
 
     return add
+
+
+def extended_option(command: F) -> F:
+    """``--extended``: records with their captions (``caption_<Field>``) and status bits."""
+    return click.option(
+        "--extended",
+        is_flag=True,
+        help="Also read captions (caption_<Field> columns) and status bits (status_<bit>).",
+    )(command)
 
 
 def harvest_options(command: F) -> F:
@@ -131,15 +137,14 @@ def _collect(state: State, kind: str, output: Path | None, limit: int, options: 
 
 
 def _collect_command(kind: str, help: str) -> None:
+    options = extended_option if kind == "records" else (lambda command: command)
+
     @main.command(name=kind, help=help)
+    @options
     @search_options
     @sort_options(("created_on", "updated_on"))
     @harvest_options
-    @output_option
-    @limit_option
-    @connection_options
-    @click.pass_obj
-    @reported
+    @reads
     def command(state: State, output: Path | None, limit: int, **options: Any) -> None:
         _collect(state, kind, output, limit, options)
 
@@ -169,11 +174,7 @@ _collect_command(
 
 @main.command()
 @search_options
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def facets(state: State, output: Path | None, limit: int, **options: Any) -> None:
     """Facet counts of the whole hit set: facet, field, value, count, and a query per value.
 
@@ -192,11 +193,7 @@ def facets(state: State, output: Path | None, limit: int, **options: Any) -> Non
 @click.option("--stories", "kind", flag_value="stories", help="Search stories, not records.")
 @click.option("--offset", "offset_start", type=click.IntRange(min=0), help="First hit (0).")
 @click.option("--per-page", type=click.IntRange(min=1), default=20, show_default=True)
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def search(state: State, output: Path | None, limit: int, kind: str | None, **options: Any) -> None:
     """One page of a search, for a quick look (records or complete harvests: `records`).
 
@@ -205,6 +202,8 @@ def search(state: State, output: Path | None, limit: int, kind: str | None, **op
       mediaframe search "sunset" --sort created_on --order desc --per-page 10
     """
     query, filters = search_filters(options)
+    if filters.pop("status_only", None):
+        raise click.UsageError("--status-only narrows complete results: use `mediaframe records`")
     with state.connect() as client:
         route = client.api.search_stories_frame if kind else client.api.search_records_frame
         answer, frame = route(query, **filters)
@@ -222,11 +221,7 @@ def search(state: State, output: Path | None, limit: int, kind: str | None, **op
     type=click.Choice(["user", "collections", "statuses", "databoxes"]),
     help="Only this table (needed by single-table formats such as .csv).",
 )
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def me(state: State, table: str | None, output: Path | None, limit: int) -> None:
     """The user, their collection rights, status bit definitions and databoxes.
 
@@ -249,11 +244,7 @@ def me(state: State, table: str | None, output: Path | None, limit: int) -> None
 
 def _simple(name: str, call: Callable[[Any], pd.DataFrame], doc: str) -> None:
     @main.command(name=name, help=doc)
-    @output_option
-    @limit_option
-    @connection_options
-    @click.pass_obj
-    @reported
+    @reads
     def command(state: State, output: Path | None, limit: int) -> None:
         with state.connect() as client:
             emit(state, call(client), output, limit=limit)
@@ -265,26 +256,30 @@ _simple(
     "The feeds the user can see.\n\n\b\nExample:\n  mediaframe feeds -o feeds.xlsx",
 )
 _simple(
-    "feed-items",
-    lambda client: client.feed_items(),
-    "The records of every feed entry, one row per item.\n\n\b\nExample:\n"
-    "  mediaframe feed-items -o items.parquet",
-)
-_simple(
     "baskets",
     lambda client: client.baskets(),
     "The user's baskets.\n\n\b\nExample:\n  mediaframe baskets",
 )
 
 
+@main.command(name="feed-items")
+@extended_option
+@reads
+def feed_items(state: State, extended: bool, output: Path | None, limit: int) -> None:
+    """The records of every feed entry, one row per item (client.feed_items).
+
+    \b
+    Example:
+      mediaframe feed-items --extended -o items.parquet
+    """
+    with state.connect() as client:
+        emit(state, client.feed_items(extended=extended), output, limit=limit)
+
+
 @main.command(name="feed-entries")
 @click.option("--offset", "offset_start", type=click.IntRange(min=0), help="One page from here.")
 @click.option("--per-page", type=click.IntRange(min=1), help="Entries in that page.")
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def feed_entries(
     state: State,
     offset_start: int | None,
@@ -305,12 +300,9 @@ def feed_entries(
 
 @main.command()
 @search_options
+@extended_option
 @click.option("--stories", "kind", flag_value="stories", default="records", help="Sync stories.")
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
+@reads
 def sync(state: State, kind: str, output: Path | None, limit: int, **options: Any) -> None:
     """Bring the cached harvest of a search up to date now (harvest it if none is cached).
 

@@ -31,6 +31,12 @@ _JOB_OUTPUT = click.option(
 @search_options
 @harvest_options
 @click.option(
+    "--extended/--no-extended",
+    default=True,
+    show_default=True,
+    help="Harvest captions and status bits, for required fields and status usage.",
+)
+@click.option(
     "--stale-days",
     default=365,
     show_default=True,
@@ -42,7 +48,9 @@ _JOB_OUTPUT = click.option(
 @connection_options
 @click.pass_obj
 @reported
-def audit(state: State, stale_days: int, output: Path | None, limit: int, **options: Any) -> None:
+def audit(
+    state: State, extended: bool, stale_days: int, output: Path | None, limit: int, **options: Any
+) -> None:
     """Audit the records of a search: duplicates, formats, missing values, rights, status bits,
     stories, feeds, and fixity drift since the last cached harvest (mediaframe.reports.audit).
 
@@ -56,7 +64,9 @@ def audit(state: State, stale_days: int, output: Path | None, limit: int, **opti
 
     query, filters = search_filters(options)
     with state.connect() as client:
-        result = run_audit(client, query, stale_days=stale_days, echo=state.say, **filters)
+        result = run_audit(
+            client, query, stale_days=stale_days, echo=state.say, extended=extended, **filters
+        )
     _written(state, result, output, limit)
 
 

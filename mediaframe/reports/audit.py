@@ -24,7 +24,7 @@ from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeW
 from mediaframe.reports import checks
 from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.checks import Check
-from mediaframe.reports.html import Section, provenance_of, to_html
+from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
 __all__ = ["CHECKS", "Audit", "audit"]
 
@@ -43,7 +43,7 @@ CHECKS = (
     "fixity_drift",
 )
 # Filters that select records but mean nothing (or something else) to a story search.
-_RECORD_ONLY = ("record_type", "status", "fields")
+_RECORD_ONLY = ("record_type", "status", "status_only", "fields", "extended")
 
 
 def _member(name: str) -> property:
@@ -67,6 +67,7 @@ class Audit(Bundle):
     checks: dict[str, Check]
     provenance: dict[str, Any]
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)
+    records: pd.DataFrame | None = dataclasses.field(default=None, repr=False)
 
     duplicates = _member("duplicates")
     no_checksum = _member("no_checksum")
@@ -138,7 +139,24 @@ class Audit(Bundle):
         options.setdefault("title", "Collection audit")
         options.setdefault("provenance", self.provenance)
         notes = [f"{name} not run: {why}" for name, why in self.skipped.items()]
-        return to_html(self.sections(), path, notes=notes, **options)
+        figures, figure_notes = self._figures()
+        return to_html(
+            self.sections(), path, notes=notes + figure_notes, figures=figures, **options
+        )
+
+    def _figures(self) -> tuple[dict[str, str], list[str]]:
+        from mediaframe import plots
+
+        makers: dict[str, Callable[[], Any]] = {}
+        if self.records is not None and len(self.records):
+            records = self.records
+            makers["records per collection"] = lambda: plots.collections(
+                records, names=self.rights_matrix
+            )
+        if self.rights_matrix is not None and len(self.rights_matrix):
+            rights = self.rights_matrix
+            makers["collection rights"] = lambda: plots.rights(rights)
+        return draw(makers)
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -180,7 +198,8 @@ def audit(
     echo : where progress sentences go (e.g. ``print``).
     **filters : the search filters of ``client.records`` and how to collect (``refresh=True``
         re-reads every record, so that fixity drift also finds changes the server did not
-        date).
+        date). Records are harvested with ``extended=True`` unless told otherwise, for their
+        captions and status bits.
 
     Examples
     --------
@@ -258,7 +277,7 @@ def audit(
         f"Audit done: {sum(1 for c in done.values() if c.found)} of {len(done)} checks "
         "found something."
     )
-    return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped)
+    return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped, records)
 
 
 def _no_entries() -> pd.DataFrame:
@@ -272,6 +291,9 @@ def _gather(
 ) -> dict[str, Any]:
     """Everything the checks read, from the service (and the cache, for fixity)."""
     previous = None
+    # Captions and status bits come with extended records: required fields and status usage
+    # are then read from the records themselves.
+    filters.setdefault("extended", True)
     try:
         previous = client.records(query, offline=True, **_without(filters, "refresh", "ttl"))
         say(f"Read the earlier harvest of this search from the cache: {len(previous):,} records.")
@@ -315,7 +337,8 @@ def _status_counts(
         return None
     search = _without(
         filters, "refresh", "offline", "ttl", "allow_incomplete", "progress", "concurrency",
-        "per_page", "dask", "cache_dir", "sort", "ord", "status", "bases",
+        "per_page", "dask", "cache_dir", "sort", "ord", "status", "bases", "extended",
+        "status_only",
     )  # fmt: skip
     per_base = records.groupby("base_id").size()
     rows = []

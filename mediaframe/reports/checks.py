@@ -226,7 +226,8 @@ def missing_values(
             expected = expected | media.isin(kinds).fillna(False).astype(bool)
         absent = records[name].isna() if name in records.columns else True
         parts.append(_missing(records, expected & absent, name))
-    for databox, fields in (required or {}).items():
+    has_captions = any(str(c).startswith("caption_") for c in records.columns)
+    for databox, fields in (required or {}).items() if has_captions else ():
         in_box = (records["databox_id"] == databox).fillna(False).astype(bool)
         for field in fields:
             column = f"caption_{field}"
@@ -241,7 +242,11 @@ def missing_values(
         "durations by media type) or a required caption field, one row per missing value.",
         frame,
         {f"without {name}": int(count) for name, count in counts.items()},
-        note="" if required else "required caption fields not checked (no field structure)",
+        note=""
+        if required and has_captions
+        else "required caption fields not checked ("
+        + ("no field structure" if not required else "no caption columns: harvest extended")
+        + ")",
     )
 
 

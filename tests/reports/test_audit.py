@@ -171,11 +171,15 @@ def test_a_live_audit_finds_the_emulators_duplicates_and_exports_them(
     bits = result.status_usage.set_index(["base_id", "position"])["on"]
     assert bits.sum() > 0 and result.status_usage["label_on"].notna().all()
     assert len(result.rights_matrix) == truth["base_id"].nunique()
+    # harvested extended: required caption fields come from the field structure
+    assert result.checks["missing_values"].note == ""
+    assert result.missing_values["missing"].str.startswith("caption ").any()
     result.to_excel(tmp_path / "audit.xlsx")
     book = openpyxl.load_workbook(tmp_path / "audit.xlsx")
     assert book.sheetnames[:2] == ["README", "duplicates"] and "fixity_drift" in book.sheetnames
     page = result.to_html(tmp_path / "audit.html").read_text()
     assert "Duplicate files" in page and emu.base_url in page
+    assert page.count("<svg") == 2  # records per collection, and the rights
     assert len(result.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
 
 
