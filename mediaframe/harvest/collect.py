@@ -71,6 +71,7 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
     offline = settings.offline if options.offline is None else options.offline
     store = HarvestStore(cache_path(client, spec, options.cache_dir))
     refresh = options.refresh
+    called = dt.datetime.now(dt.UTC)
     if not refresh:
         cached = _read_cached(store, spec, offline)
         if cached is _DAMAGED:
@@ -84,6 +85,20 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
             f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
             f"{store.url}: run it once online, or drop offline=True / MEDIAFRAME_OFFLINE"
         )
+    with store.writing():  # one writer per harvest folder: a second one waits here
+        # ... and takes the first one's result if it was published while this one waited
+        published = _published_since(store, spec, called)
+        if published is not None:
+            frame, provenance = published
+            return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+        return _fetch(client, spec, options, store, refresh)
+
+
+def _fetch(
+    client: Any, spec: Spec, options: Options, store: HarvestStore, refresh: bool
+) -> pd.DataFrame:
+    """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
+    settings = client.settings
     bases, statuses = _rights(client)
     common = _engine_options(client, spec, options, bases, statuses)
     if not refresh:
@@ -109,18 +124,35 @@ _DAMAGED = object()
 
 def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     """The cached frame and provenance; ``None`` if there is none; ``_DAMAGED`` if unusable."""
-    manifest = store.load_manifest()
-    if not (manifest and manifest.get("complete") and store.has_data()):
-        return None
     try:
-        if manifest.get("spec") != spec.identity():
-            raise CacheCorruptError(f"the cache at {store.url} holds another search")
-        return store.read_data(manifest.get("data_files", {}))
+        with store.reading():
+            manifest = store.manifest()
+            if manifest is None:
+                return None
+            if manifest.spec != spec.identity():
+                raise CacheCorruptError(f"the cache at {store.url} holds another search")
+            return store.read_data(manifest)
     except CacheCorruptError as err:
         if offline:
             raise
         warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=4)
         return _DAMAGED
+
+
+def _published_since(
+    store: HarvestStore, spec: Spec, since: dt.datetime
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The dataset another writer published after ``since``, if any and readable."""
+    try:
+        with store.reading():
+            manifest = store.manifest()
+            if manifest is None or manifest.spec != spec.identity():
+                return None
+            if dt.datetime.fromisoformat(manifest.published_at) <= since:
+                return None
+            return store.read_data(manifest)
+    except (CacheCorruptError, ValueError):
+        return None
 
 
 def _ttl(options: Options, settings: Any) -> dt.timedelta:

@@ -1,25 +1,30 @@
-"""Running a harvest: page the planned shards, checkpoint each, assemble and prove the whole.
+"""Running a harvest: plan (or resume), page the shards, assemble, prove, publish.
 
-Each finished shard is written to the cache with a checksum recorded in a manifest, so a harvest
-killed at any point resumes with the shards it lacks. Shard tasks are picklable and write their
-own files, so a Dask cluster (``client.get_executor()``) can run them against shared storage.
+Each finished shard is written to the cache with a checksum, and the plan is saved as it is
+proven, so a harvest killed at any point resumes with only what it lacks. Shard tasks are
+picklable and write their own files, so a Dask cluster (``client.get_executor()``) can run them
+against shared storage. One writer at a time works in a harvest folder (its lock is held from
+the first request to publication); readers keep reading the published dataset meanwhile.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
+from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.plan import (
+    Count,
     Page,
     Shard,
     ShardCounter,
@@ -41,6 +46,8 @@ from mediaframe.harvest.shards import (
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
+# Seconds between two checkpoints of the plan while it is being made.
+_CHECKPOINT_EVERY = 0.2
 
 
 def harvest(
@@ -59,7 +66,7 @@ def harvest(
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
-    """Retrieve every hit of ``spec``, resuming from ``store`` when a manifest is there.
+    """Retrieve every hit of ``spec``, resuming from ``store`` when a plan is there.
 
     Parameters
     ----------
@@ -69,8 +76,9 @@ def harvest(
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
     progress : called with the expected total once, then returns an object with ``update(n)``.
-    resume : go on from an interrupted harvest of the same search in ``store``; its finished
-        shards are kept if they are intact and their counts have not changed since.
+    resume : go on from an interrupted harvest of the same search in ``store``: the splits it
+        proved are replayed and its finished shards kept, without a request each, when the
+        search's total has not moved since (else each kept shard is checked by a count).
 
     Returns
     -------
@@ -84,9 +92,9 @@ def harvest(
     started = time.monotonic()
     counter = ShardCounter(page, spec, page_size=per_page)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
-    manifest = _resumable(store.load_manifest(), spec) if resume else None
     # The joiner outlives the pool: shards still running when something fails deliver to it.
     with (
+        store.writing(),
         Joiner(combine) as joiner,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
@@ -97,79 +105,200 @@ def harvest(
         def new_task(deliver: Deliver | None = deliver) -> ShardTask:
             return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
-        manifest_is_new = manifest is None
         early = EarlyShards(new_task, runner, pool, deliver)
-        if manifest is None:
-            # Shards a run killed while planning finished (it saved no plan) are kept if their
-            # counts did not move; what else another run left would mislead a later resume.
-            if resume:
-                early.keep(_intact_shards(store))
-            else:
-                store.clear_shards()
-            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, early)
-            store.save_manifest(manifest)
-            early.forget_all_but({entry["id"] for entry in _entries(manifest)})
-        counter.capped_engine = manifest["capped_engine"]
-        if manifest["stuck"] and not allow_incomplete:
-            for future in early.futures.values():
-                future.cancel()
-            raise IncompleteResultError(
-                _stuck_message(manifest, spec), shards=manifest["stuck"], report=report
-            )
-        report.total_results, report.cap = manifest["total"], manifest["cap"]
-        report.capped_engine = manifest["capped_engine"]
-        bar = progress(manifest["total"]) if progress else None
-        # An earlier run's shards: checked while planning if this run made the plan, else now.
-        if manifest_is_new:
-            outcomes = dict(early.reused)
-        else:
-            outcomes = _still_valid(store, manifest, counter, pool)
+        planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance)
+        the_plan, outcomes = planning.run(resume)
+        _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+        report.total_results, report.cap = the_plan.total, the_plan.cap
+        report.capped_engine = the_plan.capped_engine
         report.resumed_shards = len(outcomes)
-        if bar is not None:
-            bar.update(sum(outcome["rows"] for outcome in outcomes.values()))
-        todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
-        task = new_task()
-        futures = [
-            early.futures.pop(e["id"]) if e["id"] in early.futures else runner.submit(task, e)
-            for e in todo
-        ]
-        for entry, future in zip(todo, futures, strict=True):
-            outcome = outcomes[entry["id"]] = future.result()
-            report.requests += outcome["requests"]
-            if bar is not None:
-                bar.update(outcome["rows"])
-        if bar is not None and hasattr(bar, "close"):
-            bar.close()
+        todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
+        outcomes.update(_page(todo, early, runner, new_task(), progress, the_plan, outcomes))
+        report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
         joined = joiner.parts()
     report.requests += counter.requests
-    held = set() if executor is not None else {entry["id"] for entry in todo}
-    frame = _assemble(store, spec, manifest, outcomes, joined, held, combine, report)
+    held = set() if executor is not None else {leaf.id for leaf in todo}
+    frame = _assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
-    _judge(report, manifest, outcomes, counter, spec, allow_incomplete)
-    _finish(store, manifest, frame, report, spec)
+    _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+    _publish(store, the_plan, frame, report, spec)
     return frame, report
 
 
-def _finish(
+class _Planning:
+    """The plan of a harvest: an interrupted run's where it still holds, else made (again).
+
+    Made, it is saved as soon as the root is counted and again as splits are proven, so that a
+    run killed while planning is replayed rather than planned again.
+    """
+
+    def __init__(
+        self,
+        counter: ShardCounter,
+        spec: Spec,
+        store: HarvestStore,
+        early: EarlyShards,
+        pool: Executor,
+        bases: Sequence[int],
+        statuses: Statuses | None,
+        provenance: Mapping[str, Any] | None,
+    ) -> None:
+        self.counter, self.spec, self.store, self.early = counter, spec, store, early
+        self.pool, self.bases, self.statuses = pool, bases, statuses
+        self.provenance = dict(provenance or {})
+        self._saved_at = 0.0
+
+    def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
+        """The plan, and the shards already finished that it keeps, by id."""
+        saved = _resumable(self.store.load_plan(), self.spec) if resume else None
+        if not resume:
+            self.store.clear_plan()
+        # One count says whether the catalogue kept its size since the saved plan was made.
+        root = self.counter(Shard())
+        unmoved = saved is not None and saved.total == root.total
+        if saved is not None and saved.planned:
+            self.counter.capped_engine = saved.capped_engine
+            if unmoved:
+                return saved, _kept(self.store, saved)
+            return saved, _still_valid(self.store, saved, self.counter, self.pool)
+        if resume:
+            # Shards finished by a run killed while planning: their counts are trusted if the
+            # whole did not move, else each is checked by a one-hit count.
+            self.early.keep(_intact_shards(self.store), trusted=unmoved)
+        else:
+            self.store.clear_shards()
+        splits = saved.splits if saved is not None and unmoved else {}
+        made = self._plan(root, splits)
+        self.early.forget_all_but({leaf.id for leaf in made.leaves})
+        return made, dict(self.early.reused)
+
+    def _plan(self, root: Count, splits: dict[str, ProvenSplit]) -> PlanFile:
+        """Count and split the root, starting on each leaf as soon as it is proven."""
+        counter = self.counter
+        cap = root.retrievable if root.over_cap else None
+        limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
+        counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
+        checkpoint = PlanFile(
+            spec=self.spec.identity(),
+            provenance=self.provenance,
+            total=root.total,
+            cap=cap,
+            capped_engine=counter.capped_engine,
+            splits=dict(splits),
+        )
+        self.store.save_plan(checkpoint)
+        self._saved_at = time.monotonic()
+
+        def proven(shard: Shard, level: int, total: int, kids: list[tuple[Shard, int]]) -> None:
+            children = [_planned(kid, kid_total) for kid, kid_total in kids]
+            checkpoint.splits[shard.id] = ProvenSplit(level, total, children)
+            if time.monotonic() - self._saved_at >= _CHECKPOINT_EVERY:
+                self.store.save_plan(checkpoint)
+                self._saved_at = time.monotonic()
+
+        leaves, stuck = plan(
+            self.early.counting(counter, limit),
+            root=Shard(),
+            root_count=root,
+            cap=limit,
+            spec=self.spec,
+            bases=self.bases,
+            statuses=self.statuses,
+            bounds=counter.bounds,
+            pool=self.pool,
+            on_leaf=self.early.start,
+            proven={
+                shard_id: (split.level, split.total, [_shard(c) for c in split.children])
+                for shard_id, split in splits.items()
+            },
+            on_split=proven,
+        )
+        made = dataclasses.replace(
+            checkpoint,
+            capped_engine=counter.capped_engine,
+            leaves=[_planned(s, n) for s, n in leaves]
+            + [_planned(s, n, stuck=True) for s, n in stuck],
+            planned=True,
+        )
+        self.store.save_plan(made)
+        return made
+
+
+def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:
+    return PlannedShard(id=shard.id, shard=shard.to_dict(), expected=total, stuck=stuck)
+
+
+def _shard(planned: PlannedShard) -> tuple[Shard, int]:
+    return Shard.from_dict(planned.shard), planned.expected
+
+
+def _refuse_stuck(
+    the_plan: PlanFile,
+    spec: Spec,
+    allow_incomplete: bool,
+    early: EarlyShards,
+    report: HarvestReport,
+) -> None:
+    """Stop before paging when some shards cannot be retrieved whole and that is not allowed."""
+    if not the_plan.stuck or allow_incomplete:
+        return
+    for future in early.futures.values():
+        future.cancel()
+    raise IncompleteResultError(
+        _stuck_message(the_plan, spec),
+        shards=[dataclasses.asdict(leaf) for leaf in the_plan.stuck],
+        report=report,
+    )
+
+
+def _page(
+    todo: list[PlannedShard],
+    early: EarlyShards,
+    runner: Executor,
+    task: ShardTask,
+    progress: Callable[[int | None], Any] | None,
+    the_plan: PlanFile,
+    kept: Mapping[str, ShardEntry],
+) -> dict[str, ShardEntry]:
+    """Page every unfinished shard (those started while planning are waited for)."""
+    bar = progress(the_plan.total) if progress else None
+    if bar is not None:
+        bar.update(sum(outcome.rows for outcome in kept.values()))
+    futures: list[Future[ShardEntry]] = [
+        early.futures.pop(leaf.id) if leaf.id in early.futures else runner.submit(task, leaf)
+        for leaf in todo
+    ]
+    outcomes = {}
+    for leaf, future in zip(todo, futures, strict=True):
+        outcome = outcomes[leaf.id] = future.result()
+        if bar is not None:
+            bar.update(outcome.rows)
+    if bar is not None and hasattr(bar, "close"):
+        bar.close()
+    return outcomes
+
+
+def _publish(
     store: HarvestStore,
-    manifest: dict[str, Any],
+    the_plan: PlanFile,
     frame: pd.DataFrame,
     report: HarvestReport,
     spec: Spec,
 ) -> None:
-    # Order matters for crash safety: the dataset first, then the manifest that declares it
-    # finished, and only then the shard files it was built from.
+    """Publish the dataset in one step; the plan and shards it was built from go after."""
     provenance = {
-        **manifest["provenance"],
+        **the_plan.provenance,
         "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "complete": report.complete,
         "report": report.to_dict(),
     }
-    manifest["data_files"] = store.write_data(frame, provenance, sort_by=spec.row_order)
-    manifest["complete"] = True
-    manifest["high_water"] = _high_water(frame)
-    store.save_manifest(manifest)
-    store.clear_shards()
+    store.publish(
+        frame,
+        provenance,
+        spec=spec.identity(),
+        sort_by=spec.row_order,
+        high_water=_high_water(frame),
+    )
 
 
 def _high_water(frame: pd.DataFrame) -> str | None:
@@ -179,105 +308,68 @@ def _high_water(frame: pd.DataFrame) -> str | None:
     return pd.Timestamp(frame["updated_on"].max()).isoformat()
 
 
-def _new_manifest(
-    counter: ShardCounter,
-    spec: Spec,
-    bases: Sequence[int],
-    statuses: Statuses | None,
-    pool: Executor,
-    provenance: Mapping[str, Any] | None,
-    early: EarlyShards,
-) -> dict[str, Any]:
-    """Count the root and plan its shards, starting on each leaf as soon as it is proven."""
-    root_count = counter(Shard())
-    cap = root_count.retrievable if root_count.over_cap else None
-    limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
-    counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
-    count = early.counting(counter, limit)
-    leaves, stuck = plan(
-        count,
-        root=Shard(),
-        root_count=root_count,
-        cap=limit,
-        spec=spec,
-        bases=bases,
-        statuses=statuses,
-        bounds=counter.bounds,
-        pool=pool,
-        on_leaf=early.start,
-    )
-    return {
-        "spec": spec.identity(),
-        "provenance": dict(provenance or {}),
-        "total": root_count.total,
-        "cap": cap,
-        "capped_engine": counter.capped_engine,
-        "plan": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in leaves],
-        "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
-        "complete": False,
-    }
-
-
-def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:
+def _intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
     """The finished shards in ``store`` whose files match their checksums, by id."""
     return {
         shard_id: entry
         for shard_id, entry in store.finished_shards().items()
-        if not entry.get("fault") and store.has_shard(entry)
+        if entry.fault is None and store.has_shard(entry)
     }
 
 
-def _entries(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every shard to fetch: the planned ones, then the stuck ones (fetched partially)."""
-    return [*manifest["plan"], *({**entry, "stuck": True} for entry in manifest["stuck"])]
+def _kept(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
+    """The intact finished shards of a plan, kept without a request (the whole did not move)."""
+    planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    return {
+        shard_id: entry
+        for shard_id, entry in _intact_shards(store).items()
+        if shard_id in planned and not planned[shard_id].stuck
+    }
 
 
-def _stuck_message(manifest: Mapping[str, Any], spec: Spec) -> str:
-    stuck = manifest["stuck"]
-    missing = sum(entry["expected"] for entry in stuck) - manifest["cap"] * len(stuck)
+def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
+    stuck = the_plan.stuck
+    cap = the_plan.cap or 0
+    missing = sum(leaf.expected for leaf in stuck) - cap * len(stuck)
     return (
         f"{len(stuck)} shard(s) of this {spec.kind} search cannot be split under the server's "
-        f"cap of {manifest['cap']} hits ({_ids(stuck)}), so about {missing} of "
-        f"{manifest['total']} hits cannot be retrieved. Narrow the query, ask the server's "
+        f"cap of {the_plan.cap} hits ({_ids([leaf.id for leaf in stuck])}), so about {missing} "
+        f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
     )
 
 
-def _ids(entries: Sequence[Mapping[str, Any]]) -> str:
-    names = [str(entry["id"]) for entry in entries[:5]]
-    return ", ".join(names) + (", ..." if len(entries) > 5 else "") if names else "none"
+def _ids(ids: Sequence[str]) -> str:
+    names = [str(name) for name in ids[:5]]
+    return ", ".join(names) + (", ..." if len(ids) > 5 else "") if names else "none"
 
 
-def _resumable(manifest: Mapping[str, Any] | None, spec: Spec) -> dict[str, Any] | None:
-    if manifest is None or manifest.get("spec") != spec.identity() or manifest.get("complete"):
-        return None
-    return dict(manifest)
+def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
+    return saved if saved is not None and saved.spec == spec.identity() else None
 
 
 def _still_valid(
-    store: HarvestStore, manifest: Mapping[str, Any], counter: ShardCounter, pool: Executor
-) -> dict[str, dict[str, Any]]:
+    store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
+) -> dict[str, ShardEntry]:
     """Finished shards of an interrupted run that can be kept: intact and not changed since.
 
     A damaged file is fetched again, and so is a shard whose count moved (records added,
     deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
     """
-    planned = {entry["id"]: entry for entry in _entries(manifest)}
-    found = [outcome for shard_id, outcome in _intact_shards(store).items() if shard_id in planned]
-    shards = [Shard.from_dict(planned[outcome["id"]]["shard"]) for outcome in found]
+    found = list(_kept(store, the_plan).values())
+    planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
     totals = list(pool.map(lambda shard: counter(shard).total, shards))
     return {
-        outcome["id"]: outcome
-        for outcome, total in zip(found, totals, strict=True)
-        if total == outcome["total"]
+        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
     }
 
 
 def _assemble(
     store: HarvestStore,
     spec: Spec,
-    manifest: Mapping[str, Any],
-    outcomes: Mapping[str, Mapping[str, Any]],
+    the_plan: PlanFile,
+    outcomes: Mapping[str, ShardEntry],
     joined: list[pd.DataFrame],
     held: set[str],
     combine: Combine,
@@ -287,20 +379,20 @@ def _assemble(
     and the shards read back from the store (fetched by an earlier run, or by other machines).
     """
     parts, shards = joined, []
-    for entry in _entries(manifest):
-        outcome = outcomes[entry["id"]]
-        if entry["id"] not in held:
+    for leaf in the_plan.leaves:
+        outcome = outcomes[leaf.id]
+        if leaf.id not in held:
             parts.append(store.read_shard(outcome))
         shards.append(
             {
-                "id": entry["id"],
-                "shard": entry["shard"],
-                "expected": entry["expected"],
-                "total": outcome.get("total"),
-                "fetched": outcome["rows"],
-                "requests": outcome.get("requests"),
-                "seconds": round(outcome.get("seconds", 0.0), 3),
-                "worker": outcome.get("worker"),
+                "id": leaf.id,
+                "shard": leaf.shard,
+                "expected": leaf.expected,
+                "total": outcome.total,
+                "fetched": outcome.rows,
+                "requests": outcome.requests,
+                "seconds": round(outcome.seconds, 3),
+                "worker": outcome.worker,
             }
         )
     frame = combine(parts)
@@ -332,19 +424,17 @@ def in_row_order(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def _judge(
     report: HarvestReport,
-    manifest: Mapping[str, Any],
-    outcomes: Mapping[str, Mapping[str, Any]],
+    the_plan: PlanFile,
+    outcomes: Mapping[str, ShardEntry],
     counter: ShardCounter,
     spec: Spec,
     allow_incomplete: bool,
 ) -> None:
     """Prove completeness: every shard whole, and the shard totals add up to the global total."""
     short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
-    report.incomplete = [dict(s) for s in manifest["stuck"]]
-    stuck_extra = [
-        {"id": sid, "stuck": o["stuck"]} for sid, o in outcomes.items() if o.get("stuck")
-    ]
-    faults = [{"id": sid, "fault": o["fault"]} for sid, o in outcomes.items() if o.get("fault")]
+    report.incomplete = [dataclasses.asdict(leaf) for leaf in the_plan.stuck]
+    stuck_extra = [{"id": sid, "stuck": o.stuck} for sid, o in outcomes.items() if o.stuck]
+    faults = [{"id": sid, "fault": o.fault} for sid, o in outcomes.items() if o.fault]
     shard_sum = sum(s["total"] or 0 for s in report.shards)
     total = report.total_results
     if shard_sum != total and not report.incomplete:
@@ -376,7 +466,7 @@ def _judge(
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
             f"{len(report.incomplete)} shard(s) stayed above the server's cap of {report.cap} "
-            f"or came back short ({_ids(report.incomplete)}). "
+            f"or came back short ({_ids([entry['id'] for entry in report.incomplete])}). "
             "Narrow the query, ask the server's administrator to raise the cap, or pass "
             "allow_incomplete=True to accept a partial result."
         )

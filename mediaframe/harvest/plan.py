@@ -219,6 +219,8 @@ def plan(
     bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None = None,
     pool: Executor | None = None,
     on_leaf: Callable[[Shard, int, pd.DataFrame | None], None] | None = None,
+    proven: Mapping[str, tuple[int, int, list[tuple[Shard, int]]]] | None = None,
+    on_split: Callable[[Shard, int, int, list[tuple[Shard, int]]], None] | None = None,
 ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
     """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
 
@@ -235,6 +237,10 @@ def plan(
     bounds : first and last day of a shard's hits, for the first date split.
     on_leaf : told of each leaf as soon as it is proven, with its hits when its count brought
         them all, so that paging can start while the rest is still being planned.
+    proven : splits proven by an earlier run, ``{shard id: (level, total, [(child, total)])}``:
+        replayed without a request while the shard's total is the one they were proven for.
+    on_split : told of each split as soon as it is proven, ``(shard, level, total, children)``,
+        so that a run killed while planning can replay it.
     """
     run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
@@ -252,7 +258,20 @@ def plan(
             on_leaf(shard, counted.total, counted.frame)
         return []
 
-    waiting = place(root, root_count, 0)
+    def replay(waiting: list[tuple[Shard, int, int]]) -> list[tuple[Shard, int, int]]:
+        """Place the children of the waiting shards whose splits are already proven."""
+        unproven = []
+        while waiting:
+            shard, total, level = waiting.pop()
+            known = (proven or {}).get(shard.id)
+            if known is None or known[1] != total:
+                unproven.append((shard, total, level))
+                continue
+            for kid, kid_total in known[2]:
+                waiting += place(kid, Count(kid_total, kid_total), known[0])
+        return unproven[::-1]
+
+    waiting = replay(place(root, root_count, 0))
     while waiting:
         splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
         expected = {
@@ -272,11 +291,14 @@ def plan(
             level, kids = split
             counts = [next(answers) for _ in kids]
             if sum(counted.total for counted in counts) == total:
+                if on_split is not None:
+                    found = [(k, c.total) for k, c in zip(kids, counts, strict=True)]
+                    on_split(shard, level, total, found)
                 for kid, counted in zip(kids, counts, strict=True):
                     next_round += place(kid, counted, level)
             else:  # the dimension does not cover every hit (e.g. undated records): try the next
                 next_round.append((shard, total, level + 1))
-        waiting = next_round
+        waiting = replay(next_round)
     return leaves, stuck
 
 

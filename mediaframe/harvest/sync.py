@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
+from mediaframe.cache.manifest import Manifest
 from mediaframe.harvest.engine import concat_frames, harvest, in_row_order
 from mediaframe.harvest.plan import Page, Spec, Statuses
 from mediaframe.harvest.report import HarvestReport
@@ -34,13 +35,13 @@ __all__ = ["can_sync", "sync"]
 MAX_STRAGGLERS = 500
 
 
-def can_sync(spec: Spec, manifest: Mapping[str, Any] | None) -> bool:
+def can_sync(spec: Spec, manifest: Manifest | None) -> bool:
     """Whether ``spec``'s cached harvest can be synced rather than fetched again."""
     return bool(
         manifest
-        and manifest.get("complete")
-        and manifest.get("high_water")
-        and manifest.get("spec") == spec.identity()
+        and manifest.complete
+        and manifest.high_water
+        and manifest.spec == spec.identity()
         # the changed pass filters on updated_on, which a user's own date filter would fight
         and not spec.filters.get("date_field")
     )
@@ -72,13 +73,43 @@ def sync(
     lag : how far before the high-water mark the changed pass starts.
     options : passed to each pass's :func:`~mediaframe.harvest.harvest` (per_page, ...).
     """
-    manifest = store.load_manifest()
-    if not can_sync(spec, manifest):
-        return None
-    assert manifest is not None
-    cached, provenance = store.read_data(manifest.get("data_files"))
+    with store.writing():
+        manifest = store.manifest()
+        if manifest is None or not can_sync(spec, manifest):
+            return None
+        return _sync(
+            page,
+            page_keys,
+            fetch_item,
+            spec,
+            store,
+            manifest,
+            flatten,
+            combine,
+            lag,
+            bases,
+            statuses,
+            options,
+        )
+
+
+def _sync(
+    page: Page,
+    page_keys: Page,
+    fetch_item: Callable[[int, int], Mapping[str, Any]],
+    spec: Spec,
+    store: HarvestStore,
+    manifest: Manifest,
+    flatten: Callable[[list[dict[str, Any]]], pd.DataFrame],
+    combine: Combine,
+    lag: dt.timedelta,
+    bases: tuple[int, ...],
+    statuses: Statuses | None,
+    options: Mapping[str, Any],
+) -> tuple[pd.DataFrame, HarvestReport] | None:
+    cached, provenance = store.read_data(manifest)
     key = list(spec.key_columns)
-    since = pd.Timestamp(manifest["high_water"]) - pd.Timedelta(lag)
+    since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
     common = {"bases": bases, "statuses": statuses, **options}
 
     changed_spec = dataclasses.replace(
@@ -113,7 +144,7 @@ def sync(
         "added_by_key": len(fetched),
         "since": since.isoformat(),
     }
-    _write(store, manifest, provenance, merged, report, spec)
+    _write(store, provenance, merged, report, spec)
     for name in ("changed", "keys"):
         _scratch(store, name).remove()
     return merged, report
@@ -142,7 +173,6 @@ def _key_index(frame: pd.DataFrame, key: list[str]) -> pd.MultiIndex:
 
 def _write(
     store: HarvestStore,
-    manifest: dict[str, Any],
     provenance: Mapping[str, Any],
     merged: pd.DataFrame,
     report: HarvestReport,
@@ -150,7 +180,9 @@ def _write(
 ) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
-    manifest["data_files"] = store.write_data(merged, provenance, sort_by=spec.row_order)
+    high_water = None
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
-        manifest["high_water"] = pd.Timestamp(merged["updated_on"].max()).isoformat()
-    store.save_manifest(manifest)
+        high_water = pd.Timestamp(merged["updated_on"].max()).isoformat()
+    store.publish(
+        merged, provenance, spec=spec.identity(), sort_by=spec.row_order, high_water=high_water
+    )

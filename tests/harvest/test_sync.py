@@ -71,7 +71,7 @@ def test_sync_declines_when_a_full_harvest_is_needed(tmp_path):
     service = FakeService.build(200, cap=100)
     assert run_sync(service, tmp_path / "none") is None, "nothing cached yet"
     first_harvest(service, tmp_path / "h")
-    manifest = HarvestStore(str(tmp_path / "h")).load_manifest()
+    manifest = HarvestStore(str(tmp_path / "h")).manifest()
     assert can_sync(Spec("records"), manifest)
     dated = Spec("records", filters={"date_field": "created_on", "date_min": "2020/01/01"})
     assert not can_sync(dated, manifest)
