@@ -24,9 +24,10 @@ The tree::
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   └── MalformedItemError        one item of a response cannot be read; names the item
     ├── IncompleteResultError         a search cannot be retrieved whole under the cap
-    └── CacheError                    the parquet cache cannot be read or written
-        ├── CacheCorruptError         a cached file is damaged or does not match its manifest
-        └── CacheMissError            offline mode and nothing is cached for the request
+    ├── CacheError                    the parquet cache cannot be read or written
+    │   ├── CacheCorruptError         a cached file is damaged or does not match its manifest
+    │   └── CacheMissError            offline mode and nothing is cached for the request
+    └── ExportError                   an export or report file cannot be written
 
     MediaframeWarning (UserWarning)
     ├── IncompleteResultWarning       incomplete results were allowed and happened
@@ -53,6 +54,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailedError",
     "EmptyPlotWarning",
+    "ExportError",
     "ForbiddenError",
     "IncompleteResultError",
     "IncompleteResultWarning",
@@ -229,6 +231,10 @@ class CacheCorruptError(CacheError):
 
 class CacheMissError(CacheError):
     """Offline mode was asked for, and nothing is cached for this request."""
+
+
+class ExportError(MediaframeError):
+    """An export or report file cannot be written (unknown format, unwritable path)."""
 
 
 class MediaframeWarning(UserWarning):

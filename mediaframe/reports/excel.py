@@ -1,0 +1,270 @@
+"""Frames to an ``.xlsx`` workbook that opens safely in a spreadsheet.
+
+Written with xlsxwriter so that no string ever becomes a formula, a link or a number; text a
+spreadsheet could take for a formula keeps its value and gets Excel's quote-prefix style, so that
+editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
+sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
+sheets), 32,767 characters a cell (longer text is cut), and no timezone-aware dates (they are
+written in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import pandas as pd
+
+from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.reports.cells import FormulaPolicy, plain_text, risky
+from mediaframe.reports.files import atomic_path
+
+__all__ = ["EXCEL_CELL_CHARS", "EXCEL_ROWS", "sheet_names", "to_excel"]
+
+#: Rows in a worksheet, header included.
+EXCEL_ROWS = 1_048_576
+#: Characters in a cell.
+EXCEL_CELL_CHARS = 32_767
+_SHEET_CHARS = 31
+_BAD_SHEET_CHARS = re.compile(r"[\[\]:*?/\\\x00-\x1f]")
+_WIDTH = (8, 60)
+
+Frames: TypeAlias = pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[pd.DataFrame]
+
+
+def to_excel(
+    frames: Frames,
+    path: str | os.PathLike[str],
+    *,
+    formula_policy: FormulaPolicy = "escape",
+) -> Path:
+    """Write one frame, or several (one sheet each), to an ``.xlsx`` file safe to open.
+
+    Parameters
+    ----------
+    frames : a DataFrame, a mapping of sheet title to DataFrame, or a sequence of DataFrames.
+        Titles are made valid sheet names (at most 31 characters, no ``[]:*?/\\``, unique).
+    path : the file to write; an earlier file there is replaced only once the new one is whole.
+    formula_policy : ``"escape"`` (default) marks text that could run as a formula with Excel's
+        quote prefix; ``"off"`` writes it plain. Either way no string is written as a formula.
+
+    Returns
+    -------
+    The path written.
+
+    Examples
+    --------
+    >>> from mediaframe.reports import to_excel
+    >>> to_excel({"records": df, "stories": stories}, "export.xlsx")       # doctest: +SKIP
+    """
+    if formula_policy not in ("escape", "off"):
+        raise InvalidParameterError(
+            f"formula_policy must be 'escape' or 'off', not {formula_policy!r}"
+        )
+    import xlsxwriter
+
+    titled = _titled(frames)
+    notes: list[dict[str, str]] = []
+    with atomic_path(path) as partial:
+        book = xlsxwriter.Workbook(
+            str(partial),
+            {
+                "strings_to_formulas": False,
+                "strings_to_urls": False,
+                "strings_to_numbers": False,
+                "nan_inf_to_errors": True,
+                "constant_memory": True,
+            },
+        )
+        styles = _Styles(book)
+        names = sheet_names([title for title, _ in titled], rows=[len(f) for _, f in titled])
+        for (title, frame), sheets in zip(titled, names, strict=True):
+            for number, name in enumerate(sheets):
+                start = number * (EXCEL_ROWS - 1)
+                part = frame.iloc[start : start + EXCEL_ROWS - 1]
+                if len(sheets) > 1:
+                    notes.append(
+                        _note(name, "", f"rows {start + 1:,}-{start + len(part):,} of {title!r}")
+                    )
+                _write_sheet(book.add_worksheet(name), part, styles, notes, name, formula_policy)
+        if notes:
+            used = {name for sheets in names for name in sheets}
+            notes_frame = pd.DataFrame(notes, columns=["sheet", "column", "note"])
+            name = _unique("notes", used)
+            _write_sheet(book.add_worksheet(name), notes_frame, styles, [], name, formula_policy)
+        try:
+            book.close()
+        except Exception as err:  # xlsxwriter raises its own exceptions and OSError
+            raise ExportError(f"cannot write {path}: {err}") from err
+    return Path(path)
+
+
+def sheet_names(titles: list[str], *, rows: list[int] | None = None) -> list[list[str]]:
+    """Valid, unique sheet names for each title: one per sheet its rows need.
+
+    Examples
+    --------
+    >>> sheet_names(["a/b", "A/B", "x" * 40])
+    [['a_b'], ['A_B (2)'], ['xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx']]
+    """
+    used: set[str] = set()
+    out = []
+    for index, title in enumerate(titles):
+        count = 1 if rows is None else max(1, math.ceil(rows[index] / (EXCEL_ROWS - 1)))
+        base = _clean(title)
+        names = [_unique(base if n == 0 else f"{base} ({n + 1})", used) for n in range(count)]
+        out.append(names)
+    return out
+
+
+def _clean(title: str) -> str:
+    name = _BAD_SHEET_CHARS.sub("_", str(title)).strip().strip("'").strip()
+    return name[:_SHEET_CHARS] or "sheet"
+
+
+def _unique(name: str, used: set[str]) -> str:
+    # Excel compares sheet names without case, and reserves "History".
+    candidate, number = name[:_SHEET_CHARS], 1
+    while candidate.lower() in used or candidate.lower() == "history":
+        number += 1
+        suffix = f" ({number})"
+        candidate = name[: _SHEET_CHARS - len(suffix)] + suffix
+    used.add(candidate.lower())
+    return candidate
+
+
+def _titled(frames: Frames) -> list[tuple[str, pd.DataFrame]]:
+    if isinstance(frames, pd.DataFrame):
+        return [(_title_of(frames), frames)]
+    if isinstance(frames, Mapping):
+        pairs = [(str(title), frame) for title, frame in frames.items()]
+    else:
+        pairs = [(_title_of(frame), frame) for frame in frames]
+    for title, frame in pairs:
+        if not isinstance(frame, pd.DataFrame):
+            raise InvalidParameterError(
+                f"to_excel writes DataFrames; {title!r} is a {type(frame).__name__}"
+            )
+    if not pairs:
+        raise InvalidParameterError("to_excel needs at least one DataFrame")
+    return pairs
+
+
+def _title_of(frame: Any) -> str:
+    attrs = getattr(frame, "attrs", {}) or {}
+    harvest = attrs.get("harvest")
+    return str(harvest.get("kind")) if isinstance(harvest, Mapping) else "data"
+
+
+class _Styles:
+    def __init__(self, book: Any) -> None:
+        header = {"bold": True, "bg_color": "#DDE4EE", "bottom": 1, "text_wrap": False}
+        self.header = book.add_format(header)
+        self.header_quoted = book.add_format({**header, "quote_prefix": True})
+        self.quoted = book.add_format({"quote_prefix": True})
+        self.datetime = book.add_format({"num_format": "yyyy-mm-dd hh:mm:ss"})
+
+
+@dataclasses.dataclass
+class _Column:
+    header: str
+    write: Callable[..., None]
+    values: list[Any]
+    width: int
+
+
+def _write_sheet(
+    sheet: Any,
+    frame: pd.DataFrame,
+    styles: _Styles,
+    notes: list[dict[str, str]],
+    name: str,
+    policy: FormulaPolicy,
+) -> None:
+    columns = [
+        _column(str(header), frame[header] if frame.columns.is_unique else frame.iloc[:, i])
+        for i, header in enumerate(frame.columns)
+    ]
+    for index, column in enumerate(columns):
+        quoted = policy == "escape" and risky(column.header)
+        style = styles.header_quoted if quoted else styles.header
+        sheet.write_string(0, index, column.header, style)
+        sheet.set_column(index, index, max(_WIDTH[0], min(column.width, _WIDTH[1])))
+        if column.header.endswith(" (UTC)"):
+            notes.append(_note(name, column.header, "timezone-aware times written in UTC"))
+    cut: dict[str, int] = {}
+    for row in range(len(frame)):
+        for index, column in enumerate(columns):
+            value = column.values[row]
+            if value is None:
+                continue
+            if column.write is _text:
+                if len(value) > EXCEL_CELL_CHARS:
+                    value = value[:EXCEL_CELL_CHARS]
+                    cut[column.header] = cut.get(column.header, 0) + 1
+                style = styles.quoted if policy == "escape" and risky(value) else None
+                sheet.write_string(row + 1, index, value, style)
+            else:
+                column.write(sheet, row + 1, index, value, styles)
+    for header, count in cut.items():
+        notes.append(
+            _note(name, header, f"{count:,} cell(s) cut to Excel's {EXCEL_CELL_CHARS:,} characters")
+        )
+    if columns:
+        sheet.freeze_panes(1, 0)
+        sheet.autofilter(0, 0, max(len(frame), 1), len(columns) - 1)
+
+
+def _column(header: str, column: pd.Series) -> _Column:
+    dtype = column.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        column = column.dt.tz_convert("UTC").dt.tz_localize(None)
+        header = f"{header} (UTC)"
+        return _Column(header, _datetime, _objects(column), 20)
+    if pd.api.types.is_datetime64_dtype(dtype):
+        return _Column(header, _datetime, _objects(column), 20)
+    if pd.api.types.is_bool_dtype(dtype):
+        return _Column(header, _boolean, _objects(column), len(header) + 2)
+    if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
+        return _Column(header, _number, _objects(column), max(len(header) + 2, 12))
+    values = [None if _missing(v) else str(plain_text(v)) for v in column.astype(object)]
+    sample = [len(v) for v in values[:200] if v is not None]
+    return _Column(header, _text, values, max([len(header) + 2, *sample]))
+
+
+def _objects(column: pd.Series) -> list[Any]:
+    return [None if _missing(v) else v for v in column.astype(object)]
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NaT or value is pd.NA:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # arrays and other containers
+        return False
+
+
+def _text(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:
+    sheet.write_string(row, col, value)
+
+
+def _datetime(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:
+    sheet.write_datetime(row, col, value.to_pydatetime(warn=False), styles.datetime)
+
+
+def _boolean(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:
+    sheet.write_boolean(row, col, bool(value))
+
+
+def _number(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:
+    sheet.write_number(row, col, float(value))
+
+
+def _note(sheet: str, column: str, note: str) -> dict[str, str]:
+    return {"sheet": sheet, "column": column, "note": note}

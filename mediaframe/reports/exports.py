@@ -1,0 +1,156 @@
+"""Frames to CSV, parquet and JSON files, safe by default, and one door that picks by extension.
+
+Excel is :mod:`~mediaframe.reports.excel`, HTML :mod:`~mediaframe.reports.html`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mediaframe import __version__
+from mediaframe.exceptions import ExportError
+from mediaframe.reports.cells import FormulaPolicy, plain_text, safe_frame
+from mediaframe.reports.files import atomic_path
+
+__all__ = ["FORMATS", "export", "read_parquet", "to_csv", "to_json", "to_parquet"]
+
+#: File extensions :func:`export` writes, with what they hold.
+FORMATS = {
+    ".csv": "CSV, risky text neutralised with a leading '",
+    ".xlsx": "Excel workbook, one sheet per frame, no formulas",
+    ".parquet": "parquet, dtypes and provenance kept",
+    ".json": "JSON, a list of records",
+    ".html": "one self-contained HTML page",
+}
+_SECRET_WORDS = ("token", "secret", "password")
+
+
+def to_csv(
+    frame: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    formula_policy: FormulaPolicy = "escape",
+    **to_csv_options: Any,
+) -> Path:
+    """Write ``frame`` as CSV that a spreadsheet opens without running anything.
+
+    Text cells (and column names) a spreadsheet could take for a formula get a leading ``'``
+    (:func:`~mediaframe.reports.safe_cell`); numbers are left alone; lists become ``"; "``-joined
+    text. Dates keep their offset (ISO 8601). Rows end in CRLF as RFC 4180 says, so that a CR
+    or LF inside a value is always quoted. ``to_csv_options`` go to
+    :meth:`pandas.DataFrame.to_csv` (``index`` is ``False`` unless given).
+
+    Examples
+    --------
+    >>> from mediaframe.reports import to_csv
+    >>> to_csv(client.records("sunset"), "sunset.csv")                     # doctest: +SKIP
+    """
+    to_csv_options.setdefault("index", False)
+    to_csv_options.setdefault("lineterminator", "\r\n")
+    safe = safe_frame(frame, formula_policy)
+    with atomic_path(path) as partial:
+        safe.to_csv(partial, **to_csv_options)
+    return Path(path)
+
+
+def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``frame`` as one parquet file that :func:`read_parquet` (or ``pd.read_parquet``)
+    reads back identical: dtypes, and the provenance in ``frame.attrs`` (never a secret).
+
+    Examples
+    --------
+    >>> to_parquet(df, "records.parquet")                                   # doctest: +SKIP
+    >>> read_parquet("records.parquet").attrs["harvest"]["query"]           # doctest: +SKIP
+    'sunset'
+    """
+    out = frame.copy(deep=False)
+    out.attrs = _plain_attrs(frame.attrs)
+    out.attrs.setdefault("mediaframe_version", __version__)
+    with atomic_path(path) as partial:
+        try:
+            out.to_parquet(partial, index=False, engine="pyarrow")
+        except (ValueError, TypeError) as err:  # pyarrow's errors subclass these
+            raise ExportError(f"cannot write {path} as parquet: {err}") from err
+    return Path(path)
+
+
+def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A frame written by :func:`to_parquet`, with its dtypes and ``attrs``."""
+    return pd.read_parquet(path, engine="pyarrow")
+
+
+def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null)."""
+    with atomic_path(path) as partial:
+        frame.to_json(partial, orient="records", date_format="iso", force_ascii=False, indent=1)
+    return Path(path)
+
+
+def export(
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame],
+    path: str | os.PathLike[str],
+    **options: Any,
+) -> Path:
+    """Write through the safe writer the file's extension names (see :data:`FORMATS`).
+
+    Several frames go to one workbook or page (``.xlsx``, ``.html``); a single-table format
+    takes one frame.
+
+    Raises
+    ------
+    ExportError
+        The extension is not one of :data:`FORMATS`, or the file cannot be written.
+    """
+    from mediaframe.reports.excel import to_excel
+    from mediaframe.reports.html import to_html
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ExportError(
+            f"cannot tell the format of {path}: end the file name with one of {', '.join(FORMATS)}"
+        )
+    if suffix == ".xlsx":
+        return to_excel(frames, path, **options)
+    if suffix == ".html":
+        return to_html(frames, path, **options)
+    frame = _one(frames, suffix)
+    if suffix == ".csv":
+        return to_csv(frame, path, **options)
+    if suffix == ".parquet":
+        return to_parquet(frame, path)
+    return to_json(frame, path)
+
+
+def _one(frames: pd.DataFrame | Mapping[str, pd.DataFrame], suffix: str) -> pd.DataFrame:
+    if isinstance(frames, pd.DataFrame):
+        return frames
+    if len(frames) == 1:
+        return next(iter(frames.values()))
+    raise ExportError(
+        f"a {suffix} file holds one table, and there are {len(frames)}: write .xlsx or .html, "
+        "or one file per table"
+    )
+
+
+def _plain_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """``attrs`` as plain JSON values (parquet keeps them as JSON), secrets refused."""
+    plain = json.loads(json.dumps(dict(attrs), default=lambda v: str(plain_text(v))))
+    _refuse_secrets(plain)
+    return dict(plain)
+
+
+def _refuse_secrets(value: Any) -> None:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            if any(word in str(key).lower() for word in _SECRET_WORDS):
+                raise ExportError(f"refusing to write {key!r} from the frame's attrs into a file")
+            _refuse_secrets(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            _refuse_secrets(inner)

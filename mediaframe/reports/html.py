@@ -1,0 +1,266 @@
+"""Frames to one self-contained HTML page: escaped, sortable, with its provenance, offline.
+
+The page loads nothing: styles and a few lines of sorting script are inline, figures are inline
+SVG, and a Content-Security-Policy forbids every fetch and every script but that one (by its
+hash), so that even a value that slipped past escaping could not run. Every value and name goes
+through Jinja2's autoescaping.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mediaframe import __version__
+from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.reports.cells import plain_text
+from mediaframe.reports.files import atomic_path
+
+__all__ = ["Section", "provenance_of", "render_html", "svg_of", "to_html"]
+
+_SORT_SCRIPT = """
+document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
+  th.tabIndex = 0;
+  th.addEventListener("click", function () {
+    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
+    var up = th.getAttribute("aria-sort") !== "ascending";
+    table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", up ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[col].textContent, y = b.cells[col].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y), order;
+      if (x === "" || y === "") order = (x === "") - (y === "");
+      else if (!isNaN(nx) && !isNaN(ny) && isFinite(x) && isFinite(y)) order = nx - ny;
+      else order = x.localeCompare(y);
+      return up ? order : -order;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+"""
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode()).digest()).decode()
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{_SCRIPT_HASH}'; base-uri 'none'; form-action 'none'"
+)
+
+
+@dataclasses.dataclass
+class Section:
+    """One table of a page, with what it shows in a sentence and a short summary."""
+
+    title: str
+    frame: pd.DataFrame
+    explanation: str = ""
+    summary: str = ""
+
+
+def to_html(
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
+    path: str | os.PathLike[str],
+    **options: Any,
+) -> Path:
+    """Write frames to one self-contained HTML page; see :func:`render_html` for ``options``.
+
+    Examples
+    --------
+    >>> from mediaframe.reports import to_html
+    >>> to_html(client.records("sunset"), "sunset.html")                   # doctest: +SKIP
+    """
+    page = render_html(frames, **options)
+    with atomic_path(path) as partial:
+        partial.write_text(page, encoding="utf-8")
+    return Path(path)
+
+
+def render_html(
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
+    *,
+    title: str = "mediaframe export",
+    intro: str = "",
+    provenance: Mapping[str, Any] | None = None,
+    figures: Mapping[str, Any] | None = None,
+    notes: Iterable[str] = (),
+    max_rows: int | None = None,
+) -> str:
+    """The page as text.
+
+    Parameters
+    ----------
+    frames : a DataFrame, a mapping of title to DataFrame, or :class:`Section` objects.
+    provenance : what the page is about (server, user, query...); by default what the first
+        frame's ``attrs`` say (:func:`provenance_of`). The mediaframe version and the time the
+        page was made are always added.
+    figures : title to a matplotlib Figure (or Axes), embedded as inline SVG.
+    notes : sentences shown under the provenance.
+    max_rows : rows shown per table (all by default); the page says when it shows fewer.
+    """
+    from jinja2 import Environment, PackageLoader
+
+    sections = _sections(frames)
+    if provenance is None:
+        provenance = provenance_of(sections[0].frame if sections else None)
+    meta = {str(k): _text(v) for k, v in provenance.items() if not _missing(v)}
+    meta.setdefault("generated at", _now())
+    meta["mediaframe version"] = __version__
+    anchors: set[str] = set()
+    env = Environment(
+        loader=PackageLoader("mediaframe.reports", "templates"),
+        autoescape=True,
+        keep_trailing_newline=True,
+    )
+    from markupsafe import Markup
+
+    context = {
+        "title": title,
+        "intro": intro,
+        "csp": CSP,
+        "provenance": meta,
+        "notes": list(notes),
+        "sections": [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections],
+        "figures": [
+            {"title": name, "anchor": _anchor(f"figure {name}", anchors), "svg": Markup(svg_of(f))}
+            for name, f in (figures or {}).items()
+        ],
+        "script": Markup(_SORT_SCRIPT),
+    }
+    return env.get_template("page.html.j2").render(context)
+
+
+def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
+    """What a harvested frame says about where it came from: server, user, query, filters, when."""
+    attrs = dict(getattr(frame, "attrs", None) or {})
+    harvest = _mapping(attrs.get("harvest"))
+    own = _mapping(attrs.get("mediaframe"))
+    facts: dict[str, Any] = {
+        "server": own.get("server") or harvest.get("server"),
+        "user": own.get("user") or harvest.get("user"),
+        "kind": harvest.get("kind"),
+        "query": _quoted_query(harvest.get("query", own.get("query"))),
+        "filters": harvest.get("filters") or own.get("filters") or None,
+        "harvested at": own.get("fetched_at") or harvest.get("fetched_at"),
+    }
+    if harvest.get("fetched") is not None:
+        state = "complete" if harvest.get("complete") else "INCOMPLETE"
+        facts["rows"] = f"{harvest['fetched']:,} of {harvest.get('total_results', '?'):,} ({state})"
+    facts.update(extra)
+    return {key: value for key, value in facts.items() if not _missing(value)}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def svg_of(figure: Any) -> str:
+    """A matplotlib Figure (or Axes) as inline SVG text, with nothing that could fetch or run."""
+    import io
+
+    figure = getattr(figure, "figure", figure)
+    if not hasattr(figure, "savefig"):
+        raise InvalidParameterError(
+            f"figures are matplotlib Figures or Axes, not {type(figure).__name__}"
+        )
+    buffer = io.StringIO()
+    metadata = {"Date": None, "Creator": None, "Format": None, "Type": None}
+    figure.savefig(buffer, format="svg", metadata=metadata, bbox_inches="tight")
+    svg = buffer.getvalue()
+    # The prolog, doctype and metadata name outside addresses; comments repeat the labels' text.
+    svg = re.sub(
+        r"<\?xml.*?\?>|<!DOCTYPE.*?>|<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S
+    )
+    if re.search(r"<script|<foreignObject|\bon\w+\s*=|href\s*=\s*[\"'](?!#)", svg, re.I):
+        raise ExportError("the figure's SVG holds a script, a handler or an outside link")
+    return svg.strip()
+
+
+def _sections(
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
+) -> list[Section]:
+    if isinstance(frames, pd.DataFrame):
+        kind = (frames.attrs.get("harvest") or {}).get("kind") if frames.attrs else None
+        return [Section(str(kind or "data"), frames)]
+    if isinstance(frames, Mapping):
+        return [Section(str(title), frame) for title, frame in frames.items()]
+    sections = list(frames)
+    for section in sections:
+        if not isinstance(section, Section):
+            raise InvalidParameterError(
+                f"to_html takes DataFrames, a mapping of them, or Sections; not "
+                f"{type(section).__name__}"
+            )
+    return sections
+
+
+def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, Any]:
+    frame = section.frame
+    shown = frame if max_rows is None else frame.head(max_rows)
+    numeric = [
+        pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        for dtype in frame.dtypes
+    ]
+    columns = [[_text(v) for v in column.astype(object)] for _, column in shown.items()]
+    rows = (
+        [list(zip(cells, numeric, strict=True)) for cells in zip(*columns, strict=True)]
+        if columns
+        else []
+    )
+    return {
+        "title": section.title,
+        "anchor": anchor,
+        "explanation": section.explanation,
+        "summary": section.summary,
+        "columns": [str(name) for name in frame.columns],
+        "rows": rows,
+        "hidden": len(shown) < len(frame),
+        "shown": f"{len(shown):,}",
+        "total": f"{len(frame):,}",
+    }
+
+
+def _text(value: Any) -> str:
+    if _missing(value):
+        return ""
+    if isinstance(value, pd.Timestamp | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, float):
+        return f"{value:.15g}"
+    return str(plain_text(value))
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _anchor(title: str, used: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+    anchor, number = base, 1
+    while anchor in used:
+        number += 1
+        anchor = f"{base}-{number}"
+    used.add(anchor)
+    return anchor
+
+
+def _quoted_query(query: Any) -> Any:
+    if query is None:
+        return None
+    return repr(str(query)) if query == "" else str(query)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
