@@ -96,6 +96,8 @@ class PlanFile:
     leaves: list[PlannedShard] = dataclasses.field(default_factory=list)
     #: Splits proven so far, by the id of the shard split: a resume replays them for free.
     splits: dict[str, ProvenSplit] = dataclasses.field(default_factory=dict)
+    #: Every shard counted so far, by id: a resume asks none of them again.
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
     #: Planning finished: ``leaves`` is the whole plan.
     planned: bool = False
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -147,6 +148,7 @@ class _Planning:
         self.pool, self.bases, self.statuses = pool, bases, statuses
         self.provenance = dict(provenance or {})
         self._saved_at = 0.0
+        self._lock = threading.Lock()
 
     def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
         """The plan, and the shards already finished that it keeps, by id."""
@@ -167,13 +169,14 @@ class _Planning:
             self.early.keep(_intact_shards(self.store), trusted=unmoved)
         else:
             self.store.clear_shards()
-        splits = saved.splits if saved is not None and unmoved else {}
-        made = self._plan(root, splits)
+        trusted = saved if saved is not None and unmoved else None
+        made = self._plan(root, trusted)
         self.early.forget_all_but({leaf.id for leaf in made.leaves})
         return made, dict(self.early.reused)
 
-    def _plan(self, root: Count, splits: dict[str, ProvenSplit]) -> PlanFile:
-        """Count and split the root, starting on each leaf as soon as it is proven."""
+    def _plan(self, root: Count, saved: PlanFile | None) -> PlanFile:
+        """Count and split the root, starting on each leaf as soon as it is proven; the splits
+        and counts of ``saved`` (an interrupted run's) are taken as they are."""
         counter = self.counter
         cap = root.retrievable if root.over_cap else None
         limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
@@ -184,20 +187,60 @@ class _Planning:
             total=root.total,
             cap=cap,
             capped_engine=counter.capped_engine,
-            splits=dict(splits),
+            splits=dict(saved.splits) if saved else {},
+            counts=dict(saved.counts) if saved else {},
         )
-        self.store.save_plan(checkpoint)
-        self._saved_at = time.monotonic()
+        self._save(checkpoint)
+        known = dict(checkpoint.counts)
+        counting = self.early.counting(counter, limit)
+
+        def count(shard: Shard, expected: float | None = None) -> Count:
+            if shard.id in known:  # counted by the interrupted run
+                return Count(known[shard.id], known[shard.id])
+            counted = counting(shard, expected)
+            with self._lock:
+                checkpoint.counts[shard.id] = counted.total
+            return counted
 
         def proven(shard: Shard, level: int, total: int, kids: list[tuple[Shard, int]]) -> None:
             children = [_planned(kid, kid_total) for kid, kid_total in kids]
-            checkpoint.splits[shard.id] = ProvenSplit(level, total, children)
+            with self._lock:
+                checkpoint.splits[shard.id] = ProvenSplit(level, total, children)
             if time.monotonic() - self._saved_at >= _CHECKPOINT_EVERY:
-                self.store.save_plan(checkpoint)
-                self._saved_at = time.monotonic()
+                self._save(checkpoint)
 
-        leaves, stuck = plan(
-            self.early.counting(counter, limit),
+        try:
+            leaves, stuck = self._split(root, limit, count, checkpoint.splits, proven)
+        except BaseException:
+            # a revoked token, a dropped network: what was proven is kept for the next run
+            self._save(checkpoint)
+            raise
+        made = dataclasses.replace(
+            checkpoint,
+            capped_engine=counter.capped_engine,
+            leaves=[_planned(s, n) for s, n in leaves]
+            + [_planned(s, n, stuck=True) for s, n in stuck],
+            planned=True,
+        )
+        self._save(made)
+        return made
+
+    def _save(self, checkpoint: PlanFile) -> None:
+        with self._lock:  # counts come in on the pool's threads
+            self.store.save_plan(checkpoint)
+        self._saved_at = time.monotonic()
+
+    def _split(
+        self,
+        root: Count,
+        limit: int,
+        count: Callable[..., Count],
+        splits: Mapping[str, ProvenSplit],
+        proven: Callable[[Shard, int, int, list[tuple[Shard, int]]], None],
+    ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
+        counter = self.counter
+        return plan(
+            count,
             root=Shard(),
             root_count=root,
             cap=limit,
@@ -209,19 +252,10 @@ class _Planning:
             on_leaf=self.early.start,
             proven={
                 shard_id: (split.level, split.total, [_shard(c) for c in split.children])
-                for shard_id, split in splits.items()
+                for shard_id, split in dict(splits).items()
             },
             on_split=proven,
         )
-        made = dataclasses.replace(
-            checkpoint,
-            capped_engine=counter.capped_engine,
-            leaves=[_planned(s, n) for s, n in leaves]
-            + [_planned(s, n, stuck=True) for s, n in stuck],
-            planned=True,
-        )
-        self.store.save_plan(made)
-        return made
 
 
 def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:
