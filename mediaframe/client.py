@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pandas as pd
 import requests
 
-from mediaframe import auth, frames
+from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
@@ -310,8 +311,9 @@ class Client:
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
         query`` (each ``query`` selects its value)."""
-        _, search = _split_filters(filters)
-        response = self.api.search_v2(query, per_page=1, **search)
+        _, search = _split_filters(filters, where="facets")
+        spec = _spec("records", query, search, self._date_fields())
+        response = self.api.search_v2(query, per_page=1, **spec.filters)
         return frames.facets(response.get("facets") or [])
 
     def me(self, *, refresh: bool = False) -> Me:
@@ -347,23 +349,29 @@ class Client:
 
     def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
-        options, search = _split_filters(filters)
-        return cache_path(self, _spec(kind, query, search), options.cache_dir)
+        kind = validate.choice(kind, "kind", ("records", "stories"))
+        options, search = _split_filters(filters, where="cache_path")
+        return cache_path(self, _spec(kind, query, search, self._date_fields()), options.cache_dir)
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
         """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""
         return RemoteSearch(self.base_url, self.transport.token, self.settings, route)
 
+    def _date_fields(self) -> tuple[str, ...]:
+        """The fields ``date_field`` may name: every record's dates, and the databox's."""
+        return validate.RECORD_DATE_FIELDS
+
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
-        options, search = _split_filters(filters)
+        options, search = _split_filters(filters, where=kind)
         sort, order = search.pop("sort", None), search.pop("ord", None)
         if sort is not None and sort not in RESULT_SORTS:
             raise InvalidParameterError(
                 f"sort={sort!r}: a complete result is ordered by {' or '.join(RESULT_SORTS)} "
-                "(or by key when sort is left out); for ranked pages use client.api.search"
+                f"(or by key when sort is left out).{validate.suggest(str(sort), RESULT_SORTS)} "
+                "For ranked pages use client.api.search"
             )
         search_params(sort=sort, ord=order)  # validates ord
-        frame = collect(self, _spec(kind, query, search), options)
+        frame = collect(self, _spec(kind, query, search, self._date_fields()), options)
         return _ordered(frame, sort, order)
 
     def _feed_entries(self, offset_start: int | None, per_page: int | None) -> list[dict]:
@@ -425,44 +433,66 @@ class RemoteSearch:
 
 
 _OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}
+#: What a search filter may be called: search_params' options, less those mediaframe chooses.
+_FILTER_NAMES = set(inspect.signature(search_params).parameters) - {"query"}
+_CHOSEN = ("offset_start", "search_type")
 
 
-def _split_filters(filters: Mapping[str, Any]) -> tuple[Options, dict[str, Any]]:
-    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
-    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
-    for name in ("offset_start", "search_type"):
-        if name in search:
+def _split_filters(filters: Mapping[str, Any], *, where: str) -> tuple[Options, dict[str, Any]]:
+    for name in _CHOSEN:
+        if name in filters:
             raise InvalidParameterError(
                 f"{name}= is chosen by mediaframe for a complete result; use client.api.search "
                 "for single pages"
             )
-    return Options(**options), search
+    validate.check_keywords(filters, (_FILTER_NAMES - set(_CHOSEN)) | _OPTION_NAMES, where=where)
+    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
+    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
+    return _options(options), search
 
 
-def _spec(kind: str, query: str, filters: Mapping[str, Any]) -> Spec:
-    """A validated search, with filters in a plain form that names one cache entry."""
+def _options(given: Mapping[str, Any]) -> Options:
+    """How to collect, each knob checked where the user passed it (``None``: the setting)."""
+    checked = {name: value for name, value in given.items() if value is not None}
+    for name in ("refresh", "allow_incomplete", "offline", "progress"):
+        if name in checked:
+            checked[name] = validate.flag(checked[name], name)
+    if "ttl" in checked:
+        checked["ttl"] = validate.duration(checked["ttl"], "ttl")
+    if "concurrency" in checked:
+        checked["concurrency"] = validate.count(checked["concurrency"], "concurrency", minimum=1)
+    if "per_page" in checked:
+        checked["per_page"] = validate.count(checked["per_page"], "per_page", minimum=1)
+    if "cache_dir" in checked:
+        checked["cache_dir"] = validate.path(checked["cache_dir"], "cache_dir")
+    return Options(**checked)
+
+
+def _spec(kind: str, query: str, filters: Mapping[str, Any], date_fields: Iterable[str]) -> Spec:
+    """A validated search, with filters in a plain form that names one cache entry.
+
+    Iterables are read once, first: a generator given as ``bases`` must filter, not be consumed
+    by the check and then found empty.
+    """
     filters = {k: v for k, v in filters.items() if v is not None}
+    for name in ("bases", "fields"):
+        if name in filters:
+            filters[name] = validate.items(filters[name], name)
+    if "status" in filters:  # one cache entry whatever the order it was written in
+        status = validate.status(filters["status"])
+        filters["status"] = {
+            bit: {state: sorted(ids) for state, ids in sorted(status[bit].items())}
+            for bit in sorted(status)
+        }
+    if "date_field" in filters:
+        validate.date_field(filters["date_field"], date_fields)
     search_params(query, **filters)  # raises InvalidParameterError with what to send instead
     for name in ("date_min", "date_max"):
         if name in filters:
             filters[name] = to_ymd(filters[name], name=name)
     if "bases" in filters:
-        filters["bases"] = sorted({int(base) for base in filters["bases"]})
-    if "fields" in filters:
-        filters["fields"] = list(filters["fields"])
-    if "status" in filters:
-        filters["status"] = _plain_status(filters["status"])
+        filters["bases"] = sorted(set(filters["bases"]))
     return Spec(kind, query, filters)
-
-
-def _plain_status(status: Mapping[int, Mapping[str, Iterable[int] | int]]) -> dict:
-    return {
-        int(bit): {
-            state: sorted([ids] if isinstance(ids, int) else {int(i) for i in ids})
-            for state, ids in sorted(states.items())
-        }
-        for bit, states in sorted(status.items())
-    }
 
 
 def _ordered(frame: pd.DataFrame, sort: str | None, order: str | None) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +29,7 @@ class Settings:
     ``MEDIAFRAME_CONFIG_DIR``   token profiles (default ``$XDG_CONFIG_HOME/mediaframe``)
     ``MEDIAFRAME_CACHE_DIR``    parquet cache (default ``$XDG_CACHE_HOME/mediaframe``)
     ``MEDIAFRAME_PROFILE``      profile to load when none is named (default ``default``)
-    ``MEDIAFRAME_TIMEOUT``      seconds to wait for one answer (default 30)
+    ``MEDIAFRAME_TIMEOUT``      seconds one attempt may take, connecting to last byte (default 30)
     ``MEDIAFRAME_RETRIES``      retries of a failed read (default 5)
     ``MEDIAFRAME_BACKOFF``      first backoff in seconds, doubled each retry (default 0.5)
     ``MEDIAFRAME_TOKEN_PLACEMENT``  ``auto``, ``header`` or ``param`` (default ``auto``)
@@ -38,6 +39,7 @@ class Settings:
     ``MEDIAFRAME_OFFLINE``      ``1`` reads only the cache, never the network (default ``0``)
     ``MEDIAFRAME_CACHE_TTL``    seconds a cached result is used as is before it is synced (3600)
     ``MEDIAFRAME_SYNC_LAG``     seconds re-read before the last sync, for clock skew (default 300)
+    ``MEDIAFRAME_MAX_RESPONSE_BYTES``  largest answer read, counted decompressed (default 1 GiB)
     """
 
     config_dir: Path
@@ -53,8 +55,19 @@ class Settings:
     offline: bool = False
     cache_ttl: float = 3600.0
     sync_lag: float = 300.0
+    #: An answer larger than this (after decompression) is dropped with ResponseTooLargeError:
+    #: an endless body or a compression bomb cannot exhaust memory. Pages are far smaller.
+    max_response_bytes: int = 1 << 30
 
     def __post_init__(self) -> None:
+        for name, kinds in _NUMBERS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise ConfigurationError(
+                    f"{name} must be a {kinds[0].__name__}, not {type(value).__name__} {value!r}"
+                )
+            if not math.isfinite(value):  # type: ignore[arg-type]  # a number, checked above
+                raise ConfigurationError(f"{name} must be a finite number, not {value!r}")
         if self.token_placement not in TOKEN_PLACEMENTS:
             raise ConfigurationError(
                 f"token_placement must be one of {', '.join(TOKEN_PLACEMENTS)}, "
@@ -66,7 +79,7 @@ class Settings:
             raise ConfigurationError("cache_ttl and sync_lag must not be negative")
         if self.backoff < 0:
             raise ConfigurationError(f"backoff must not be negative, not {self.backoff!r}")
-        for name in ("retries", "concurrency", "per_page"):
+        for name in ("retries", "concurrency", "per_page", "max_response_bytes"):
             value = getattr(self, name)
             minimum = 0 if name == "retries" else 1
             if value < minimum:
@@ -97,7 +110,20 @@ class Settings:
             offline=_flag(env, "MEDIAFRAME_OFFLINE", False),
             cache_ttl=_number(env, "MEDIAFRAME_CACHE_TTL", 3600.0, float),
             sync_lag=_number(env, "MEDIAFRAME_SYNC_LAG", 300.0, float),
+            max_response_bytes=_number(env, "MEDIAFRAME_MAX_RESPONSE_BYTES", 1 << 30, int),
         )
+
+
+_NUMBERS: dict[str, tuple[type, ...]] = {
+    "timeout": (float, int),
+    "retries": (int,),
+    "backoff": (float, int),
+    "concurrency": (int,),
+    "per_page": (int,),
+    "cache_ttl": (float, int),
+    "sync_lag": (float, int),
+    "max_response_bytes": (int,),
+}
 
 
 def _number(env: Mapping[str, str], name: str, default: _N, kind: Callable[[str], _N]) -> _N:

@@ -10,9 +10,10 @@ The tree::
     │   ├── TokenRejectedError        token unknown, revoked or expired (HTTP 401, empty body)
     │   └── OAuthError                the authorize or token endpoint answered an OAuth error code
     │       └── StateMismatchError    `state` returned is not the one sent (possible CSRF)
-    ├── TransportError                the request never got an HTTP answer
+    ├── TransportError                the request never got a usable HTTP answer
     │   ├── ConnectionFailedError     unreachable host, refused or dropped connection
-    │   └── RequestTimeoutError       no answer within the timeout
+    │   ├── RequestTimeoutError       no whole answer within the timeout
+    │   └── RedirectRefusedError      a 3xx answer: API calls never follow redirects
     ├── APIError                      the service answered with an error envelope
     │   ├── BadRequestError           400: a parameter is invalid or missing
     │   ├── PermissionDeniedError     401 in the envelope: token fine, resource not yours
@@ -22,7 +23,8 @@ The tree::
     │   ├── NotAcceptableError        406
     │   └── ServerError               5xx, after retries
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
-    │   └── MalformedItemError        one item of a response cannot be read; names the item
+    │   ├── MalformedItemError        one item of a response cannot be read; names the item
+    │   └── ResponseTooLargeError     the answer outgrew MEDIAFRAME_MAX_RESPONSE_BYTES
     ├── IncompleteResultError         a search cannot be retrieved whole under the cap
     ├── CacheError                    the parquet cache cannot be read or written
     │   ├── CacheCorruptError         a cached file is damaged or does not match its manifest
@@ -67,8 +69,10 @@ __all__ = [
     "NotFoundError",
     "OAuthError",
     "PermissionDeniedError",
+    "RedirectRefusedError",
     "RequestTimeoutError",
     "ResponseFormatError",
+    "ResponseTooLargeError",
     "ServerError",
     "StateMismatchError",
     "TokenMissingError",
@@ -114,7 +118,7 @@ class StateMismatchError(OAuthError):
 
 
 class TransportError(MediaframeError):
-    """No HTTP answer came back."""
+    """No usable HTTP answer came back."""
 
 
 class ConnectionFailedError(TransportError):
@@ -122,7 +126,22 @@ class ConnectionFailedError(TransportError):
 
 
 class RequestTimeoutError(TransportError):
-    """The service did not answer within the timeout."""
+    """The service did not give its whole answer within the timeout."""
+
+
+class RedirectRefusedError(TransportError):
+    """The service answered with a redirect, which API calls never follow.
+
+    Following it could send the token (or a form body holding it) to another host, or over plain
+    http. ``location`` is where the redirect pointed, without its query string.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, location: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.location = location
 
 
 class APIError(MediaframeError):
@@ -204,6 +223,10 @@ class MalformedItemError(ResponseFormatError):
     def __init__(self, message: str, *, item: Any = None) -> None:
         super().__init__(message)
         self.item = item
+
+
+class ResponseTooLargeError(ResponseFormatError):
+    """The answer grew past the size limit (counted after decompression) and was dropped."""
 
 
 class IncompleteResultError(MediaframeError):

@@ -13,9 +13,18 @@ from typing import Any
 
 import orjson
 import requests
+import urllib3
 import yaml
 
-from mediaframe.auth import TOKEN_PARAM, Token, check_base_url, install_redaction, redact
+from mediaframe.auth import (
+    TOKEN_PARAM,
+    Token,
+    check_base_url,
+    install_redaction,
+    redact,
+    redact_url,
+    same_origin,
+)
 from mediaframe.auth import token_header as _token_header
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
@@ -30,8 +39,10 @@ from mediaframe.exceptions import (
     NotFoundError,
     OAuthError,
     PermissionDeniedError,
+    RedirectRefusedError,
     RequestTimeoutError,
     ResponseFormatError,
+    ResponseTooLargeError,
     ServerError,
     TokenMissingError,
     TokenRejectedError,
@@ -57,10 +68,24 @@ _JSONP = re.compile(rb"^\s*(?:/\*\*/)?\s*[A-Za-z_$][\w$.]*\s*\((.*)\)\s*;?\s*$",
 _ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
 _SNIPPET = 160
 _MAX_DELAY = 60.0
+# Bytes asked of the socket per read while streaming an answer (a read returns what has come).
+_CHUNK = 1 << 18
 
 
 class _YamlLoader(yaml.SafeLoader):
-    """Safe YAML that keeps dates as strings, exactly as the JSON representation gives them."""
+    """Safe YAML that keeps dates as strings, exactly as the JSON representation gives them.
+
+    Anchors and aliases are refused: the service never sends them, and a few lines of nested
+    aliases expand to billions of nodes (the "billion laughs").
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "YAML anchors and aliases are not read", event.start_mark
+            )
+        return super().compose_node(parent, index)
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -321,55 +346,121 @@ class Transport:
             (data if isinstance(data, list) else query).append((TOKEN_PARAM, token.access_token))
         log.debug("%s (token: %s)", line, placement if token else "none")
         started = time.monotonic()
+        deadline = started + self.settings.timeout
+        request = requests.Request(
+            method, self.base_url + path, params=query or None, data=data, headers=headers
+        )
+        response = self._exchange(self.session.prepare_request(request), line, deadline)
         try:
-            response = self.session.request(
-                method,
-                self.base_url + path,
-                params=query or None,
-                data=data,
-                headers=headers,
-                timeout=self.settings.timeout,
+            content = self._body(response, line, deadline)
+        finally:
+            _release(response)
+        log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
+        result = self._read(
+            response, content, line, representation, placement if token else None, decode
+        )
+        if self._placement is None and token is not None:
+            self._placement = "header"  # the header worked: no need to test it again
+        return result
+
+    def _exchange(
+        self, prepared: requests.PreparedRequest, line: str, deadline: float
+    ) -> requests.Response:
+        """Send, never following a redirect; the body is left on the wire for :meth:`_body`.
+
+        Failures are raised after the ``except`` blocks, so that no library exception (whose
+        message may hold the request URL, and the token in it) rides along as ``__context__``.
+        """
+        if not same_origin(prepared.url or "", self.base_url):
+            raise ConfigurationError(
+                f"{line}: refusing to send to {redact_url(prepared.url or '')}, which is not "
+                f"the service at {self.base_url}"
+            )
+        environment = self.session.merge_environment_settings(prepared.url, {}, True, None, None)
+        timeout = min(self.settings.timeout, max(deadline - time.monotonic(), 0.001))
+        failure: Exception
+        try:
+            response = self.session.send(
+                prepared, timeout=timeout, allow_redirects=False, **environment
             )
         except requests.Timeout as err:
-            raise _Retry(
-                _translated(
-                    RequestTimeoutError,
-                    f"{line}: no answer within {self.settings.timeout} s. "
-                    "Try again later or raise MEDIAFRAME_TIMEOUT",
-                    err,
-                )
-            ) from None
+            failure = _Retry(self._timed_out(line, err))
         except (
             requests.ConnectionError,
             requests.exceptions.ChunkedEncodingError,
             requests.exceptions.ContentDecodingError,
         ) as err:
-            raise _Retry(
-                _translated(
-                    ConnectionFailedError,
-                    f"{line}: the connection failed or dropped ({redact(str(err))[:200]}). "
-                    "Check the URL and the network, then try again",
-                    err,
-                )
-            ) from None
+            failure = _Retry(_dropped(line, err))
         except requests.RequestException as err:
-            raise _translated(TransportError, f"{line}: {redact(str(err))[:200]}", err) from None
-        log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
-        result = self._read(response, line, representation, placement if token else None, decode)
-        if self._placement is None and token is not None:
-            self._placement = "header"  # the header worked: no need to test it again
-        return result
+            failure = TransportError(f"{line}: {_library_message(err)}")
+        else:
+            if 300 <= response.status_code < 400:
+                _release(response)
+                raise _redirect_error(response, line)
+            return response
+        raise failure
+
+    def _body(self, response: requests.Response, line: str, deadline: float) -> bytes:
+        """The whole body, decompressed, within the size limit and the request's deadline.
+
+        Read as it comes (one socket read at a time, so a server dripping bytes cannot outlast
+        the deadline) into a list joined once: one copy of a large page, as before.
+        """
+        limit = self.settings.max_response_bytes
+        raw = response.raw
+        if response._content is not False or not isinstance(raw, urllib3.BaseHTTPResponse):
+            content = response.content  # an adapter that answered from memory
+            if len(content) > limit:
+                raise _too_large(line, limit)
+            return content
+        chunks: list[bytes] = []
+        size = 0
+        failure: Exception | None = None
+        while failure is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                failure = _Retry(self._timed_out(line))
+                break
+            _shorten_read_timeout(raw, remaining)
+            try:
+                chunk = raw.read1(_CHUNK, decode_content=True)
+            except (urllib3.exceptions.TimeoutError, requests.Timeout) as err:
+                failure = _Retry(self._timed_out(line, err))
+            except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as err:
+                failure = _Retry(_dropped(line, err))
+            else:
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    failure = _too_large(line, limit)
+                chunks.append(chunk)
+        if failure is not None:
+            raise failure
+        content = b"".join(chunks)
+        # as requests would have it after reading: its accessors see the body read here, and
+        # the connection goes back to the pool
+        response._content = content
+        response._content_consumed = True  # requests' own flag
+        return content
+
+    def _timed_out(self, line: str, err: Exception | None = None) -> RequestTimeoutError:
+        cause = f" ({_library_message(err)})" if err is not None else ""
+        return RequestTimeoutError(
+            f"{line}: no whole answer within {self.settings.timeout} s{cause}. "
+            "Try again later or raise MEDIAFRAME_TIMEOUT"
+        )
 
     def _read(
         self,
         response: requests.Response,
+        content: bytes,
         line: str,
         representation: str,
         placement: str | None,
         decode: _Decode = None,
     ) -> Any:
         status = response.status_code
-        content = response.content
         if not content.strip():
             raise _bodyless_error(response, line, placement)
         if _is_cut_short(response):
@@ -569,10 +660,52 @@ def _snippet(content: bytes) -> str:
     return redact(" ".join(text.split()))
 
 
-def _translated(kind: type[MediaframeError], message: str, err: Exception) -> MediaframeError:
-    """``kind(message)`` chained to ``err`` unless the library's message carries a secret."""
-    error = kind(message)
-    # requests puts the full URL (with `oauth_token` in parameter mode) in its messages.
-    error.__cause__ = err if redact(str(err)) == str(err) else None
-    error.__suppress_context__ = True
-    return error
+def _library_message(err: BaseException) -> str:
+    """A library exception told in a few redacted words (its URL may carry the token)."""
+    return f"{type(err).__name__}: {redact(str(err))[:200]}"
+
+
+def _dropped(line: str, err: BaseException) -> ConnectionFailedError:
+    return ConnectionFailedError(
+        f"{line}: the connection failed or dropped ({_library_message(err)}). "
+        "Check the URL and the network, then try again"
+    )
+
+
+def _too_large(line: str, limit: int) -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"{line}: the answer grew past {limit:,} bytes (decompressed) and was dropped. Ask "
+        "for smaller pages (per_page=), or raise MEDIAFRAME_MAX_RESPONSE_BYTES if the service "
+        "is trusted"
+    )
+
+
+def _redirect_error(response: requests.Response, line: str) -> RedirectRefusedError:
+    location = redact_url(response.headers.get("Location", ""))
+    return RedirectRefusedError(
+        f"{line}: the service answered HTTP {response.status_code}, a redirect to {location}. "
+        "API calls never follow redirects (the token would go along): set base_url to the "
+        "address the service answers on itself",
+        status_code=response.status_code,
+        location=location,
+    )
+
+
+def _release(response: requests.Response) -> None:
+    """Give a fully read connection back to the pool; close one left half read."""
+    raw = response.raw
+    if isinstance(raw, urllib3.BaseHTTPResponse):
+        if getattr(response, "_content_consumed", False):
+            raw.release_conn()
+        else:
+            raw.close()
+
+
+def _shorten_read_timeout(raw: urllib3.BaseHTTPResponse, remaining: float) -> None:
+    """Let the next socket read wait no longer than the request's deadline allows."""
+    connection = getattr(raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        current = sock.gettimeout()
+        if current is None or current > remaining:
+            sock.settimeout(remaining)

@@ -30,8 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe import frames
-from mediaframe.exceptions import InvalidParameterError
+from mediaframe import frames, validate
+from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
 from mediaframe.frames import records_json
 from mediaframe.http import Transport
 
@@ -46,6 +46,7 @@ __all__ = [
     "normalise_record",
     "normalise_search",
     "search_params",
+    "search_rights",
     "to_ymd",
 ]
 
@@ -66,6 +67,7 @@ _RENAMES = (
 # --- parameters ---------------------------------------------------------------------------------
 
 
+@validate.keywords_checked
 def search_params(
     query: str = "",
     *,
@@ -121,14 +123,20 @@ def search_params(
     if not isinstance(query, str):
         raise InvalidParameterError(f"query must be a string, not {type(query).__name__}")
     pairs = [("query", query)]
-    pairs += [("bases[]", str(_count(b, "bases", minimum=0))) for b in _items(bases, "bases")]
+    base_ids = _items(bases, "bases")
+    if bases is not None and not base_ids:
+        raise InvalidParameterError(
+            "bases is empty, which the service reads as every collection: leave it out for "
+            "every collection, or name at least one base id"
+        )
+    pairs += [("bases[]", str(_count(b, "bases", minimum=0))) for b in base_ids]
     pairs += _paging(offset_start, per_page)
     pairs += _choice("ord", ord, ORDERS) + _choice("sort", sort, SORTS)
     pairs += _choice("record_type", record_type, RECORD_TYPES)
     if search_type is not None:
         pairs.append(("search_type", str(_search_type(search_type))))
     if stemme is not None:
-        pairs.append(("stemme", "1" if stemme else "0"))
+        pairs.append(("stemme", "1" if validate.flag(stemme, "stemme") else "0"))
     pairs += _dates(date_field, date_min, date_max)
     pairs += _status(status)
     pairs += [("fields[]", _name(f, "fields")) for f in _items(fields, "fields")]
@@ -167,35 +175,13 @@ def _paging(offset_start: int | None, per_page: int | None) -> list[tuple[str, s
     return pairs
 
 
-def _count(value: Any, name: str, *, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParameterError(f"{name} must be an integer, not {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise InvalidParameterError(f"{name} must be {bound}, not {value}")
-    return value
-
-
-def _items(values: Iterable[Any] | None, name: str) -> list[Any]:
-    if values is None:
-        return []
-    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise InvalidParameterError(f"{name} must be a list, not {values!r}")
-    return list(values)
-
-
-def _name(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidParameterError(f"{name} must hold non-empty strings, not {value!r}")
-    return value
+_count = validate.count
+_items = validate.items
+_name = validate.name
 
 
 def _choice(name: str, value: str | None, allowed: Iterable[str]) -> list[tuple[str, str]]:
-    if value is None:
-        return []
-    if value not in allowed:
-        raise InvalidParameterError(f"{name} must be one of {', '.join(allowed)}; not {value!r}")
-    return [(name, value)]
+    return [] if value is None else [(name, validate.choice(value, name, allowed))]
 
 
 def _search_type(value: int | str) -> int:
@@ -233,23 +219,12 @@ def _status(
 ) -> list[tuple[str, str]]:
     if status is None:
         return []
-    if not isinstance(status, Mapping):
-        raise InvalidParameterError(
-            "status must be a mapping {bit: {'on': [databox_id, ...], 'off': [...]}}"
-        )
-    pairs = []
-    for bit, states in status.items():
-        bit = _count(bit, "status bit", minimum=0, maximum=31)
-        if not isinstance(states, Mapping) or not set(states) <= {"on", "off"}:
-            raise InvalidParameterError(
-                f"status[{bit}] must map 'on' and/or 'off' to databox ids, not {states!r}"
-            )
-        for state, databoxes in states.items():
-            ids = [databoxes] if isinstance(databoxes, int) else _items(databoxes, "status")
-            for databox_id in ids:
-                databox_id = _count(databox_id, "status databox_id", minimum=0)
-                pairs.append((f"status[{bit}][{state}][]", str(databox_id)))
-    return pairs
+    return [
+        (f"status[{bit}][{state}][]", str(databox_id))
+        for bit, states in validate.status(status).items()
+        for state, databoxes in states.items()
+        for databox_id in databoxes
+    ]
 
 
 # --- answers ------------------------------------------------------------------------------------
@@ -312,6 +287,67 @@ def normalise_me(response: dict[str, Any]) -> dict[str, Any]:
     if "databoxes" in response:
         response["databoxes"] = as_list(response["databoxes"], key="databox_id")
     return response
+
+
+def search_rights(
+    me: Mapping[str, Any],
+) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
+    """What a harvest plans with, from a normalised ``/me/`` answer: the base ids the user may
+    search (``actif``), and ``{base_id: (databox_id, status bits defined)}``.
+
+    Raises
+    ------
+    ResponseFormatError
+        A member is not what ``/me/`` says it is; the message names it.
+    """
+    bases, statuses = [], {}
+    collections = me.get("collections") or []
+    if not isinstance(collections, list):
+        raise _odd("collections", collections, "a list of collections")
+    for index, entry in enumerate(collections):
+        where = f"collections[{index}]"
+        if not isinstance(entry, Mapping):
+            raise _odd(where, entry, "an object")
+        rights = entry.get("rights") or []
+        if not isinstance(rights, list | Mapping):
+            raise _odd(f"{where}.rights", rights, "a list of rights")
+        if "actif" not in rights or entry.get("base_id") is None:
+            continue
+        base = _member_int(entry["base_id"], f"{where}.base_id")
+        bases.append(base)
+        defined = entry.get("statuses") or []
+        if not isinstance(defined, list):
+            raise _odd(f"{where}.statuses", defined, "a list of status bits")
+        bits = set()
+        for position, bit in enumerate(defined):
+            if not isinstance(bit, Mapping):
+                raise _odd(f"{where}.statuses[{position}]", bit, "an object")
+            if "position" in bit:
+                name = f"{where}.statuses[{position}].position"
+                bits.add(_member_int(bit["position"], name, maximum=31))
+        if entry.get("databox_id") is not None and bits:
+            statuses[base] = (_member_int(entry["databox_id"], f"{where}.databox_id"), sorted(bits))
+    return tuple(sorted(set(bases))), statuses
+
+
+def _member_int(value: Any, where: str, *, maximum: int | None = None) -> int:
+    """An id or bit number of an answer: an integer, or a string of digits (older servers)."""
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= 18:
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _odd(where, value, "a non-negative integer")
+    if maximum is not None and value > maximum:
+        raise _odd(where, value, f"an integer up to {maximum}")
+    return value
+
+
+def _odd(where: str, value: Any, expected: str) -> ResponseFormatError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ResponseFormatError(
+        f"the /me/ answer's {where} is {shown}, not {expected}: the service (or a proxy) "
+        "answered in a shape mediaframe cannot plan with; please report it"
+    )
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ from mediaframe.auth.tokens import (
     install_redaction,
     is_loopback_url,
     redact,
+    redact_url,
+    register_secret,
+    same_origin,
     token_header,
 )
 
@@ -46,7 +49,10 @@ __all__ = [
     "login_oob",
     "password_grant",
     "redact",
+    "redact_url",
     "refresh",
+    "register_secret",
+    "same_origin",
     "token_from_redirect",
     "token_header",
 ]

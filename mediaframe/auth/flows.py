@@ -19,11 +19,20 @@ import requests
 from oauthlib import oauth2
 from requests_oauthlib import OAuth2Session
 
-from mediaframe.auth.tokens import Token, check_base_url, install_redaction, is_loopback_url, redact
+from mediaframe.auth.tokens import (
+    Token,
+    check_base_url,
+    install_redaction,
+    is_loopback_url,
+    redact,
+    redact_url,
+    register_secret,
+)
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
     OAuthError,
+    RedirectRefusedError,
     RequestTimeoutError,
     ResponseFormatError,
     ServerError,
@@ -142,6 +151,9 @@ def _oauth_session(
 ) -> OAuth2Session:
     """An OAuth2Session that sends through ``session``'s adapters (the in-process emulator's)."""
     oauth = OAuth2Session(client=client, **options)
+    # A redirect of the token endpoint would carry the password or the code (a 307/308 re-posts
+    # the form) to wherever it points: requests raises TooManyRedirects before following it.
+    oauth.max_redirects = 0
     if session is not None:
         for prefix, adapter in session.adapters.items():
             oauth.mount(prefix, adapter)
@@ -164,6 +176,15 @@ def _call_token_endpoint(
             data = send(base_url + TOKEN_ENDPOINT)
     except requests.Timeout:
         raise RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later") from None
+    except requests.TooManyRedirects as err:
+        location = _location(err.response)
+        raise RedirectRefusedError(
+            f"POST {TOKEN_ENDPOINT}: the token endpoint answered with a redirect to {location}; "
+            "credentials are never sent on to another address. Check base_url (https, the "
+            "service's own host)",
+            status_code=err.response.status_code if err.response is not None else None,
+            location=location,
+        ) from None
     except requests.RequestException as err:
         raise ConnectionFailedError(
             f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
@@ -175,6 +196,10 @@ def _call_token_endpoint(
         if session is None:  # a session passed in shares its adapters: its owner closes them
             oauth.close()
     return Token.from_oauth(data)
+
+
+def _location(response: requests.Response | None) -> str:
+    return redact_url(response.headers.get("Location", "") if response is not None else "")
 
 
 def password_grant(
@@ -199,6 +224,8 @@ def password_grant(
     """
     base_url = check_base_url(base_url)
     _require(client_id=client_id, username=username, password=password)
+    register_secret(password)
+    register_secret(client_secret)
     oauth = _oauth_session(oauth2.LegacyApplicationClient(client_id=client_id), session)
     return _call_token_endpoint(
         base_url,
@@ -322,6 +349,7 @@ def exchange_code(
     """Exchange an authorization code for a token (codes live 30 seconds)."""
     base_url = check_base_url(base_url)
     _require(client_id=client_id, code=code, redirect_uri=redirect_uri)
+    register_secret(client_secret)
     oauth = _oauth_session(
         oauth2.WebApplicationClient(client_id), session, redirect_uri=redirect_uri
     )
@@ -356,6 +384,7 @@ def refresh(
     base_url = check_base_url(base_url)
     if not token.refresh_token:
         raise ConfigurationError("this token has no refresh token: log in again")
+    register_secret(client_secret)
     oauth = _oauth_session(oauth2.WebApplicationClient(client_id), session)
     kwargs = {"client_id": client_id}
     if client_secret is not None:

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mediaframe.auth.tokens import Token, check_base_url
+from mediaframe.auth.tokens import Token, check_base_url, register_secret
 from mediaframe.exceptions import ConfigurationError
 
 __all__ = ["Profile", "TokenStore"]
 
 
-_PROFILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -30,6 +30,9 @@ class Profile:
     client_id: str | None = None
     #: Stored only with a refresh token, which cannot be used without it.
     client_secret: str | None = None
+
+    def __post_init__(self) -> None:
+        register_secret(self.client_secret)
 
     def __repr__(self) -> str:
         return f"Profile({self.base_url!r}, token={self.token!r}, client_id={self.client_id!r})"
@@ -72,7 +75,7 @@ class TokenStore:
 
     def path(self, name: str) -> Path:
         """The file of profile ``name`` (which must be a plain name, not a path)."""
-        if not isinstance(name, str) or not _PROFILE_NAME.match(name):
+        if not isinstance(name, str) or not _PROFILE_NAME.fullmatch(name):
             raise ConfigurationError(
                 f"profile name {name!r} is not valid: use letters, digits, '_', '-' and '.'"
             )

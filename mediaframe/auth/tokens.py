@@ -6,10 +6,14 @@ import dataclasses
 import ipaddress
 import logging
 import re
+import threading
 import time
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
+
+import urllib3
 
 from mediaframe.exceptions import (
     ConfigurationError,
@@ -23,6 +27,9 @@ __all__ = [
     "install_redaction",
     "is_loopback_url",
     "redact",
+    "redact_url",
+    "register_secret",
+    "same_origin",
     "token_header",
 ]
 
@@ -30,9 +37,22 @@ __all__ = [
 TOKEN_PARAM = "oauth_token"
 
 
+def _host(url: str) -> str:
+    """The host as the transport (urllib3, under requests) will connect to it, lower case."""
+    try:
+        host = urllib3.util.parse_url(url).host or ""
+    except urllib3.exceptions.LocationParseError:
+        return ""
+    return host.strip("[]").lower()
+
+
 def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` names this machine (127.0.0.0/8, ``::1`` or ``localhost``)."""
-    host = (urlsplit(url).hostname or "").lower()
+    """Whether ``url`` names this machine (127.0.0.0/8, ``::1`` or ``localhost``).
+
+    The host is read the way the transport reads it, so that a URL parsed one way here and
+    another way when sent cannot pass for loopback.
+    """
+    host = _host(url)
     if host == "localhost":
         return True
     try:
@@ -41,33 +61,83 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
+def _unsafe_character(url: str) -> str | None:
+    """The first character a service URL must not hold: a backslash, a space or a control."""
+    for char in url:
+        if char == "\\" or unicodedata.category(char)[0] in "CZ":
+            return char
+    return None
+
+
 def check_base_url(base_url: str) -> str:
     """Validate the service URL and return it without a trailing slash.
 
     Tokens and passwords travel only over https; plain http is allowed for loopback hosts, where
-    the emulator runs and nothing crosses a network.
+    the emulator runs and nothing crosses a network. The URL is refused when it could be read
+    two ways (a backslash, a space or a control character in it, or two parsers disagreeing on
+    its host), and when it carries credentials (``user:password@``), which would otherwise
+    travel into reprs, messages and cache metadata.
 
     Raises
     ------
     ConfigurationError
-        The URL is not absolute, or is plain http to another host.
+        The URL is not absolute, is ambiguous, carries credentials, or is plain http to another
+        host.
     """
     if not isinstance(base_url, str) or not base_url.strip():
         raise ConfigurationError("base_url is empty: give the service URL, e.g. https://host")
     url = base_url.strip().rstrip("/")
+    bad = _unsafe_character(url)
+    if bad is not None:
+        raise ConfigurationError(
+            f"base_url holds {bad!r} (a backslash, a space or a control character): it could "
+            "be read as another host. Give a plain URL such as https://assets.example.org"
+        )
     parts = urlsplit(url)
+    if "@" in parts.netloc:
+        shown = f"{parts.scheme}://***@{parts.netloc.rpartition('@')[2]}"
+        raise ConfigurationError(
+            f"base_url {shown!r} carries a user name or password: they would be stored and "
+            "shown with the URL. Give the URL alone, and log in with token=, username=/password= "
+            "or `mediaframe login`"
+        )
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ConfigurationError(
             f"base_url {url!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
         )
     if parts.query or parts.fragment:
         raise ConfigurationError(f"base_url {url!r} must not carry a query or a fragment")
+    if _host(url) != parts.hostname.lower():
+        raise ConfigurationError(
+            f"base_url {url!r} names its host ambiguously; give a plain URL such as "
+            "https://assets.example.org"
+        )
     if parts.scheme == "http" and not is_loopback_url(url):
         raise ConfigurationError(
             f"base_url {url!r} uses plain http: tokens would travel in clear text. "
             "Use https (plain http is allowed only for 127.0.0.1, ::1 and localhost)"
         )
     return url
+
+
+def same_origin(url: str, base_url: str) -> bool:
+    """Whether a request to ``url`` may leave: it goes, as the transport parses it, to
+    ``base_url``'s scheme, host and port, under the https rule, with no credentials in it.
+
+    The last check before a request leaves: the URL requests prepared must still be the
+    service's, whatever happened to ``base_url`` since it was checked.
+    """
+    try:
+        sent, base = urllib3.util.parse_url(url), urllib3.util.parse_url(base_url)
+    except urllib3.exceptions.LocationParseError:
+        return False
+    if sent.auth or _unsafe_character(url.partition("?")[0]) or _unsafe_character(base_url):
+        return False
+    if _host(base_url) != (urlsplit(base_url).hostname or "").lower():
+        return False  # the service URL itself reads two ways
+    if sent.scheme != "https" and not is_loopback_url(url):
+        return False
+    return (sent.scheme, _host(url), sent.port) == (base.scheme, _host(base_url), base.port)
 
 
 # --- placement and redaction ----------------------------------------------------------------
@@ -88,8 +158,40 @@ _SECRET_VALUE = re.compile(
 _SECRET_HEADER = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(\w+)\s+[^\"'\s,}]+")
 
 
+#: Secrets shorter than this are not redacted by value: replacing every "ab" in every message
+#: would make messages unreadable, and such a secret is no secret (names still redact them).
+MIN_SECRET_LENGTH = 6
+_SECRETS: dict[str, None] = {}  # insertion-ordered set, longest replaced first
+_SECRETS_LOCK = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret *value* (token, client secret, password): :func:`redact` hides it.
+
+    Its URL-encoded forms are remembered too, since that is how it travels in a query string or
+    a form body.
+    """
+    if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+        return
+    with _SECRETS_LOCK:
+        for form in {value, quote(value, safe=""), quote_plus(value)}:
+            _SECRETS[form] = None
+
+
+def _redact_values(text: str) -> str:
+    # a plain substring scan (in C) per secret: a process holds few, the test suite some hundreds
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
 def redact(text: str) -> str:
     """Replace tokens, secrets, passwords and codes in ``text`` by ``***``.
+
+    Known secret values (:func:`register_secret`: every :class:`Token`, client secret and
+    password mediaframe was given) are replaced wherever they appear; values of parameters,
+    members and headers named like secrets are replaced whatever they are.
 
     Examples
     --------
@@ -98,8 +200,23 @@ def redact(text: str) -> str:
     >>> redact("{'Authorization': 'OAuth abc123'}")
     "{'Authorization': 'OAuth ***'}"
     """
+    text = _redact_values(text)
     text = _SECRET_HEADER.sub(r"\1\2 ***", text)
     return _SECRET_VALUE.sub(r"\1\2***", text)
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit to show: no user name or password, no query string (it may hold a token).
+
+    Examples
+    --------
+    >>> redact_url("http://ada:pw@evil.example/api/?oauth_token=abc")
+    'http://evil.example/api/?...'
+    """
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else ""
+    shown += parts.path + ("?..." if parts.query else "")
+    return redact(shown) or "(none)"
 
 
 class RedactingFilter(logging.Filter):
@@ -136,6 +253,9 @@ def install_redaction() -> None:
             logger.addFilter(RedactingFilter())
 
 
+_TOKEN_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
 # --- the token --------------------------------------------------------------------------------
 
 
@@ -152,8 +272,23 @@ class Token:
     expires_at: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.access_token, str) or not self.access_token.strip():
-            raise ConfigurationError("the access token is empty: log in again")
+        # A token read from a file or pasted often ends in a newline: strip the edges. Inside,
+        # whitespace or a control character cannot be part of a token (and would break the
+        # header), so it is refused.
+        for name in ("access_token", "refresh_token"):
+            value = getattr(self, name)
+            if value is None and name == "refresh_token":
+                continue
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigurationError(f"the {name.replace('_', ' ')} is empty: log in again")
+            value = value.strip()
+            if _TOKEN_FORBIDDEN.search(value):
+                raise ConfigurationError(
+                    f"the {name.replace('_', ' ')} holds whitespace or control characters: "
+                    "copy it again, exactly as issued"
+                )
+            object.__setattr__(self, name, value)
+            register_secret(value)
 
     def __repr__(self) -> str:
         refresh = "***" if self.refresh_token else None

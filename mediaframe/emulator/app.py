@@ -12,6 +12,7 @@ from mediaframe.emulator.envelope import ApiError, choose_format, envelope, rend
 from mediaframe.emulator.faults import DropConnection, Faults
 from mediaframe.emulator.messages import Request, Response, flatten
 from mediaframe.emulator.oauth import OAuthEndpoints
+from mediaframe.emulator.query import MAX_ID_DIGITS
 from mediaframe.emulator.routes import ROUTES, Routes
 
 OAUTH_ROUTES = {"/api/oauthv2/token": ("POST",), "/api/oauthv2/authorize": ("GET", "POST")}
@@ -111,6 +112,12 @@ class App:
                     f"{request.method} is not allowed on {request.path}; use {', '.join(methods)}"
                 )
                 return ApiError(405, details, headers=[("Allow", ", ".join(methods))])
+            too_long = [ident for ident in match.groups() if len(ident) > MAX_ID_DIGITS]
+            if too_long:
+                digits = len(too_long[0])
+                return ApiError(
+                    400, f"an id of {digits} digits is not an id (at most {MAX_ID_DIGITS})"
+                )
             return name, match.groups()
         return ApiError(404, f"No route found for {request.line}")
 

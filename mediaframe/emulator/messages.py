@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,7 +95,7 @@ class Request:
             user, sep, password = (
                 base64.b64decode(value.strip(), validate=True).decode().partition(":")
             )
-        except (binascii.Error, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError):  # binascii.Error, or non-ASCII base64
             return None
         return (user, password) if sep else None
 

@@ -23,6 +23,12 @@ from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.columns import normalise
 
 DAY = 86_400
+#: Bounds on what one query may ask, so that no query can exhaust the server's stack or time:
+#: terms and operators together, and parentheses nested in one another.
+MAX_TOKENS = 500
+MAX_DEPTH = 50
+#: Ids are 64-bit integers: a longer digit string is refused, not converted.
+MAX_ID_DIGITS = 18
 OPERATORS = ("AND", "OR", "EXCEPT")
 KEYS = ("type", "collection", "database", "recordid", "sha256", "uuid", "created_on", "updated_on")
 TOKEN = re.compile(
@@ -83,6 +89,11 @@ def parse(query: str) -> Any:
     Boolean(op='OR', left=Word(text='sunset'), right=Phrase(text='golden hour'))
     """
     tokens = _tokenise(query)
+    if len(tokens) > MAX_TOKENS:
+        raise QueryError(
+            f"the query has {len(tokens)} terms and operators; at most {MAX_TOKENS} are read: "
+            "split it into several searches"
+        )
     if not tokens or (len(tokens) == 1 and tokens[0][1] == "all"):
         return Everything()
     parser = _Parser(tokens, query)
@@ -135,6 +146,7 @@ class _Parser:
         self.tokens = tokens
         self.pos = 0
         self.query = query
+        self.depth = 0
 
     def peek(self) -> tuple[str, Any, int] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -172,7 +184,13 @@ class _Parser:
         if kind == "term":
             return value
         if kind == "open":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise QueryError(
+                    f"parentheses nest deeper than {MAX_DEPTH} at position {where} of the query"
+                )
             inner = self.expression()
+            self.depth -= 1
             closing = self.peek()
             if closing is None or closing[0] != "close":
                 raise QueryError(f"missing ')' for the '(' at position {where} of the query")
@@ -185,11 +203,14 @@ class _Parser:
 
 def words_of(tree: Any) -> list[str]:
     """Free words of a tree, in query order (for suggestions)."""
-    if isinstance(tree, Word):
-        return [tree.text]
-    if isinstance(tree, Boolean):
-        return words_of(tree.left) + words_of(tree.right)
-    return []
+    words, todo = [], [tree]
+    while todo:  # a stack, not recursion: a long query is a deep (left-leaning) tree
+        node = todo.pop()
+        if isinstance(node, Word):
+            words.append(node.text)
+        elif isinstance(node, Boolean):
+            todo += [node.right, node.left]
+    return words
 
 
 # -------------------------------------------------------------------- evaluation
@@ -218,12 +239,22 @@ class Evaluator:
         if isinstance(tree, Everything):
             return np.ones(self.table.size, dtype=bool)
         if isinstance(tree, Boolean):
-            left, right = self.mask(tree.left), self.mask(tree.right)
-            if tree.op == "AND":
-                return left & right
-            if tree.op == "OR":
-                return left | right
-            return left & ~right
+            # A chain of terms leans left as deep as it is long: walk its spine in a loop, and
+            # recurse only into right operands (whose depth the parentheses bound).
+            spine = []
+            while isinstance(tree, Boolean):
+                spine.append(tree)
+                tree = tree.left
+            result = self.mask(tree)
+            for node in reversed(spine):
+                right = self.mask(node.right)
+                if node.op == "AND":
+                    result = result & right
+                elif node.op == "OR":
+                    result = result | right
+                else:
+                    result = result & ~right
+            return result
         if isinstance(tree, Word):
             return self._word(tree.text)
         if isinstance(tree, Phrase):
@@ -288,8 +319,8 @@ class Evaluator:
         return np.isin(self.table.databox_id, picked)
 
     def _key_recordid(self, value: str) -> np.ndarray:
-        if not value.isdigit():
-            raise QueryError(f"recordid:{value} needs a record id (an integer)")
+        if not value.isdigit() or len(value) > MAX_ID_DIGITS:
+            raise QueryError(f"recordid:{value[:40]} needs a record id (an integer)")
         return self.table.ident == int(value)
 
     def _key_sha256(self, value: str) -> np.ndarray:

@@ -20,7 +20,14 @@ from mediaframe.emulator.accounts import User
 from mediaframe.emulator.catalogue import MEDIA_CODES, RECORD_FIELDS, STORY_FIELDS, Catalogue
 from mediaframe.emulator.envelope import ApiError
 from mediaframe.emulator.flavours import Flavour, Rendering
-from mediaframe.emulator.query import Evaluator, QueryError, date_interval, parse, words_of
+from mediaframe.emulator.query import (
+    MAX_ID_DIGITS,
+    Evaluator,
+    QueryError,
+    date_interval,
+    parse,
+    words_of,
+)
 
 SORTS = ("relevance", "created_on", "updated_on", "random")
 DATE_FIELDS = ("created_on", "updated_on", "Date")
@@ -139,7 +146,7 @@ def _bases(params: Mapping[str, list[str]]) -> tuple[int, ...] | None:
     try:
         return tuple(sorted({int(v) for v in raw}))
     except ValueError:
-        raise ApiError(400, f"bases[] takes base ids (integers), got {raw}") from None
+        raise ApiError(400, f"bases[] takes base ids (integers), got {raw[:5]}"[:200]) from None
 
 
 def _date(value: str, name: str) -> str | None:
@@ -165,8 +172,8 @@ def _status(params: Mapping[str, list[str]]) -> tuple[tuple[int, str, int], ...]
                 400, f"{name} is not a status filter; use status[<bit 0-31>][on|off][]=<databox_id>"
             )
         for value in values:
-            if not value.strip().isdigit():
-                raise ApiError(400, f"{name} takes databox ids (integers), got {value!r}")
+            if not value.strip().isdigit() or len(value.strip()) > MAX_ID_DIGITS:
+                raise ApiError(400, f"{name} takes databox ids (integers), got {value[:40]!r}")
             out.add((int(match[1]), match[2], int(value)))
     return tuple(sorted(out))
 

@@ -7,6 +7,7 @@ import socketserver
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
@@ -36,12 +37,26 @@ class _Handler(ServerHandler):
 
 
 class _RequestHandler(WSGIRequestHandler):
-    """Quiet request handler that closes the socket without an answer on DropConnection."""
+    """Quiet request handler that closes the socket without an answer on DropConnection.
+
+    Its socket times out after ``server.connection_timeout`` seconds without a byte, so an idle
+    or dripping client cannot hold its thread for ever.
+    """
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.connection_timeout)  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # the emulator serves tests and notebooks: no access log on stderr
 
     def handle(self) -> None:
+        try:
+            self._handle()
+        except TimeoutError:
+            self.close_connection = True  # the client went quiet: free the thread
+
+    def _handle(self) -> None:
         self.raw_requestline = self.rfile.readline(65537)
         if len(self.raw_requestline) > 65536 or not self.parse_request():
             return
@@ -59,10 +74,47 @@ class _RequestHandler(WSGIRequestHandler):
 
 
 class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
-    """One thread per connection; threads never keep the process alive."""
+    """One thread per connection, at most ``max_connections`` at once; threads never keep the
+    process alive.
+
+    A connection over the cap waits up to ``queue_wait`` seconds for a free thread, then is
+    closed unanswered: a flood of idle sockets cannot pin an unbounded number of threads.
+    """
 
     daemon_threads = True
     allow_reuse_address = True
+    # connections wait in the listen queue while every thread is busy
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[WSGIRequestHandler],
+        *,
+        max_connections: int = 64,
+        connection_timeout: float = 30.0,
+        queue_wait: float = 5.0,
+    ) -> None:
+        super().__init__(address, handler)
+        self.connection_timeout = connection_timeout
+        self.queue_wait = queue_wait
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(timeout=self.queue_wait):
+            self.shutdown_request(request)  # every thread busy for too long: refuse
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class LoopbackServer:
@@ -74,10 +126,25 @@ class LoopbackServer:
         The WSGI callable.
     host, port
         Where to listen; port 0 picks a free one (read it back from ``base_url``).
+    max_connections, connection_timeout
+        Connections served at once, and seconds a connection may stay silent.
     """
 
-    def __init__(self, app: Callable, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = ThreadingServer((host, port), _RequestHandler)
+    def __init__(
+        self,
+        app: Callable,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_connections: int = 64,
+        connection_timeout: float = 30.0,
+    ) -> None:
+        self._server = ThreadingServer(
+            (host, port),
+            _RequestHandler,
+            max_connections=max_connections,
+            connection_timeout=connection_timeout,
+        )
         self._server.set_app(app)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
@@ -138,7 +205,9 @@ class InProcessAdapter(BaseAdapter):
             "wsgi.run_once": False,
             "wsgi.version": (1, 0),
         }
-        for name, value in request.headers.items():
+        for name, raw in request.headers.items():
+            # a server reads header bytes as latin-1 (PEP 3333): so does this adapter
+            value = raw.decode("latin-1") if isinstance(raw, bytes) else raw
             key = name.upper().replace("-", "_")
             if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
                 environ[f"HTTP_{key}"] = value

@@ -34,6 +34,7 @@ from mediaframe.harvest.plan import Page, Spec, without
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.sync import sync
+from mediaframe.routes import search_rights
 
 __all__ = ["Options", "cache_path", "collect"]
 
@@ -210,16 +211,7 @@ def _fetch_item(client: Any, spec: Spec) -> Callable[[int, int], Mapping[str, An
 
 def _rights(client: Any) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
     """Base ids the user may search, and the status bits defined in each (for planning)."""
-    bases, statuses = [], {}
-    for entry in client.me_raw().get("collections") or []:
-        if "actif" not in (entry.get("rights") or []) or entry.get("base_id") is None:
-            continue
-        base = int(entry["base_id"])
-        bases.append(base)
-        bits = sorted({int(s["position"]) for s in entry.get("statuses") or [] if "position" in s})
-        if entry.get("databox_id") is not None and bits:
-            statuses[base] = (int(entry["databox_id"]), bits)
-    return tuple(sorted(bases)), statuses
+    return search_rights(client.me_raw())
 
 
 def _executor(dask: Any) -> Any:

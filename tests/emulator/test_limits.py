@@ -1,0 +1,133 @@
+"""The emulator as a server facing hostile requests: 400s with details, and bounded threads."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import threading
+import time
+
+import pytest
+import requests
+
+from mediaframe.emulator import Emulator
+from mediaframe.emulator.server import LoopbackServer
+
+BIG = "9" * 5000
+
+
+@pytest.fixture(scope="module")
+def served():
+    with Emulator(records=200, seed=3) as emu:
+        yield emu
+
+
+def search(emu: Emulator, **data: str) -> requests.Response:
+    data = {"oauth_token": emu.token, **data}
+    return requests.post(emu.base_url + "/api/v1/search/", data=data, timeout=30)
+
+
+def assert_refused(response: requests.Response, details: str) -> None:
+    assert response.status_code == 400, response.text[:300]
+    body = response.json()
+    said = body["meta"]["error_details"] if "meta" in body else body["error"]
+    assert details in said
+
+
+@pytest.mark.parametrize(
+    ("path", "details"),
+    [
+        (f"/api/v1/records/1/{BIG}/", "5000 digits"),
+        (f"/api/v1/stories/{BIG}/1/", "5000 digits"),
+        (f"/api/v1/feeds/{BIG}/content/", "5000 digits"),
+        (f"/api/v1/feeds/entry/{BIG}/", "5000 digits"),
+    ],
+)
+def test_ids_of_thousands_of_digits_are_bad_requests(served, path, details):
+    answer = requests.get(served.base_url + path, params={"oauth_token": served.token}, timeout=30)
+    assert_refused(answer, details)
+
+
+@pytest.mark.parametrize(
+    ("data", "details"),
+    [
+        ({"query": "(" * 5000 + "x" + ")" * 5000}, "at most 500 are read"),
+        ({"query": "(" * 200 + "x" + ")" * 200}, "parentheses nest deeper than 50"),
+        ({"query": " ".join(f"w{i}" for i in range(20_000))}, "at most 500 are read"),
+        ({"query": " OR ".join(f"w{i}" for i in range(5000))}, "at most 500 are read"),
+        ({"query": f"recordid:{BIG}"}, "needs a record id"),
+        ({"status[4][on][]": BIG}, "takes databox ids"),
+        ({"bases[]": BIG}, "takes base ids"),
+    ],
+)
+def test_oversized_queries_and_filters_are_bad_requests(served, data, details):
+    assert_refused(search(served, **data), details)
+
+
+def test_a_long_query_within_the_bound_is_answered(served):
+    words = " OR ".join(f"w{i}" for i in range(30))
+    answer = search(served, query=words)
+    assert answer.status_code == 200, answer.text[:300]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Basic " + base64.b64encode("\u00e9:\u00fc".encode("latin-1")),
+        "Basic \u00e9\u20ac".encode(),
+        b"Basic \xff\xfe",
+    ],
+)
+def test_a_non_ascii_basic_header_on_the_token_endpoint_is_a_bad_request(served, header):
+    answer = requests.post(
+        served.base_url + "/api/oauthv2/token",
+        data={"grant_type": "password", "username": "demo", "password": "x"},
+        headers={"Authorization": header},
+        timeout=30,
+    )
+    assert answer.status_code == 400 and answer.json() == {"error": "invalid_client"}
+
+
+def test_an_idle_connection_is_closed_after_the_connection_timeout():
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app, connection_timeout=0.5)
+    server.start()
+    try:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as idle:
+            idle.sendall(b"GET /api/ HT")  # and then nothing
+            started = time.monotonic()
+            assert idle.recv(1024) == b""  # the server hung up
+        assert time.monotonic() - started < 3
+    finally:
+        server.stop()
+
+
+def test_connections_beyond_the_cap_do_not_get_threads():
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app, max_connections=2, connection_timeout=3)
+    server._server.queue_wait = 0.2
+    server.start()
+    host, port = server.base_url.removeprefix("http://").split(":")
+    idle = []
+    try:
+        before = threading.active_count()
+        for _ in range(6):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(b"GET /api/ HT")
+            idle.append(sock)
+        time.sleep(1.0)
+        assert threading.active_count() - before <= 2
+        # the connections over the cap were closed unanswered
+        closed = 0
+        for sock in idle[2:]:
+            sock.settimeout(2)
+            try:
+                closed += sock.recv(1) == b""
+            except OSError:
+                closed += 1
+        assert closed == 4
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()

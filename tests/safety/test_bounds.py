@@ -1,0 +1,94 @@
+"""Answers are bounded: in bytes (decompressed), in time (a whole-request deadline), in YAML."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mediaframe.config import Settings
+from mediaframe.exceptions import RequestTimeoutError, ResponseFormatError, ResponseTooLargeError
+from mediaframe.http import Transport, decode_envelope
+
+from . import servers
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(
+        config_dir=tmp_path / "c",
+        cache_dir=tmp_path / "k",
+        backoff=0,
+        retries=0,
+        timeout=1.0,
+        max_response_bytes=1 << 20,
+    )
+
+
+def ask(base_url: str, settings: Settings) -> object:
+    with Transport(base_url, token="t0ken-for-bounds", settings=settings) as transport:
+        return transport.get("/api/v1/me/")
+
+
+def test_a_dripping_server_cannot_outlast_the_deadline(settings):
+    with servers.serving(servers.drip(byte_every=0.25, total=40)) as url:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match=r"no whole answer within 1\.0 s"):
+            ask(url, settings)
+        took = time.monotonic() - started
+    assert took < 2.0, f"a 1 s deadline held the call {took:.1f} s"
+
+
+def test_a_silent_server_times_out(settings):
+    with servers.serving(servers.silent_after_headers(5)) as url:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError):
+            ask(url, settings)
+    assert time.monotonic() - started < 2.0
+
+
+def test_an_endless_chunked_body_is_cut_at_the_limit(settings):
+    with (
+        servers.serving(servers.endless_chunks()) as url,
+        pytest.raises(ResponseTooLargeError, match="MEDIAFRAME_MAX_RESPONSE_BYTES"),
+    ):
+        ask(url, settings.replace(timeout=20.0))
+
+
+def test_a_gzip_bomb_is_cut_at_the_limit_counted_decompressed(settings):
+    with (
+        servers.serving(servers.gzip_bomb(16 << 20)) as url,
+        pytest.raises(ResponseTooLargeError, match="1,048,576 bytes"),
+    ):
+        ask(url, settings.replace(timeout=20.0))
+
+
+def test_a_gzipped_answer_within_the_limit_is_read(settings):
+    with servers.serving(servers.gzipped(servers.ENVELOPE)) as url:
+        assert ask(url, settings) == {"ok": True}
+
+
+def test_the_limit_is_a_setting_read_from_the_environment(tmp_path):
+    env = {"HOME": str(tmp_path), "MEDIAFRAME_MAX_RESPONSE_BYTES": "2048"}
+    assert Settings.from_env(env).max_response_bytes == 2048
+    assert Settings.from_env({"HOME": str(tmp_path)}).max_response_bytes == 1 << 30
+
+
+BILLION_LAUGHS = b"""
+meta: {http_code: 200}
+response:
+  a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+"""
+
+
+def test_yaml_is_read_without_aliases():
+    with pytest.raises(ResponseFormatError, match="not valid YAML"):
+        decode_envelope(BILLION_LAUGHS, "yaml")
+    with pytest.raises(ResponseFormatError):
+        decode_envelope(b"meta: &m {http_code: 200}\nresponse: {}\n", "yaml")
+    assert decode_envelope(b"meta: {http_code: 200}\nresponse: {a: 1}\n", "yaml")["response"] == {
+        "a": 1
+    }

@@ -1,0 +1,177 @@
+"""The https rule cannot be bypassed, redirects are refused, and no secret leaves in an error."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+from fake_service import BASE, Answer, FakeService, envelope
+
+from mediaframe import auth
+from mediaframe.auth import Token, TokenStore, check_base_url, redact, same_origin
+from mediaframe.config import Settings
+from mediaframe.exceptions import (
+    BadRequestError,
+    ConfigurationError,
+    ConnectionFailedError,
+    RedirectRefusedError,
+)
+from mediaframe.http import Transport
+
+from .helpers import texts_of
+
+SECRET = "5ec7e75ec7e75ec7e75ec7e75ec7e7aa"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(config_dir=tmp_path / "c", cache_dir=tmp_path / "k", backoff=0, retries=0)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.org\\@127.0.0.1:9",  # urllib sees 127.0.0.1, requests example.org
+        "http://example.org\\\\@localhost",
+        "https://assets.example.org\\evil",
+        "http://127.0.0.1\t.example.org",
+        "http://127.0.0.1:9 @example.org",
+        "https://assets.exa\nmple.org",
+        "https://assets.example.org/\x00",
+        "https://assets.example.org\u3000/",
+        "https://assets.example.org/\u200bpath",
+    ],
+)
+def test_urls_that_parse_two_ways_are_refused(url):
+    with pytest.raises(ConfigurationError, match="backslash, a space or a control"):
+        check_base_url(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://ada:pa55w0rd-top@assets.example.org", "http://ada:pa55w0rd-top@127.0.0.1:8080"],
+)
+def test_credentials_in_the_url_are_refused_without_being_repeated(url):
+    with pytest.raises(ConfigurationError, match="user name or password") as caught:
+        check_base_url(url)
+    assert "pa55w0rd-top" not in texts_of(caught.value)
+
+
+def test_the_transport_checks_the_prepared_url_before_sending(settings):
+    fake = FakeService(envelope({}))
+    transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
+    # as if a later change let an ambiguous URL through: the last check still holds
+    transport.base_url = "http://example.org\\@127.0.0.1:9"
+    with pytest.raises(ConfigurationError, match="not the service"):
+        transport.get("/api/v1/me/")
+    assert fake.requests == []
+
+
+def test_same_origin_reads_hosts_as_the_transport_does():
+    assert same_origin("https://assets.example.org/api/v1/me/?x=1", "https://assets.example.org")
+    assert not same_origin("http://assets.example.org/api/", "https://assets.example.org")
+    assert not same_origin("https://assets.example.org:444/", "https://assets.example.org")
+    assert not same_origin("https://u:p@assets.example.org/", "https://assets.example.org")
+    assert not same_origin("http://example.org\\@127.0.0.1:9/", "http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("placement", ["header", "param"])
+def test_api_calls_never_follow_a_redirect(settings, status, placement):
+    evil = f"http://evil.example/api/v1/search/?oauth_token={SECRET}"
+    fake = FakeService(Answer(status, {"Location": evil}), envelope({}))
+    transport = Transport(
+        BASE,
+        token=SECRET,
+        settings=settings.replace(token_placement=placement),
+        session=fake.session(),
+    )
+    with pytest.raises(RedirectRefusedError) as caught:
+        transport.post("/api/v1/search/", [("query", "x")])
+    assert len(fake.requests) == 1  # nothing went to evil.example
+    error = caught.value
+    assert error.status_code == status
+    assert error.location == "http://evil.example/api/v1/search/?..."
+    assert "evil.example" in str(error)
+    assert SECRET not in texts_of(error)
+
+
+def test_the_token_endpoint_never_follows_a_redirect():
+    password = "correct-horse-battery"
+    fake = FakeService(Answer(307, {"Location": "http://evil.example/token"}), Answer(200))
+    with pytest.raises(RedirectRefusedError, match=r"evil\.example") as caught:
+        auth.password_grant(
+            BASE, client_id="app", username="ada", password=password, session=fake.session()
+        )
+    assert len(fake.requests) == 1
+    assert password not in texts_of(caught.value)
+
+
+@pytest.mark.parametrize("raw", [SECRET + "\n", " " + SECRET, SECRET + "\r\n"])
+def test_tokens_lose_surrounding_whitespace(raw):
+    assert Token(raw).access_token == SECRET
+
+
+@pytest.mark.parametrize("raw", ["abc def0123", "abc\x00def0123", "abc\ndef0123", "abc\u0085def"])
+def test_tokens_with_inner_whitespace_or_controls_are_refused(raw):
+    with pytest.raises(ConfigurationError, match="whitespace or control") as caught:
+        Token(raw)
+    assert raw not in texts_of(caught.value)
+
+
+def test_a_token_read_from_a_file_is_sent_clean(settings):
+    fake = FakeService(envelope({}))
+    Transport(BASE, token=SECRET + "\n", settings=settings, session=fake.session()).get(
+        "/api/v1/me/"
+    )
+    assert fake.requests[0].headers["Authorization"] == f"OAuth {SECRET}"
+
+
+@pytest.mark.parametrize("placement", ["header", "param"])
+def test_a_failed_connection_carries_no_secret_in_its_chain(settings, placement):
+    def refuse(request):
+        raise requests.ConnectionError(f"cannot reach {request.url} with {request.headers}")
+
+    fake = FakeService(refuse)
+    transport = Transport(
+        BASE,
+        token=SECRET,
+        settings=settings.replace(token_placement=placement),
+        session=fake.session(),
+    )
+    with pytest.raises(ConnectionFailedError) as caught:
+        transport.get("/api/v1/me/")
+    assert SECRET not in texts_of(caught.value)
+    assert "ConnectionError" in str(caught.value)  # the useful fact is kept
+
+
+def test_known_secret_values_are_redacted_whatever_names_them(settings):
+    Token(SECRET)  # known from now on
+    echo = envelope(status=400)
+    echo.body = echo.body.replace(b'"meta": {', f'"meta": {{"error_details": "{SECRET}",'.encode())
+    fake = FakeService(echo)
+    transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
+    with pytest.raises(BadRequestError) as caught:
+        transport.get("/api/v1/me/")
+    assert SECRET not in str(caught.value)
+    assert redact(f"the value {SECRET} appears") == "the value *** appears"
+
+
+def test_passwords_and_client_secrets_are_redacted_by_value():
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, b'{"error":"x"}'))
+    with pytest.raises(Exception):  # noqa: B017 -- only the registration matters here
+        auth.password_grant(
+            BASE,
+            client_id="app",
+            client_secret="app-secret-42",
+            username="ada",
+            password="s3cret pass/word",
+            session=fake.session(),
+        )
+    text = redact("sent s3cret pass/word, s3cret+pass%2Fword and app-secret-42")
+    assert text == "sent ***, *** and ***"
+
+
+@pytest.mark.parametrize("name", ["work\n", "work\r\n", "wo\nrk", "work/.."])
+def test_profile_names_must_match_in_full(tmp_path, name):
+    with pytest.raises(ConfigurationError, match="profile name"):
+        TokenStore(tmp_path).path(name)
