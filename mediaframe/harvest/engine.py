@@ -51,6 +51,41 @@ _UNCAPPED_SHARD = 10_000
 _CHECKPOINT_EVERY = 0.2
 
 
+@dataclasses.dataclass(frozen=True)
+class EngineOptions:
+    """How a harvest runs, beside what it searches and where it keeps it (see :func:`harvest`)."""
+
+    combine: Combine
+    bases: Sequence[int] = ()
+    statuses: Statuses | None = None
+    per_page: int = 1000
+    concurrency: int = 4
+    executor: Executor | None = None
+    allow_incomplete: bool = False
+    progress: Callable[[int], Any] | None = None
+    provenance: Mapping[str, Any] | None = None
+
+    def harvest(
+        self, page: Page, spec: Spec, store: HarvestStore, *, resume: bool = True
+    ) -> tuple[pd.DataFrame, HarvestReport]:
+        """:func:`harvest` with these options."""
+        return harvest(
+            page,
+            spec,
+            store,
+            combine=self.combine,
+            bases=self.bases,
+            statuses=self.statuses,
+            per_page=self.per_page,
+            concurrency=self.concurrency,
+            executor=self.executor,
+            allow_incomplete=self.allow_incomplete,
+            progress=self.progress,
+            provenance=self.provenance,
+            resume=resume,
+        )
+
+
 def harvest(
     page: Page,
     spec: Spec,
@@ -63,7 +98,7 @@ def harvest(
     concurrency: int = 4,
     executor: Executor | None = None,
     allow_incomplete: bool = False,
-    progress: Callable[[int | None], Any] | None = None,
+    progress: Callable[[int], Any] | None = None,
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
@@ -290,7 +325,7 @@ def _page(
     early: EarlyShards,
     runner: Executor,
     task: ShardTask,
-    progress: Callable[[int | None], Any] | None,
+    progress: Callable[[int], Any] | None,
     the_plan: PlanFile,
     kept: Mapping[str, ShardEntry],
 ) -> dict[str, ShardEntry]:

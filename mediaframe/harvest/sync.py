@@ -24,10 +24,9 @@ import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import Manifest
-from mediaframe.harvest.engine import concat_frames, harvest, in_row_order
-from mediaframe.harvest.plan import Page, Spec, Statuses
+from mediaframe.harvest.engine import EngineOptions, concat_frames, in_row_order
+from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import Combine
 
 __all__ = ["can_sync", "sync"]
 
@@ -55,11 +54,8 @@ def sync(
     store: HarvestStore,
     *,
     flatten: Callable[[list[dict[str, Any]]], pd.DataFrame],
-    combine: Combine,
     lag: dt.timedelta,
-    bases: tuple[int, ...] = (),
-    statuses: Statuses | None = None,
-    **options: Any,
+    options: EngineOptions,
 ) -> tuple[pd.DataFrame, HarvestReport] | None:
     """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way.
 
@@ -71,83 +67,49 @@ def sync(
     fetch_item : ``fetch_item(databox_id, item_id)`` reads one record (or story) by key;
         ``flatten`` makes a frame of those.
     lag : how far before the high-water mark the changed pass starts.
-    options : passed to each pass's :func:`~mediaframe.harvest.harvest` (per_page, ...).
+    options : how each pass is harvested (its ``combine`` joins the passes too).
     """
     with store.writing():
         manifest = store.manifest()
         if manifest is None or not can_sync(spec, manifest):
             return None
-        return _sync(
-            page,
-            page_keys,
-            fetch_item,
-            spec,
-            store,
-            manifest,
-            flatten,
-            combine,
-            lag,
-            bases,
-            statuses,
-            options,
+        cached, provenance = store.read_data(manifest)
+        key = list(spec.key_columns)
+        assert manifest.high_water is not None
+        since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
+        changed_spec = dataclasses.replace(
+            spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
         )
+        changed, changed_report = options.harvest(page, changed_spec, _scratch(store, "changed"))
+        keys_options = dataclasses.replace(options, combine=concat_frames)
+        keys, keys_report = keys_options.harvest(page_keys, spec, _scratch(store, "keys"))
+        present = _key_index(keys, key)
+        kept = cached[_key_index(cached, key).isin(present)]
+        removed = len(cached) - len(kept)
+        stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
+        if len(stragglers) > MAX_STRAGGLERS:
+            return None
+        fetched = [
+            dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
+        ]
+        parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
+        merged = options.combine(parts).drop_duplicates(key, keep="last")
+        merged = in_row_order(merged, list(spec.row_order))
 
-
-def _sync(
-    page: Page,
-    page_keys: Page,
-    fetch_item: Callable[[int, int], Mapping[str, Any]],
-    spec: Spec,
-    store: HarvestStore,
-    manifest: Manifest,
-    flatten: Callable[[list[dict[str, Any]]], pd.DataFrame],
-    combine: Combine,
-    lag: dt.timedelta,
-    bases: tuple[int, ...],
-    statuses: Statuses | None,
-    options: Mapping[str, Any],
-) -> tuple[pd.DataFrame, HarvestReport] | None:
-    cached, provenance = store.read_data(manifest)
-    key = list(spec.key_columns)
-    since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
-    common = {"bases": bases, "statuses": statuses, **options}
-
-    changed_spec = dataclasses.replace(
-        spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
-    )
-    changed, changed_report = harvest(
-        page, changed_spec, _scratch(store, "changed"), combine=combine, **common
-    )
-    keys, keys_report = harvest(
-        page_keys, spec, _scratch(store, "keys"), combine=concat_frames, **common
-    )
-    present = _key_index(keys, key)
-    kept = cached[_key_index(cached, key).isin(present)]
-    removed = len(cached) - len(kept)
-    stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
-    if len(stragglers) > MAX_STRAGGLERS:
-        return None
-    fetched = [
-        dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
-    ]
-    parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
-    merged = combine(parts).drop_duplicates(key, keep="last")
-    merged = in_row_order(merged, list(spec.row_order))
-
-    report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
-    report.fetched = report.total_results = len(merged)
-    report.requests = changed_report.requests + keys_report.requests + len(fetched)
-    report.complete = changed_report.complete and keys_report.complete
-    report.synced = {
-        "changed": len(changed),
-        "removed": removed,
-        "added_by_key": len(fetched),
-        "since": since.isoformat(),
-    }
-    _write(store, provenance, merged, report, spec)
-    for name in ("changed", "keys"):
-        _scratch(store, name).remove()
-    return merged, report
+        report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
+        report.fetched = report.total_results = len(merged)
+        report.requests = changed_report.requests + keys_report.requests + len(fetched)
+        report.complete = changed_report.complete and keys_report.complete
+        report.synced = {
+            "changed": len(changed),
+            "removed": removed,
+            "added_by_key": len(fetched),
+            "since": since.isoformat(),
+        }
+        _write(store, provenance, merged, report, spec)
+        for name in ("changed", "keys"):
+            _scratch(store, name).remove()
+        return merged, report
 
 
 def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd.Series:

@@ -5,7 +5,7 @@ import datetime as dt
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest import Spec, harvest
+from mediaframe.harvest import EngineOptions, Spec, harvest
 from mediaframe.harvest.sync import can_sync, sync
 
 from .fake import FakeService, combine, flatten
@@ -32,10 +32,8 @@ def run_sync(service, path, spec=None):
         spec or Spec("records"),
         HarvestStore(str(path)),
         flatten=flatten,
-        combine=combine,
         lag=dt.timedelta(minutes=5),
-        bases=(1, 2, 3),
-        per_page=50,
+        options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
     )
 
 
