@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from mediaframe.exceptions import ConfigurationError
 
-__all__ = ["TOKEN_PLACEMENTS", "Settings"]
+__all__ = ["TOKEN_PLACEMENTS", "Connection", "Settings"]
 
 _N = TypeVar("_N", int, float)
 
@@ -111,6 +111,26 @@ class Settings:
             cache_ttl=_number(env, "MEDIAFRAME_CACHE_TTL", 3600.0, float),
             sync_lag=_number(env, "MEDIAFRAME_SYNC_LAG", 300.0, float),
             max_response_bytes=_number(env, "MEDIAFRAME_MAX_RESPONSE_BYTES", 1 << 30, int),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Connection:
+    """Where to connect when no profile is named: ``MEDIAFRAME_BASE_URL`` and ``MEDIAFRAME_TOKEN``.
+
+    Read by the command line (a scheduler passes a token through the environment rather than a
+    stored profile). The token never appears in the repr.
+    """
+
+    base_url: str | None = None
+    token: str | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Connection:
+        env = os.environ if environ is None else environ
+        return cls(
+            base_url=env.get("MEDIAFRAME_BASE_URL") or None,
+            token=(env.get("MEDIAFRAME_TOKEN") or "").strip() or None,
         )
 
 

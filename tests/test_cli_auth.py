@@ -10,8 +10,8 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from mediaframe import cli
 from mediaframe.auth import TokenStore
+from mediaframe.cli import auth as cli
 
 
 @pytest.fixture

@@ -23,7 +23,12 @@ def _delay(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
 
 @click.group()
 def emulator() -> None:
-    """Run the Media Asset Service emulator (a local stand-in for a real server)."""
+    """Run the Media Asset Service emulator (a local stand-in for a real server).
+
+    \b
+    Example:
+      mediaframe emulator serve --records 5000 --cap 1000
+    """
 
 
 @emulator.command()
@@ -78,7 +83,14 @@ def serve(
     revoke_after: int | None,
     fault_seed: int | None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM; print the demo credentials as one JSON line first."""
+    """Serve until SIGINT or SIGTERM; print the demo credentials as one JSON line first.
+
+    On stderr, a few lines say how to connect from Python and from the command line.
+
+    \b
+    Example:
+      mediaframe emulator serve --records 5000 --port 8080
+    """
     emu = Emulator(
         records=records, seed=seed, cap=cap, flavour=flavour, fail_rate=fail_rate,
         drop_rate=drop_rate, truncate_rate=truncate_rate, delay_ms=delay_ms,
@@ -90,10 +102,24 @@ def serve(
     emu.start()
     try:
         print(json.dumps(emu.credentials), flush=True)
+        click.echo(_how_to_connect(emu.base_url, records), err=True)
         while not stop.wait(0.2):
             pass
     finally:
         emu.stop()
+
+
+def _how_to_connect(base_url: str, records: int) -> str:
+    # The token and password are in the JSON line on stdout only: logs of stderr never hold them.
+    return (
+        f"Emulator serving {records:,} records at {base_url}; the JSON line on stdout holds its "
+        "demo credentials (token, username, password, client_id, client_secret).\n"
+        f'  From Python:  mf.connect("{base_url}", token=TOKEN)\n'
+        f"  From the CLI: MEDIAFRAME_BASE_URL={base_url} MEDIAFRAME_TOKEN=TOKEN "
+        "mediaframe records\n"
+        f"                (or: mediaframe login --url {base_url} --token-stdin, then paste TOKEN)\n"
+        "Stop it with Ctrl-C."
+    )
 
 
 @emulator.command()
@@ -105,7 +131,12 @@ def serve(
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Parquet file to write.")  # fmt: skip
 def catalogue(records: int, seed: int, kind: str, output: Path) -> None:
-    """Write the ground truth of a server with the same flags (`visible`: seen by demo)."""
+    """Write the ground truth of a server with the same flags (`visible`: seen by demo).
+
+    \b
+    Example:
+      mediaframe emulator catalogue --records 5000 -o truth.parquet
+    """
     frame = Emulator(records=records, seed=seed).ground_truth(kind, user="*")
     frame.to_parquet(output, index=False)
     click.echo(f"wrote {len(frame)} {kind} to {output}")

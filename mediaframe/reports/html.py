@@ -14,18 +14,19 @@ import datetime as dt
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mediaframe import __version__
-from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.exceptions import EmptyPlotWarning, ExportError, InvalidParameterError
 from mediaframe.reports.cells import plain_text
 from mediaframe.reports.files import atomic_path
 
-__all__ = ["Section", "provenance_of", "render_html", "svg_of", "to_html"]
+__all__ = ["Section", "clean_svg", "draw", "provenance_of", "render_html", "svg_of", "to_html"]
 
 _SORT_SCRIPT = """
 document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
@@ -48,6 +49,13 @@ document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
   });
 });
 """
+# What inline SVG may not hold: scripts, embedded documents, event handlers, and links other
+# than to the page itself or to an embedded image (matplotlib's raster images are data: URIs).
+_UNSAFE_SVG = re.compile(
+    r"<(?:script|foreignObject|iframe|object|embed)|\bon\w+\s*="
+    r"|(?:href|src)\s*=\s*(?![\"']?\s*(?:#|data:image/(?:png|jpeg);))",
+    re.I,
+)
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode()).digest()).decode()
 CSP = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
@@ -101,7 +109,7 @@ def render_html(
     provenance : what the page is about (server, user, query...); by default what the first
         frame's ``attrs`` say (:func:`provenance_of`). The mediaframe version and the time the
         page was made are always added.
-    figures : title to a matplotlib Figure (or Axes), embedded as inline SVG.
+    figures : title to a matplotlib Figure (or Axes, or SVG text), embedded as inline SVG.
     notes : sentences shown under the provenance.
     max_rows : rows shown per table (all by default); the page says when it shows fewer.
     """
@@ -129,7 +137,11 @@ def render_html(
         "notes": list(notes),
         "sections": [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections],
         "figures": [
-            {"title": name, "anchor": _anchor(f"figure {name}", anchors), "svg": Markup(svg_of(f))}
+            {
+                "title": name,
+                "anchor": _anchor(f"figure {name}", anchors),
+                "svg": Markup(clean_svg(f) if isinstance(f, str) else svg_of(f)),
+            }
             for name, f in (figures or {}).items()
         ],
         "script": Markup(_SORT_SCRIPT),
@@ -157,6 +169,33 @@ def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
     return {key: value for key, value in facts.items() if not _missing(value)}
 
 
+def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[str]]:
+    """Draw figures (each maker returns an Axes, e.g. from :mod:`mediaframe.plots`) as SVG.
+
+    Returns the SVG texts by title, and notes on what could not be drawn: nothing to plot, or
+    no matplotlib (the ``notebook`` extra), in which case the page simply has no figures.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}, ['no figures: matplotlib is not installed (pip install "mediaframe[notebook]")']
+    figures: dict[str, str] = {}
+    notes: list[str] = []
+    for title, make in makers.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EmptyPlotWarning)
+            axes = make()
+        try:
+            empty = [w for w in caught if issubclass(w.category, EmptyPlotWarning)]
+            if empty:
+                notes.append(f"no figure {title!r}: {empty[0].message}")
+            else:
+                figures[title] = svg_of(axes)
+        finally:
+            plt.close(axes.figure)
+    return figures, notes
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -173,14 +212,20 @@ def svg_of(figure: Any) -> str:
     buffer = io.StringIO()
     metadata = {"Date": None, "Creator": None, "Format": None, "Type": None}
     figure.savefig(buffer, format="svg", metadata=metadata, bbox_inches="tight")
-    svg = buffer.getvalue()
+    return clean_svg(buffer.getvalue())
+
+
+def clean_svg(svg: str) -> str:
+    """SVG text fit to inline: no prolog, doctype, metadata or comments; refused if it holds a
+    script, an event handler or a link out of the page."""
     # The prolog, doctype and metadata name outside addresses; comments repeat the labels' text.
     svg = re.sub(
         r"<\?xml.*?\?>|<!DOCTYPE.*?>|<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S
     )
-    if re.search(r"<script|<foreignObject|\bon\w+\s*=|href\s*=\s*[\"'](?!#)", svg, re.I):
+    svg = svg.strip()
+    if not (svg.startswith("<svg") and svg.endswith("</svg>")) or _UNSAFE_SVG.search(svg):
         raise ExportError("the figure's SVG holds a script, a handler or an outside link")
-    return svg.strip()
+    return svg
 
 
 def _sections(

@@ -27,9 +27,15 @@ def test_serve_prints_credentials_serves_and_stops_on_sigterm() -> None:
         "--cap",
         "50",
     ]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         try:
             creds = json.loads(proc.stdout.readline())
+            human = [proc.stderr.readline() for _ in range(5)]
+            assert f'mf.connect("{creds["base_url"]}", token=TOKEN)' in human[1]
+            assert f"MEDIAFRAME_BASE_URL={creds['base_url']} MEDIAFRAME_TOKEN=TOKEN" in human[2]
+            assert creds["token"] not in "".join(human)
             assert set(creds) == KEYS
             assert creds["base_url"].startswith("http://127.0.0.1:")
             answer = requests.get(

@@ -264,3 +264,28 @@ def test_a_failed_export_leaves_the_earlier_file_and_no_partial(tmp_path):
         to_csv(pd.DataFrame({"a": [1]}), tmp_path / "missing" / "x.csv")
     assert (tmp_path / "x.xlsx").read_text() == "earlier"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.xlsx"]
+
+
+@pytest.mark.parametrize(
+    "svg",
+    [
+        '<svg><a href="https://evil.example">x</a></svg>',
+        "<svg><image href=data:text/html,x /></svg>",
+        '<svg onload="alert(1)"></svg>',
+        '<svg><image src = "http://evil.example/x.png"/></svg>',
+        "<svg><foreignObject><iframe></iframe></foreignObject></svg>",
+        "<p>not an svg</p>",
+    ],
+)
+def test_svg_text_that_could_fetch_or_run_is_refused(svg):
+    from mediaframe.reports.html import clean_svg
+
+    with pytest.raises(ExportError):
+        clean_svg(svg)
+
+
+def test_svg_may_link_inside_itself_and_embed_images():
+    from mediaframe.reports.html import clean_svg
+
+    svg = '<svg><use xlink:href="#a"/><image xlink:href="data:image/png;base64,AA"/></svg>'
+    assert clean_svg(svg) == svg

@@ -1,47 +1,19 @@
-"""Command line: parse, call the library, print; exit codes say what happened."""
+"""``login``, ``logout`` and ``whoami``: profiles of stored tokens; secrets never as arguments."""
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from mediaframe import __version__, auth
+from mediaframe import auth
 from mediaframe.auth import Profile, Token, TokenStore
+from mediaframe.cli.app import State, main, reported
 from mediaframe.client import connect
 from mediaframe.config import Settings
-from mediaframe.exceptions import AuthenticationError, ConfigurationError, MediaframeError
-
-#: Exit codes: what happened, for scripts.
-EXIT_ERROR, EXIT_CONFIGURATION, EXIT_AUTHENTICATION = 1, 2, 3
-
-
-@click.group()
-@click.version_option(__version__, prog_name="mediaframe")
-def main() -> None:
-    """mediaframe: a Media Asset Service as typed DataFrames."""
-
-
-def _reported(command: Callable[..., None]) -> Callable[..., None]:
-    """Turn mediaframe errors into one line on stderr and an exit code that says which kind."""
-
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> None:
-        try:
-            command(*args, **kwargs)
-        except MediaframeError as err:
-            click.echo(f"Error: {err}", err=True)
-            if isinstance(err, AuthenticationError):
-                sys.exit(EXIT_AUTHENTICATION)
-            sys.exit(EXIT_CONFIGURATION if isinstance(err, ConfigurationError) else EXIT_ERROR)
-
-    return run
 
 
 def _no_plain_argument(ctx: click.Context, name: str, value: str | None) -> str | None:
@@ -91,7 +63,7 @@ def _stdin_line(what: str) -> str:
     callback=lambda ctx, _, value: _no_plain_argument(ctx, "client_secret", value),
 )
 @click.option("--redirect-uri", help="Registered callback (--browser: http://127.0.0.1:PORT/...).")
-@_reported
+@reported
 def login(
     base_url: str,
     profile: str | None,
@@ -113,6 +85,10 @@ def login(
       --browser --redirect-uri URI      a local browser and a loopback callback
       --implicit --redirect-uri URI     paste the address holding #access_token=
       --token-stdin                     a token you already have
+
+    \b
+    Example:
+      mediaframe login --url https://assets.example.org --username ada --profile work
     """
     settings = Settings.from_env()
     name = profile or settings.profile
@@ -209,9 +185,14 @@ def _who(user: dict[str, Any]) -> str:
 
 @main.command()
 @click.option("--profile", help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').")
-@_reported
+@reported
 def logout(profile: str | None) -> None:
-    """Forget a stored profile (the token stays valid until revoked in the service)."""
+    """Forget a stored profile (the token stays valid until revoked in the service).
+
+    \b
+    Example:
+      mediaframe logout --profile work
+    """
     settings = Settings.from_env()
     name = profile or settings.profile
     store = TokenStore(settings.config_dir)
@@ -227,48 +208,21 @@ def logout(profile: str | None) -> None:
 @main.command()
 @click.option("--profile", help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').")
 @click.option("--json", "as_json", is_flag=True, help="Print the user as JSON.")
-@_reported
-def whoami(profile: str | None, as_json: bool) -> None:
-    """Print the user a stored profile logs in as (never the token)."""
-    settings = Settings.from_env()
-    with connect(profile=profile, settings=settings) as client:
+@click.pass_obj
+@reported
+def whoami(state: State, profile: str | None, as_json: bool) -> None:
+    """Print the user a stored profile (or a token) logs in as, never the token.
+
+    \b
+    Example:
+      mediaframe whoami --profile work
+    """
+    if profile:
+        state.profile = profile
+    with state.connect() as client:
         user = client.whoami()
         if as_json:
             click.echo(json.dumps(user, ensure_ascii=False, indent=2))
         else:
-            click.echo(f"{_who(user)} on {client.base_url} [profile {client.profile}]")
-
-
-@main.command()
-@click.option(
-    "--records", default=20_000, show_default=True, help="Size of the emulated catalogue."
-)
-@click.option("--cap", default=1000, show_default=True, help="The emulator's retrieval cap.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the synthetic catalogue.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("mediaframe-demo"),
-    show_default=True,
-    help="Folder for the exports and the parquet cache.",
-)
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
-@_reported
-def demo(records: int, cap: int, seed: int, out: Path, progress: bool) -> None:
-    """Harvest a local emulator completely, prove it, cache it and export it."""
-    from mediaframe.demo import run
-
-    result = run(out, records=records, cap=cap, seed=seed, echo=click.echo, progress=progress)
-    if not result["matches_ground_truth"]:
-        sys.exit(EXIT_ERROR)
-
-
-def _register() -> None:
-    # The emulator is a separate product inside the package: its commands are attached here,
-    # and the emulator itself never imports the client side.
-    from mediaframe.emulator.cli import emulator
-
-    main.add_command(emulator)
-
-
-_register()
+            where = f" [profile {client.profile}]" if client.profile else ""
+            click.echo(f"{_who(user)} on {client.base_url}{where}")

@@ -1,0 +1,92 @@
+"""What the cache holds: one row per cached harvest, and removing them.
+
+Reads only each harvest's manifest and the sizes of its files, so it stays true whatever the
+layout of the data inside a harvest's folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from mediaframe.cache.datasets import filesystem
+from mediaframe.cache.store import HarvestStore
+
+__all__ = ["KINDS", "cached", "remove"]
+
+#: The folders of the cache root, one per kind of harvest.
+KINDS = ("records", "stories")
+
+_COLUMNS = {
+    "kind": "string",
+    "key": "string",
+    "server": "string",
+    "user": "string",
+    "query": "string",
+    "filters": "string",
+    "complete": "boolean",
+    "hits": "Int64",
+    "size_bytes": "Int64",
+    "updated_at": "datetime64[us, UTC]",
+    "age": "timedelta64[us]",
+    "path": "string",
+}
+
+
+def cached(cache_dir: str, *, now: dt.datetime | None = None) -> pd.DataFrame:
+    """Every harvest under ``cache_dir``: its search, size, when it was last written, and where.
+
+    ``updated_at`` is when the harvest or its last sync was written; ``age`` is counted from it.
+    A folder without a readable manifest is listed with what is known (its size and path).
+    """
+    fs, root = filesystem(cache_dir)
+    now = now or dt.datetime.now(dt.UTC)
+    rows = []
+    for kind in KINDS:
+        folder = posixpath.join(root, kind)
+        if not fs.isdir(folder):
+            continue
+        for path in sorted(fs.ls(folder, detail=False)):
+            if fs.isdir(path):
+                rows.append(_entry(fs, kind, path, now))
+    frame = pd.DataFrame(rows, columns=list(_COLUMNS))
+    return frame.astype(_COLUMNS).sort_values(["kind", "updated_at"], ignore_index=True)
+
+
+def remove(paths: Iterable[str]) -> int:
+    """Remove the cached harvests at ``paths`` (as :func:`cached` lists them); returns how many."""
+    count = 0
+    for path in paths:
+        HarvestStore(path).remove()
+        count += 1
+    return count
+
+
+def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
+    manifest = HarvestStore(path).load_manifest() or {}
+    provenance = manifest.get("provenance") or {}
+    spec = manifest.get("spec") or {}
+    filters = spec.get("filters") or {}
+    manifest_path = posixpath.join(path, "manifest.json")
+    updated = None
+    if fs.exists(manifest_path):
+        modified = fs.modified(manifest_path)
+        updated = modified if modified.tzinfo else modified.replace(tzinfo=dt.UTC)
+    return {
+        "kind": kind,
+        "key": posixpath.basename(path),
+        "server": provenance.get("server"),
+        "user": provenance.get("user"),
+        "query": spec.get("query"),
+        "filters": ", ".join(f"{k}={v}" for k, v in sorted(filters.items())) or None,
+        "complete": bool(manifest.get("complete")) if manifest else None,
+        "hits": manifest.get("total"),
+        "size_bytes": int(fs.du(path)),
+        "updated_at": updated,
+        "age": (now - updated) if updated else None,
+        "path": path,
+    }

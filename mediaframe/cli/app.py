@@ -1,0 +1,240 @@
+"""The ``mediaframe`` command group, what every command shares, and how errors end a command.
+
+Exit codes, for scripts: 0 done; 1 an error (one line on stderr); 2 a usage or configuration
+error; 3 the credentials were refused (log in again); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import pandas as pd
+
+from mediaframe import __version__
+from mediaframe.config import Connection, Settings
+from mediaframe.exceptions import (
+    AuthenticationError,
+    ConfigurationError,
+    InvalidParameterError,
+    MediaframeError,
+)
+
+__all__ = [
+    "EXIT_AUTHENTICATION",
+    "EXIT_CONFIGURATION",
+    "EXIT_ERROR",
+    "State",
+    "connection_options",
+    "emit",
+    "main",
+    "output_option",
+    "reported",
+]
+
+#: Exit codes: what happened, for scripts.
+EXIT_ERROR, EXIT_CONFIGURATION, EXIT_AUTHENTICATION, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass
+class State:
+    """What the group's options say, shared by its commands."""
+
+    base_url: str | None = None
+    profile: str | None = None
+    token_stdin: bool = False
+    quiet: bool = False
+    _token: str | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        settings = Settings.from_env()
+        return settings.replace(progress=False) if self.quiet else settings
+
+    def connect(self, settings: Settings | None = None) -> Any:
+        """A client: a token (``--token-stdin`` or ``MEDIAFRAME_TOKEN``) with a base URL, else a
+        stored profile."""
+        from mediaframe.client import connect
+
+        settings = settings or self.settings
+        env = Connection.from_env()
+        base_url = self.base_url or env.base_url
+        token = self._read_token() if self.token_stdin else None
+        if token is None and self.profile is None:
+            token = env.token
+        if token is not None:
+            if not base_url:
+                raise click.UsageError(
+                    "a token needs the service's address: --base-url URL or MEDIAFRAME_BASE_URL"
+                )
+            return connect(base_url, token=token, settings=settings)
+        return connect(base_url, profile=self.profile, settings=settings)
+
+    def _read_token(self) -> str:
+        if self._token is None:
+            line = sys.stdin.readline().strip()
+            if not line:
+                raise click.UsageError("--token-stdin: no token on standard input")
+            self._token = line
+        return self._token
+
+    def say(self, message: str) -> None:
+        """Narration and progress on stderr, silenced by ``--quiet``."""
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+def reported(command: F) -> F:
+    """Turn mediaframe errors into one line on stderr and an exit code that says which kind."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except MediaframeError as err:
+            message = " ".join(str(err).split())  # one line, whatever the message holds
+            click.echo(f"Error: {message}", err=True)
+            if isinstance(err, AuthenticationError):
+                sys.exit(EXIT_AUTHENTICATION)
+            usage = isinstance(err, ConfigurationError | InvalidParameterError)
+            sys.exit(EXIT_CONFIGURATION if usage else EXIT_ERROR)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    return run  # type: ignore[return-value]
+
+
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def store(ctx: click.Context, _: click.Parameter, value: Any) -> Any:
+        if value not in (None, False):
+            setattr(ctx.ensure_object(State), name, value)
+        return value
+
+    return store
+
+
+def connection_options(command: F) -> F:
+    """``--base-url``, ``--profile`` and ``--token-stdin``, also accepted after the command."""
+    options = [
+        click.option(
+            "--base-url",
+            expose_value=False,
+            callback=_remember("base_url"),
+            help="Service root (with a token); else MEDIAFRAME_BASE_URL.",
+        ),
+        click.option(
+            "--profile",
+            expose_value=False,
+            callback=_remember("profile"),
+            help="Stored profile to use (default: MEDIAFRAME_PROFILE or 'default').",
+        ),
+        click.option(
+            "--token-stdin",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember("token_stdin"),
+            help="Read a token from standard input (needs --base-url); else MEDIAFRAME_TOKEN.",
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember("quiet"),
+            help="No progress or narration on stderr.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def output_option(command: F) -> F:
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write to FILE; the extension picks the format: .csv .xlsx .parquet .json .html.",
+    )(command)
+
+
+def emit(
+    state: State,
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame],
+    output: Path | None,
+    *,
+    limit: int = 20,
+    max_cell: int = 32,
+    **html: Any,
+) -> None:
+    """Write ``frames`` to ``output`` through the safe writers, or show them as tables."""
+    if output is not None:
+        from mediaframe.reports import export
+
+        if output.suffix.lower() != ".html":
+            html = {}
+        path = export(frames, output, **html)
+        count = (
+            len(frames)
+            if isinstance(frames, pd.DataFrame)
+            else sum(len(f) for f in frames.values())
+        )
+        state.say(f"Wrote {count:,} row(s) to {path}")
+        return
+    from mediaframe.cli.table import render
+
+    tables = {"": frames} if isinstance(frames, pd.DataFrame) else dict(frames)
+    width = shutil.get_terminal_size((100, 24)).columns
+    for title, frame in tables.items():
+        if len(tables) > 1:
+            click.echo(f"\n{title}:")
+        text, note = render(frame, width=width, max_rows=limit, max_cell=max_cell)
+        click.echo(text)
+        if note:
+            state.say(note)
+
+
+def limit_option(command: F) -> F:
+    return click.option(
+        "--limit",
+        default=20,
+        show_default=True,
+        type=click.IntRange(min=-1),
+        help="Rows shown on the terminal (-1: all); -o writes every row.",
+    )(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="mediaframe")
+@click.option("--base-url", help="Service root (with a token); else MEDIAFRAME_BASE_URL.")
+@click.option("--profile", help="Stored profile (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option(
+    "--token-stdin",
+    is_flag=True,
+    help="Read a token from standard input (needs --base-url); else MEDIAFRAME_TOKEN.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress or narration on stderr.")
+@click.pass_context
+def main(
+    ctx: click.Context, base_url: str | None, profile: str | None, token_stdin: bool, quiet: bool
+) -> None:
+    """mediaframe: a Media Asset Service as typed DataFrames, from the command line.
+
+    \b
+    Examples:
+      mediaframe login --url https://assets.example.org --username ada
+      mediaframe records "sunset" --record-type image -o sunset.xlsx
+      MEDIAFRAME_BASE_URL=https://a.example MEDIAFRAME_TOKEN=... mediaframe audit -o audit.html
+
+    Every command is described in docs/cli.md.
+    """
+    ctx.obj = State(base_url=base_url, profile=profile, token_stdin=token_stdin, quiet=quiet)

@@ -1,0 +1,97 @@
+"""A frame as a table a terminal can show: as many columns as fit, text cut, controls removed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["render"]
+
+# Values come from a server: an escape sequence could rewrite the terminal, so every control
+# character (C0, DEL and C1) is shown as a visible replacement.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_GAP = "  "
+
+
+def render(
+    frame: pd.DataFrame, *, width: int = 100, max_rows: int = 20, max_cell: int = 32
+) -> tuple[str, str | None]:
+    """The table's text and, when rows or columns were left out, a note saying so.
+
+    Examples
+    --------
+    >>> text, note = render(pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))
+    >>> print(text)
+    a  b
+    1  x
+    2  y
+    """
+    shown = frame.head(max_rows) if max_rows >= 0 else frame
+    columns: list[tuple[str, list[str], bool]] = []
+    used = 0
+    for name, column in shown.items():
+        header = _cell(name, max_cell)
+        cells = [_cell(value, max_cell) for value in column.astype(object)]
+        size = max([len(header), *map(len, cells)])
+        room = width - used - (len(_GAP) if columns else 0)
+        if columns and size > room:
+            if room < max(len(header), 12):
+                break
+            # the last column that fits in part is cut to the room left
+            cells = [_cut(cell, room) for cell in cells]
+            size = max([len(header), *map(len, cells)])
+            stop = True
+        else:
+            stop = False
+        used += (len(_GAP) if columns else 0) + size
+        numeric = pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(
+            column.dtype
+        )
+        columns.append((header, cells, numeric))
+        if stop:
+            break
+    lines = []
+    sizes = [max([len(h), *map(len, c)]) for h, c, _ in columns]
+    lines.append(_GAP.join(h.ljust(s) for (h, _, _), s in zip(columns, sizes, strict=True)))
+    for row in range(len(shown)):
+        lines.append(
+            _GAP.join(
+                (c[row].rjust(s) if numeric else c[row].ljust(s))
+                for (_, c, numeric), s in zip(columns, sizes, strict=True)
+            )
+        )
+    text = "\n".join(line.rstrip() for line in lines)
+    left_rows, left_columns = len(frame) - len(shown), len(frame.columns) - len(columns)
+    note = None
+    if left_rows > 0 or left_columns > 0:
+        parts = []
+        if left_rows > 0:
+            parts.append(f"{len(shown):,} of {len(frame):,} rows")
+        if left_columns > 0:
+            parts.append(f"{len(columns)} of {len(frame.columns)} columns")
+        note = (
+            f"Showing {' and '.join(parts)}; -o FILE (.csv, .xlsx, .parquet, .json, .html) "
+            "writes them all."
+        )
+    return text, note
+
+
+def _cell(value: Any, limit: int) -> str:
+    if (
+        value is None
+        or value is pd.NA
+        or value is pd.NaT
+        or (isinstance(value, float) and value != value)
+    ):
+        text = ""
+    elif isinstance(value, pd.Timestamp):
+        text = value.isoformat(sep=" ")
+    else:
+        text = str(value)
+    return _cut(_CONTROLS.sub("\N{REPLACEMENT CHARACTER}", text), limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"

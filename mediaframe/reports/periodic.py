@@ -1,0 +1,307 @@
+"""The periodic report a scheduler runs: what was added and changed, per period.
+
+>>> from mediaframe.reports import report
+>>> monthly = report(client, period="month", start="2024-01-01")      # doctest: +SKIP
+>>> monthly.to_excel("2024.xlsx"); monthly.to_html("2024.html")        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import html
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mediaframe import __version__
+from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.reports.excel import to_excel
+from mediaframe.reports.exports import to_csv
+from mediaframe.reports.html import Section, draw, provenance_of, to_html
+
+__all__ = ["PERIODS", "Report", "report"]
+
+#: Period names and the pandas frequency each counts by.
+PERIODS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "year": "Y"}
+
+_EXPLAIN = {
+    "activity": "Records created and updated in each period, per collection and media type, "
+    "and the storage the created ones added (sum of FileSize, bytes). A record counts as "
+    "updated in the period of its last update only, and only if that is after its creation "
+    "period: the service keeps no history of earlier updates.",
+    "totals": "The same, summed over collections and media types.",
+    "feeds": "Feed entries published in each period, per feed, and the records they carried.",
+}
+
+
+@dataclasses.dataclass
+class Report:
+    """What :func:`report` returns: ``activity``, ``totals`` and ``feeds`` DataFrames.
+
+    Export with :meth:`to_html` (with figures when matplotlib is installed), :meth:`to_excel`
+    (one sheet per table and a README) or :meth:`to_csv` (a folder of CSV files).
+    """
+
+    activity: pd.DataFrame
+    totals: pd.DataFrame
+    feeds: pd.DataFrame
+    period: str
+    provenance: dict[str, Any]
+    records: pd.DataFrame | None = dataclasses.field(default=None, repr=False)
+    feed_entries: pd.DataFrame | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"activity": self.activity, "totals": self.totals, "feeds": self.feeds}
+
+    def __repr__(self) -> str:
+        return (
+            f"<Report per {self.period}: {len(self.totals)} period(s), "
+            f"{int(self.totals['created'].sum()) if len(self.totals) else 0:,} created, "
+            f"{int(self.totals['updated'].sum()) if len(self.totals) else 0:,} updated>"
+        )
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<div><strong>Report per {html.escape(self.period)}</strong>"
+            + self.totals.to_html(index=False, escape=True)
+            + "<small>Members: <code>.activity</code>, <code>.totals</code>, <code>.feeds"
+            "</code>; export with <code>.to_html()</code> or <code>.to_excel()</code>.</small>"
+            "</div>"
+        )
+
+    def readme(self) -> pd.DataFrame:
+        facts = [{"item": k, "value": str(v)} for k, v in self.provenance.items()]
+        facts += [{"item": name, "value": text} for name, text in _EXPLAIN.items()]
+        return pd.DataFrame(facts, columns=["item", "value"])
+
+    def to_html(self, path: str | os.PathLike[str], **options: Any) -> Path:
+        """One self-contained page: provenance, figures, and the three tables."""
+        figures, notes = self._figures()
+        options.setdefault("title", f"Report per {self.period}")
+        options.setdefault("provenance", self.provenance)
+        sections = [
+            Section(name, frame, explanation=_EXPLAIN[name], summary=f"{len(frame):,} row(s)")
+            for name, frame in self.tables.items()
+        ]
+        return to_html(sections, path, figures=figures, notes=notes, **options)
+
+    def to_excel(self, path: str | os.PathLike[str]) -> Path:
+        return to_excel({"README": self.readme(), **self.tables}, path)
+
+    def to_csv(self, folder: str | os.PathLike[str]) -> list[Path]:
+        root = Path(folder)
+        if root.exists() and not root.is_dir():
+            raise ExportError(f"{root} is a file: give a folder for one CSV per table")
+        root.mkdir(parents=True, exist_ok=True)
+        return [to_csv(self.readme(), root / "README.csv")] + [
+            to_csv(frame, root / f"{name}.csv") for name, frame in self.tables.items()
+        ]
+
+    def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
+        """By the extension: ``.html``, ``.xlsx``; any other name is a folder of CSV files."""
+        suffix = Path(path).suffix.lower()
+        if suffix == ".html":
+            return self.to_html(path)
+        if suffix == ".xlsx":
+            return self.to_excel(path)
+        if suffix:
+            raise ExportError(
+                f"a report is written as .html, .xlsx, or a folder of CSV files; not {suffix}"
+            )
+        return self.to_csv(path)
+
+    def _figures(self) -> tuple[dict[str, str], list[str]]:
+        from mediaframe import plots
+
+        code = PERIODS[self.period]
+        makers: dict[str, Callable[[], Any]] = {}
+        if self.records is not None and len(self.records):
+            records = self.records
+            makers["records created"] = lambda: plots.timeline(records, period=code)
+            makers["records updated"] = lambda: plots.timeline(
+                records, by="updated_on", period=code
+            )
+            makers["media types"] = lambda: plots.media_types(records)
+        if self.feed_entries is not None and len(self.feed_entries):
+            entries = self.feed_entries
+            makers["feed activity"] = lambda: plots.feed_activity(entries, period=code)
+        return draw(makers)
+
+
+def report(
+    source: Any,
+    query: str = "",
+    *,
+    period: str = "month",
+    start: dt.date | str | None = None,
+    end: dt.date | str | None = None,
+    feed_entries: pd.DataFrame | None = None,
+    collections: pd.DataFrame | None = None,
+    **filters: Any,
+) -> Report:
+    """Records created and updated per period × collection × media type, storage added, feeds.
+
+    Parameters
+    ----------
+    source : a :class:`~mediaframe.Client` (its records matching ``query`` and ``filters`` are
+        harvested, with its feed entries and collection names), or a records DataFrame.
+    period : ``day``, ``week``, ``month`` (default), ``quarter`` or ``year``.
+    start, end : days in the first and last period reported (whole periods are reported);
+        all periods by default.
+    feed_entries, collections : with a records frame, ``client.feed_entries()`` and
+        ``client.me().collections`` (for collection names).
+
+    Examples
+    --------
+    >>> report(client, period="quarter", start="2024-01-01").totals      # doctest: +SKIP
+    """
+    if period not in PERIODS:
+        raise InvalidParameterError(f"period={period!r}: use one of {', '.join(PERIODS)}")
+    first, last = _day(start, "start"), _day(end, "end")
+    if isinstance(source, pd.DataFrame):
+        if query or filters:
+            raise InvalidParameterError(
+                "query and filters select what a client harvests; a frame is reported as given"
+            )
+        records = source
+        provenance = provenance_of(records)
+    else:
+        records = source.records(query, **filters)
+        feed_entries = source.feed_entries() if feed_entries is None else feed_entries
+        collections = source.me().collections if collections is None else collections
+        provenance = provenance_of(records, server=source.base_url, user=source.user_key)
+    code = PERIODS[period]
+    names = _names(collections)
+    activity = _activity(records, code, names, first, last)
+    totals = _totals(activity)
+    feeds = _feeds(feed_entries, code, first, last)
+    provenance = {
+        **provenance,
+        "period": period,
+        "from": first.isoformat() if first else "the first record",
+        "to": last.isoformat() if last else "the last record",
+        "reported at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "mediaframe version": __version__,
+    }
+    return Report(activity, totals, feeds, period, provenance, records, feed_entries)
+
+
+def _day(value: dt.date | str | None, name: str) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value).replace("/", "-"))
+    except ValueError:
+        raise InvalidParameterError(f"{name}={value!r} is not a day: write YYYY-MM-DD") from None
+
+
+def _names(collections: pd.DataFrame | None) -> dict[int, str]:
+    if collections is None or not {"base_id", "name"} <= set(collections.columns):
+        return {}
+    return {
+        int(b): str(n) for b, n in zip(collections["base_id"], collections["name"], strict=True)
+    }
+
+
+def _period_of(dates: pd.Series, code: str) -> pd.Series:
+    return dates.dt.tz_convert("UTC").dt.tz_localize(None).dt.to_period(code)
+
+
+def _within(
+    periods: pd.Series, code: str, first: dt.date | None, last: dt.date | None
+) -> pd.Series:
+    keep = periods.notna()
+    if first is not None:
+        keep &= periods >= pd.Period(first, code)
+    if last is not None:
+        keep &= periods <= pd.Period(last, code)
+    return keep.fillna(False).astype(bool)
+
+
+def _activity(
+    records: pd.DataFrame,
+    code: str,
+    names: dict[int, str],
+    first: dt.date | None,
+    last: dt.date | None,
+) -> pd.DataFrame:
+    columns = [
+        "period",
+        "base_id",
+        "collection",
+        "media_type",
+        "created",
+        "updated",
+        "storage_added",
+    ]
+    if records.empty:
+        return pd.DataFrame(columns=columns)
+    created = _period_of(records["created_on"], code)
+    updated = _period_of(records["updated_on"], code)
+    updated = updated.where(updated > created)  # a later period than its creation only
+    group = {
+        "base_id": records["base_id"].astype("Int64") if "base_id" in records else pd.NA,
+        "media_type": records["media_type"].astype("string") if "media_type" in records else pd.NA,
+    }
+    size = pd.to_numeric(records["FileSize"], errors="coerce") if "FileSize" in records else 0
+    made = pd.DataFrame(
+        {"period": created, **group, "created": 1, "updated": 0, "storage_added": size}
+    )
+    changed = pd.DataFrame(
+        {"period": updated, **group, "created": 0, "updated": 1, "storage_added": 0}
+    )
+    made = made[_within(made["period"], code, first, last)]
+    changed = changed[_within(changed["period"], code, first, last)]
+    both = pd.concat([made, changed], ignore_index=True)
+    if both.empty:
+        return pd.DataFrame(columns=columns)
+    keys = ["period", "base_id", "media_type"]
+    summed = both.groupby(keys, dropna=False, observed=True)[
+        ["created", "updated", "storage_added"]
+    ].sum()
+    summed = summed.reset_index().sort_values(keys, ignore_index=True)
+    summed["period"] = summed["period"].astype(str)
+    summed["collection"] = (
+        summed["base_id"].map(lambda b: names.get(int(b)) if pd.notna(b) else None).astype("string")
+    )
+    summed = summed.astype({"created": "Int64", "updated": "Int64", "storage_added": "Int64"})
+    return summed[columns]
+
+
+def _totals(activity: pd.DataFrame) -> pd.DataFrame:
+    columns = ["period", "created", "updated", "storage_added"]
+    if activity.empty:
+        return pd.DataFrame(columns=columns)
+    totals = activity.groupby("period", sort=True)[columns[1:]].sum().reset_index()
+    return totals.astype({name: "Int64" for name in columns[1:]})
+
+
+def _feeds(
+    entries: pd.DataFrame | None, code: str, first: dt.date | None, last: dt.date | None
+) -> pd.DataFrame:
+    columns = ["period", "feed_id", "feed", "entries", "items"]
+    if entries is None or entries.empty:
+        return pd.DataFrame(columns=columns)
+    periods = _period_of(entries["created_on"], code)
+    frame = pd.DataFrame(
+        {
+            "period": periods,
+            "feed_id": entries["feed_id"],
+            "feed": entries.get("feed_title", pd.NA),
+            "entries": 1,
+            "items": entries.get("item_count", pd.NA),
+        }
+    )[_within(periods, code, first, last)]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    summed = frame.groupby(["period", "feed_id", "feed"], dropna=False, observed=True)[
+        ["entries", "items"]
+    ].sum()
+    summed = summed.reset_index().sort_values(["period", "feed_id"], ignore_index=True)
+    summed["period"] = summed["period"].astype(str)
+    return summed.astype({"entries": "Int64", "items": "Int64"})[columns]

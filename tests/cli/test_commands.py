@@ -1,0 +1,189 @@
+"""Every command reads the service through the library and writes through the safe writers."""
+
+from __future__ import annotations
+
+import json
+
+import openpyxl
+import pandas as pd
+import pytest
+
+from mediaframe.reports import read_parquet
+from tests.cli.conftest import runner_for
+
+
+def test_records_to_every_format_holds_every_visible_record(run, emulator, tmp_path):
+    truth = len(emulator.ground_truth())
+    for suffix in ("parquet", "csv", "xlsx", "json", "html"):
+        result = run("records", "-o", str(tmp_path / f"r.{suffix}"))
+        assert result.exit_code == 0, result.stderr
+        assert f"Wrote {truth:,} row(s)" in result.stderr
+    frame = read_parquet(tmp_path / "r.parquet")
+    assert len(frame) == truth and frame.attrs["harvest"]["complete"]
+    assert len(pd.read_csv(tmp_path / "r.csv")) == truth
+    assert len(json.loads((tmp_path / "r.json").read_text())) == truth
+    sheet = openpyxl.load_workbook(tmp_path / "r.xlsx", read_only=True)["records"]
+    assert sheet.max_row == truth + 1
+    page = (tmp_path / "r.html").read_text()
+    assert emulator.base_url in page and "demo" in page  # provenance: server and user
+
+
+def test_without_output_a_table_fits_the_terminal_and_says_what_it_left_out(run, emulator):
+    result = run("records", "--limit", "5", COLUMNS="70")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 6 and lines[0].startswith("databox_id")
+    assert max(map(len, lines)) <= 70
+    assert f"Showing 5 of {len(emulator.ground_truth()):,} rows" in result.stderr
+    assert "-o FILE" in result.stderr
+    quiet = run("--quiet", "records", "--limit", "5")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_every_search_filter_reaches_the_library(run, emulator, tmp_path):
+    out = tmp_path / "f.parquet"
+    result = run(
+        "records", "--record-type", "image", "--since", "2019-01-01", "--until", "2021/12/31",
+        "--base", "1", "--base", "2", "--sort", "created_on", "--order", "desc", "-o", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    frame = read_parquet(out)
+    truth = emulator.ground_truth()
+    created = truth["created_on"]
+    expected = truth[
+        (truth["media_type"] == "image")
+        & truth["base_id"].isin([1, 2])
+        & (created >= pd.Timestamp("2019-01-01", tz="UTC"))
+        & (created < pd.Timestamp("2022-01-01", tz="UTC"))
+    ]
+    assert len(frame) == len(expected) > 0
+    assert frame["created_on"].is_monotonic_decreasing
+    assert frame.attrs["harvest"]["filters"]["date_field"] == "created_on"
+
+
+def test_status_and_field_options_are_parsed_and_checked(run, emulator, tmp_path):
+    ok = run("records", "--status", "4:on:1", "--limit", "1")
+    assert ok.exit_code == 0, ok.stderr
+    bad = run("records", "--status", "four:on")
+    assert bad.exit_code == 2 and "BIT:on|off:DATABOX" in bad.stderr
+    bad_date = run("records", "--since", "2024-13-45")
+    assert bad_date.exit_code == 2 and "date_min" in bad_date.stderr
+    assert len(bad_date.stderr.strip().splitlines()) == 1
+
+
+def test_search_is_one_page_and_says_how_many_hits_there_are(run):
+    result = run("search", "--per-page", "7", "--sort", "random", "--limit", "-1")
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 8
+    assert "hits in all" in result.stderr
+    stories = run("search", "--stories", "--per-page", "3")
+    assert stories.exit_code == 0 and stories.stdout.startswith("databox_id  story_id")
+
+
+@pytest.mark.parametrize(
+    ("args", "first_column"),
+    [
+        (["facets"], "facet"),
+        (["stories"], "databox_id"),
+        (["feeds"], "id"),
+        (["feed-entries"], "id"),
+        (["feed-entries", "--offset", "0", "--per-page", "2"], "id"),
+        (["feed-items"], "entry_id"),
+        (["baskets"], "basket_id"),
+        (["me", "--table", "collections"], "databox_id"),
+    ],
+)
+def test_each_reading_command_shows_its_frame(run, args, first_column):
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split()[0] == first_column
+
+
+def test_me_writes_its_four_tables_to_a_workbook_and_one_to_csv(run, tmp_path):
+    result = run("me", "-o", str(tmp_path / "me.xlsx"))
+    assert result.exit_code == 0, result.stderr
+    names = openpyxl.load_workbook(tmp_path / "me.xlsx").sheetnames
+    assert names == ["user", "collections", "statuses", "databoxes"]
+    one = run("me", "-o", str(tmp_path / "me.csv"))
+    assert one.exit_code == 1 and "one table" in one.stderr
+    assert run("me", "--table", "statuses", "-o", str(tmp_path / "me.csv")).exit_code == 0
+
+
+def test_an_unknown_extension_is_one_line_and_exit_1(run, tmp_path):
+    result = run("records", "-o", str(tmp_path / "x.txt"))
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: cannot tell the format")
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_a_revoked_token_exits_3_and_a_token_without_address_exits_2(fresh_emulator, tmp_path):
+    emu = fresh_emulator()
+    run = runner_for(emu, tmp_path)
+    token = emu.token_for("demo")
+    emu.revoke(token)
+    revoked = run("feeds", MEDIAFRAME_TOKEN=token)
+    assert revoked.exit_code == 3 and "log in again" in revoked.stderr.lower()
+    nowhere = run("feeds", MEDIAFRAME_BASE_URL=None)
+    assert nowhere.exit_code == 2 and "--base-url" in nowhere.stderr
+
+
+def test_token_stdin_and_base_url_options_override_the_environment(emulator, tmp_path):
+    run = runner_for(emulator, tmp_path, MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
+    before = run("--base-url", emulator.base_url, "--token-stdin", "whoami", input=emulator.token)
+    assert before.exit_code == 0 and before.stdout.startswith("demo"), before.stderr
+    after = run("baskets", "--base-url", emulator.base_url, "--token-stdin", input=emulator.token)
+    assert after.exit_code == 0, after.stderr
+    empty = run("baskets", "--base-url", emulator.base_url, "--token-stdin", input="")
+    assert empty.exit_code == 2 and "standard input" in empty.stderr
+
+
+def test_a_stored_profile_is_used_when_named(emulator, tmp_path):
+    run = runner_for(emulator, tmp_path)
+    login = run("login", "--url", emulator.base_url, "--token-stdin", "--profile", "work",
+                input=emulator.token, MEDIAFRAME_TOKEN=None)  # fmt: skip
+    assert login.exit_code == 0, login.stderr
+    result = run("--profile", "work", "whoami", MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
+    assert result.exit_code == 0 and "[profile work]" in result.stdout
+
+
+def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=400, cap=100)
+    run = runner_for(emu, tmp_path)
+    first = run("sync")
+    assert first.exit_code == 0 and "Harvested" in first.stdout, first.stderr
+    key = emu.ground_truth().iloc[0]
+    emu.update_record(int(key["databox_id"]), int(key["record_id"]), title="Renamed")
+    second = run("sync", "-o", str(tmp_path / "synced.parquet"))
+    assert second.exit_code == 0, second.stderr
+    assert "Synced: " in second.stdout and " 0 removed" in second.stdout
+    synced = read_parquet(tmp_path / "synced.parquet")
+    assert (synced["title"] == "Renamed").sum() == 1
+
+
+def test_cache_ls_shows_each_harvest_and_clear_removes_them(run, tmp_path):
+    assert run("records", "sunset", "--limit", "1").exit_code == 0
+    assert run("stories", "--limit", "1").exit_code == 0
+    listing = run("cache", "ls", "--limit", "-1")
+    assert listing.exit_code == 0, listing.stderr
+    assert "2 cached harvest(s)" in listing.stderr
+    assert "sunset" in listing.stdout and "stories" in listing.stdout
+    out = tmp_path / "cache.csv"
+    assert run("cache", "ls", "-o", str(out)).exit_code == 0
+    keys = pd.read_csv(out)["key"].tolist()
+    gone = run("cache", "clear", "--key", keys[0], "--yes")
+    assert gone.exit_code == 0 and "Removed 1" in gone.stdout
+    refused = run("cache", "clear", input="n\n")
+    assert refused.exit_code == 1 and "1 cached harvest" in refused.stderr
+    assert run("cache", "clear", "--yes").exit_code == 0
+    assert "0 cached harvest(s)" in run("cache", "ls").stderr
+
+
+def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path):
+    run(
+        "login", "--url", emulator.base_url, "--token-stdin", "--profile", "p", input=emulator.token
+    )
+    result = run("info")
+    assert result.exit_code == 0, result.stderr
+    assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout
+    assert f"p: {emulator.base_url}" in result.stdout
+    assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout

@@ -1,0 +1,195 @@
+"""Each audit check on frames built to hold one problem each, and the audit of a live search."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import openpyxl
+import pandas as pd
+import pytest
+
+from mediaframe.client import connect
+from mediaframe.config import Settings
+from mediaframe.exceptions import ExportError
+from mediaframe.reports import CHECKS, audit, checks
+
+SHA = ["a" * 64, "b" * 64, "c" * 64]
+
+
+def _records(**columns):
+    base = {
+        "databox_id": [1, 1, 1, 2, 2, 2],
+        "record_id": [1, 2, 3, 1, 2, 3],
+        "base_id": [1, 1, 2, 4, 4, 5],
+        "collection_id": [1, 1, 2, 1, 1, 2],
+        "title": ["a", "b", None, "  ", "e", "f"],
+        "original_name": ["a.jpg", "b.JPG", "c.pdf", "d.mp3", "e.tif", "f"],
+        "mime_type": ["image/jpeg", "image/jpg", "image/jpeg", "audio/mpeg", "image/tiff", None],
+        "MimeType": ["image/jpeg", "image/jpeg", "image/jpeg", "audio/mpeg", "image/png", None],
+        "media_type": ["image", "image", "image", "audio", "image", "document"],
+        "sha256": [SHA[0], SHA[0].upper(), "", SHA[0], checks.EMPTY_SHA256, None],
+        "FileSize": [10, 10, 0, 10, 0, 5],
+        "Width": [1, 1, 1, None, 1, None],
+        "Height": [1, 1, 1, None, 1, None],
+        "Duration": [None, None, None, 3.0, None, None],
+        "updated_on": pd.to_datetime(["2024-01-01"] * 6, utc=True),
+    }
+    base.update(columns)
+    frame = pd.DataFrame(base)
+    return frame.astype({"databox_id": "Int64", "record_id": "Int64", "base_id": "Int64",
+                         "FileSize": "Int64", "sha256": "string", "title": "string"})  # fmt: skip
+
+
+def test_duplicates_group_by_checksum_across_collections_and_leave_empty_ones_apart():
+    check = checks.duplicates(_records())
+    assert list(zip(check.frame["databox_id"], check.frame["record_id"], strict=True)) == [
+        (1, 1), (1, 2), (2, 1)
+    ]  # fmt: skip
+    assert set(check.frame["copies"]) == {3} and check.frame["across_collections"].all()
+    assert check.counts == {"group(s)": 1, "extra copies": 2, "group(s) across collections": 1}
+    apart = checks.no_checksum(_records())
+    assert list(apart.frame["record_id"]) == [3, 3] and list(apart.frame["databox_id"]) == [1, 2]
+
+
+def test_zero_byte_files_by_size_or_by_the_checksum_of_nothing():
+    check = checks.zero_byte(_records())
+    assert list(zip(check.frame["databox_id"], check.frame["record_id"], strict=True)) == [
+        (1, 3), (2, 2)
+    ]  # fmt: skip
+
+
+def test_format_mismatches_compare_declared_technical_and_extension():
+    check = checks.format_mismatches(_records())
+    problems = dict(zip(check.frame["record_id"] + 10 * check.frame["databox_id"],
+                        check.frame["problem"], strict=True))  # fmt: skip
+    # jpg/JPG/image/jpg are one format; a .pdf called image/jpeg and a png called tiff are not
+    assert problems == {
+        13: "extension says application/pdf",
+        22: "mime_type and MimeType differ; extension says image/tiff",
+    }
+
+
+def test_missing_values_name_each_missing_field_and_required_captions():
+    frame = _records(caption_Credit=["x", None, "y", None, None, None])
+    check = checks.missing_values(frame, {1: ["Credit"]})
+    missing = set(zip(check.frame["databox_id"], check.frame["record_id"], check.frame["missing"],
+                      strict=True))  # fmt: skip
+    assert {(1, 3, "title"), (2, 1, "title"), (1, 2, "caption Credit")} <= missing
+    assert (2, 1, "Width") not in missing  # audio needs no width
+    assert (2, 3, "MimeType") in missing and (2, 3, "FileSize") not in missing
+    assert not any(m == "caption Credit" and d == 2 for d, _, m in missing)
+    assert check.counts["without title"] == 2 and check.note == ""
+
+
+def test_rights_and_limited_access_from_the_collections():
+    collections = pd.DataFrame({
+        "databox_id": [1, 1], "base_id": [1, 2], "collection_id": [1, 2], "name": ["A", "B"],
+        "actif": [True, False], "candwnldhd": [True, False], "candwnldpreview": [True, True],
+        "nowatermark": [True, True], "restrict_dwnld": [False, False],
+    })  # fmt: skip
+    statuses = pd.DataFrame({"base_id": [1, 1], "position": [4, 6], "restricted": [False, True]})
+    matrix = checks.rights_matrix(collections)
+    assert list(matrix.frame.columns[:2]) == ["base_id", "name"] and len(matrix.frame) == 2
+    limited = checks.limited_access(collections, statuses).frame
+    reasons = limited.groupby("base_id")["reason"].apply(list).to_dict()
+    assert any("status bit(s) 6" in r for r in reasons[1])
+    assert any("actif" in r for r in reasons[2]) and any("candwnldhd" in r for r in reasons[2])
+
+
+def test_status_usage_labels_bits_and_flags_undefined_ones():
+    counts = pd.DataFrame(
+        {"base_id": [1, 1], "position": [4, 9], "on": [3, 2], "records": [10, 10]}
+    )
+    statuses = pd.DataFrame({"base_id": [1], "position": [4], "label_on_en": ["Published"],
+                             "label_off_en": ["Unpublished"]})  # fmt: skip
+    check = checks.status_usage(counts, statuses)
+    assert list(check.frame["label_on"].fillna("?")) == ["Published", "?"]
+    assert list(check.frame["off"]) == [7, 8]
+    assert check.counts == {"bit(s) in use": 2, "undefined bit(s) in use": 1}
+    from_columns = checks.status_counts_from(
+        _records(status_4=[True, False, True, None, True, True])
+    )
+    assert from_columns.set_index("base_id")["on"].to_dict() == {1: 1, 2: 1, 4: 1, 5: 1}
+
+
+def test_empty_and_stale_feeds_and_stories_without_records():
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2, 3], "title": ["old", "fresh", "none"],
+                              "total_entries": [1, 1, 0]})  # fmt: skip
+    entries = pd.DataFrame({"feed_id": [1, 2], "created_on": pd.to_datetime(
+        ["2024-01-01", "2025-12-01"], utc=True)})  # fmt: skip
+    check = checks.feeds(feed_list, entries, stale_days=100, now=now)
+    assert dict(zip(check.frame["feed_id"], check.frame["problem"], strict=True)) == {
+        1: "stale: no entry in 731 days", 3: "empty: no entry"
+    }  # fmt: skip
+    stories = pd.DataFrame({"databox_id": [1, 1], "story_id": [5, 6], "record_count": [0, 2]})
+    assert list(checks.stories_without_records(stories).frame["story_id"]) == [5]
+
+
+def test_fixity_drift_says_changed_missing_and_untracked():
+    before = _records()
+    now = _records(sha256=[SHA[1], SHA[0], "", SHA[0], checks.EMPTY_SHA256, None]).iloc[1:]
+    extra = _records().iloc[:1].assign(record_id=pd.array([99], dtype="Int64"))
+    check = checks.fixity_drift(before, pd.concat([now, extra]))
+    states = dict(zip(check.frame["record_id"] + 10 * check.frame["databox_id"],
+                      check.frame["state"], strict=True))  # fmt: skip
+    # record (1, 2) had SHA[0] in upper case: the same checksum, not a change
+    assert states == {11: "missing", 109: "untracked"}
+    changed = checks.fixity_drift(before, _records(sha256=[SHA[2], *before["sha256"][1:]]))
+    assert changed.counts == {"changed": 1, "missing": 0, "untracked": 0}
+
+
+def test_frames_already_harvested_are_audited_with_what_is_given(tmp_path):
+    result = audit(_records())
+    assert set(result.checks) | set(result.skipped) == set(CHECKS)
+    assert "rights_matrix" in result.skipped and result.duplicates is not None
+    assert result.rights_matrix is None
+    assert "duplicates" in repr(result) and "<table" in result._repr_html_()
+    with pytest.raises(ExportError):
+        result.export(tmp_path / "a.pdf")
+
+
+@pytest.fixture
+def client_of(tmp_path):
+    def make(emu):
+        settings = Settings.from_env().replace(cache_dir=tmp_path / "cache", progress=False)
+        return connect(emu.base_url, token=emu.token, settings=settings)
+
+    return make
+
+
+def test_a_live_audit_finds_the_emulators_duplicates_and_exports_them(
+    fresh_emulator, client_of, tmp_path
+):
+    emu = fresh_emulator(records=1500, cap=200)
+    with client_of(emu) as client:
+        result = audit(client)
+    truth = emu.ground_truth()
+    shared = truth[truth["sha256"].duplicated(keep=False)]
+    assert len(result.duplicates) == len(shared) > 0
+    assert result.skipped == {}
+    bits = result.status_usage.set_index(["base_id", "position"])["on"]
+    assert bits.sum() > 0 and result.status_usage["label_on"].notna().all()
+    assert len(result.rights_matrix) == truth["base_id"].nunique()
+    result.to_excel(tmp_path / "audit.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "audit.xlsx")
+    assert book.sheetnames[:2] == ["README", "duplicates"] and "fixity_drift" in book.sheetnames
+    page = result.to_html(tmp_path / "audit.html").read_text()
+    assert "Duplicate files" in page and emu.base_url in page
+    assert len(result.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
+
+
+def test_fixity_drift_compares_with_the_cached_harvest_before_syncing(fresh_emulator, client_of):
+    emu = fresh_emulator(records=400, cap=100)
+    with client_of(emu) as client:
+        first = audit(client)
+        assert "baseline" in first.checks["fixity_drift"].note
+        row = emu.catalogue.row_of(1, int(first.duplicates["record_id"].iloc[0]))
+        emu.catalogue.records.sha256[row] = b"f" * 64
+        key = emu.ground_truth().iloc[0]
+        emu.update_record(int(key["databox_id"]), int(key["record_id"]), title="touched")
+        emu.update_record(1, int(first.duplicates["record_id"].iloc[0]), title="touched too")
+        second = audit(client)
+    drift = second.fixity_drift
+    assert list(drift["state"]) == ["changed"]
+    assert drift["sha256_now"].iloc[0] == "f" * 64

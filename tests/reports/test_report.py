@@ -1,0 +1,78 @@
+"""The periodic report: counts per period, collection and media type, checked by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.reports import report
+
+
+def _records():
+    return pd.DataFrame(
+        {
+            "databox_id": [1, 1, 1, 1],
+            "record_id": [1, 2, 3, 4],
+            "base_id": pd.array([1, 1, 2, 1], dtype="Int64"),
+            "media_type": ["image", "image", "video", "image"],
+            "FileSize": pd.array([10, 20, 300, None], dtype="Int64"),
+            "created_on": pd.to_datetime(
+                ["2024-01-05", "2024-01-20", "2024-02-01", "2024-03-31T23:30:00-02:00"],
+                utc=True,
+                format="ISO8601",
+            ),
+            "updated_on": pd.to_datetime(
+                ["2024-01-06", "2024-03-02", "2024-02-01", "2024-04-01T01:30:00Z"],
+                utc=True,
+                format="ISO8601",
+            ),
+        }
+    )
+
+
+def test_created_updated_and_storage_per_month_collection_and_type():
+    entries = pd.DataFrame(
+        {"feed_id": [7, 7], "feed_title": ["News", "News"], "item_count": [2, 3],
+         "created_on": pd.to_datetime(["2024-01-02", "2024-01-30"], utc=True)}
+    )  # fmt: skip
+    names = pd.DataFrame({"base_id": [1, 2], "name": ["Press", "Video"]})
+    result = report(_records(), feed_entries=entries, collections=names)
+    rows = result.activity.astype({"period": str}).to_dict("records")
+    # record 1 was updated in its creation month: not an update of a later period;
+    # record 4 was created 2024-04-01 01:30 UTC, whatever its offset said
+    assert rows == [
+        {"period": "2024-01", "base_id": 1, "collection": "Press", "media_type": "image",
+         "created": 2, "updated": 0, "storage_added": 30},
+        {"period": "2024-02", "base_id": 2, "collection": "Video", "media_type": "video",
+         "created": 1, "updated": 0, "storage_added": 300},
+        {"period": "2024-03", "base_id": 1, "collection": "Press", "media_type": "image",
+         "created": 0, "updated": 1, "storage_added": 0},
+        {"period": "2024-04", "base_id": 1, "collection": "Press", "media_type": "image",
+         "created": 1, "updated": 0, "storage_added": 0},
+    ]  # fmt: skip
+    assert result.totals["created"].tolist() == [2, 1, 0, 1]
+    assert result.feeds.to_dict("records") == [
+        {"period": "2024-01", "feed_id": 7, "feed": "News", "entries": 2, "items": 5}
+    ]
+
+
+def test_start_end_and_period_bound_the_rows():
+    # whole periods: a start in February reports the whole first quarter
+    result = report(_records(), period="quarter", start="2024-02-01", end="2024-03-31")
+    assert result.totals.to_dict("records") == [
+        {"period": "2024Q1", "created": 3, "updated": 0, "storage_added": 330}
+    ]
+    monthly = report(_records(), start="2024-02-01", end="2024-03-31")
+    assert monthly.totals["period"].tolist() == ["2024-02", "2024-03"]
+    with pytest.raises(InvalidParameterError, match="period"):
+        report(_records(), period="fortnight")
+    with pytest.raises(InvalidParameterError, match="YYYY-MM-DD"):
+        report(_records(), start="2024-13-01")
+
+
+def test_an_empty_frame_gives_empty_tables_and_a_page(tmp_path):
+    empty = _records().iloc[:0]
+    result = report(empty)
+    assert result.totals.empty and result.activity.empty
+    assert "No rows." in result.to_html(tmp_path / "r.html").read_text()
