@@ -124,7 +124,11 @@ class Manifest:
     published_at: str
     #: The latest ``updated_on`` fetched: the next incremental sync starts from it.
     high_water: str | None = None
+    #: Whether the harvest proved complete (``allow_incomplete`` publishes partial results).
     complete: bool = True
+    rows: int = 0
+    #: Who fetched it from where: server, user, kind, query, filters (never a token).
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 D = TypeVar("D")

@@ -241,6 +241,9 @@ class HarvestStore:
                 data_files=file_checks(self._url(version)),
                 published_at=dt.datetime.now(dt.UTC).isoformat(),
                 high_water=high_water,
+                complete=bool(provenance.get("complete", True)),
+                rows=len(df),
+                provenance={k: v for k, v in provenance.items() if k not in ("report", "complete")},
             )
             self._write_atomic(
                 self._path(_MANIFEST), encode(manifest), step="manifest", durable=True

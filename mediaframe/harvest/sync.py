@@ -38,7 +38,6 @@ def can_sync(spec: Spec, manifest: Manifest | None) -> bool:
     """Whether ``spec``'s cached harvest can be synced rather than fetched again."""
     return bool(
         manifest
-        and manifest.complete
         and manifest.high_water
         and manifest.spec == spec.identity()
         # the changed pass filters on updated_on, which a user's own date filter would fight
