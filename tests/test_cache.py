@@ -301,6 +301,7 @@ class TestHarvestStore:
         store.write_shard("x", frame, total=5)
         first = store.publish(frame, {"server": "s"}, spec={}, sort_by=KEY)
         second = store.publish(frame.iloc[:2], {"server": "s"}, spec={}, sort_by=KEY)
+        store.settle()
         visible = sorted(name for name in os.listdir(tmp_path / "h") if not name.startswith("."))
         assert visible == [second.data, "manifest.json"] and first.data != second.data
         pd.testing.assert_frame_equal(store.read_data()[0], frame.iloc[:2])

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import posixpath
+import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -104,6 +105,8 @@ class HarvestStore:
         self._writer = threading.RLock()
         self._writer_depth = 0
         self._writer_file: int | None = None
+        self._retiring: set[str] = set()  # being removed on a thread of this store's
+        self._removers: list[threading.Thread] = []
 
     def __repr__(self) -> str:
         return f"HarvestStore({self.url!r})"
@@ -272,7 +275,9 @@ class HarvestStore:
         old = [
             name
             for name in names
-            if name != keep and (name.startswith(_DATA_PREFIX) or name == "data" or ".old-" in name)
+            if name != keep
+            and name not in self._retiring
+            and (name.startswith(_DATA_PREFIX) or name == "data" or ".old-" in name)
         ]
         if not old:
             return
@@ -298,8 +303,16 @@ class HarvestStore:
         return handle
 
     def _remove(self, name: str) -> None:
+        path = self._path(name)
+        if self.local:  # past what another remover took first
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            return
         with contextlib.suppress(FileNotFoundError):
-            remove_tree(self.fs, self._path(name))
+            remove_tree(self.fs, path)
 
     # plan in progress -------------------------------------------------------
 
@@ -399,8 +412,28 @@ class HarvestStore:
             return False
 
     def clear_shards(self) -> None:
-        """Drop the staged shards."""
-        self._remove("shards")
+        """Drop the staged shards: renamed aside at once, removed on a thread of their own (a
+        process that exits first leaves them to the next writer's sweep)."""
+        if not self.local:
+            self._remove("shards")
+            return
+        retired = f"shards.old-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(self._path("shards"), self._path(retired))
+        except FileNotFoundError:
+            return
+        self._retiring.add(retired)
+        remover = threading.Thread(
+            target=self._remove, args=(retired,), name="mediaframe-sweep", daemon=True
+        )
+        remover.start()
+        self._removers.append(remover)
+
+    def settle(self) -> None:
+        """Wait until the shards cleared by this store are removed from disk."""
+        for remover in self._removers:
+            remover.join()
+        self._removers.clear()
 
     def remove(self) -> None:
         """Forget this harvest entirely."""

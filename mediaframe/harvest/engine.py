@@ -47,8 +47,9 @@ from mediaframe.harvest.shards import (
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
-# Seconds between two checkpoints of the plan while it is being made.
-_CHECKPOINT_EVERY = 0.2
+# Seconds between two checkpoints of the plan while it is being made (and at every failure):
+# a kill loses at most this much planning.
+_CHECKPOINT_EVERY = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
