@@ -285,9 +285,10 @@ class Client:
             (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
             ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
             the result (key order otherwise). How to collect: ``refresh``, ``offline``, ``ttl``
-            (seconds or timedelta), ``allow_incomplete``, ``progress``, ``concurrency``,
-            ``per_page``, ``dask`` (a ``distributed.Client`` or scheduler address),
-            ``cache_dir``.
+            (seconds or timedelta), ``allow_incomplete``, ``progress`` (``True`` for a bar,
+            ``False`` for none, or a function called about four times a second with a
+            :class:`mediaframe.harvest.Snapshot`), ``concurrency``, ``per_page``, ``dask`` (a
+            ``distributed.Client`` or scheduler address), ``cache_dir``.
 
         Raises
         ------
@@ -391,14 +392,20 @@ class Client:
                 return entries
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Me:
-    """What ``/me/`` says, as frames: the user and their rights."""
+    """What ``/me/`` says, as frames: the user and their rights (a short summary in a cell)."""
 
     user: pd.Series
     collections: pd.DataFrame
     statuses: pd.DataFrame
     databoxes: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return frames.me.describe(self.user, self.collections, self.statuses, self.databoxes)
+
+    def _repr_html_(self) -> str:
+        return frames.me.describe_html(self.user, self.collections, self.statuses, self.databoxes)
 
 
 class RemoteSearch:
@@ -456,7 +463,7 @@ def _options(given: Mapping[str, Any]) -> Options:
     """How to collect, each knob checked where the user passed it (``None``: the setting)."""
     checked = {name: value for name, value in given.items() if value is not None}
     for name in ("refresh", "allow_incomplete", "offline", "progress"):
-        if name in checked:
+        if name in checked and not (name == "progress" and callable(checked[name])):
             checked[name] = validate.flag(checked[name], name)
     if "ttl" in checked:
         checked["ttl"] = validate.duration(checked["ttl"], "ttl")

@@ -1,4 +1,9 @@
-"""The demo: the main job of mediaframe, end to end, against the built-in emulator."""
+"""The demo: the main job of mediaframe, end to end, against the built-in emulator.
+
+The client talks to the emulator through an in-process HTTP session at one fixed address, so
+the cache of the demo's harvest sits under the same key run after run (a served emulator gets a
+new port, hence a new address and a new cache folder, each time).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ def run(
     echo: Callable[[str], Any] = print,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Harvest every record of a local emulator, prove it complete, cache and export it.
+    """Harvest every record of a local emulator, prove it complete, audit, report and export it.
 
     Parameters
     ----------
@@ -36,53 +41,92 @@ def run(
 
     Returns
     -------
-    dict with the frame (``records``), the report, and the paths written.
+    dict with the frame (``records``), the harvest report, the audit, and the paths written.
 
     Examples
     --------
     >>> from pathlib import Path
     >>> result = run(Path("mediaframe-demo"), records=5000)          # doctest: +SKIP
     """
+    from mediaframe.reports import audit, report, to_csv, to_parquet
+
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env().replace(cache_dir=out / "cache", progress=progress)
-    with Emulator(records=records, seed=seed, cap=cap) as emu:
-        echo(f"Emulator serving {records:,} records (retrieval cap {cap:,}) at {emu.base_url}")
-        client = connect(
-            emu.base_url,
+    emu = Emulator(records=records, seed=seed, cap=cap)
+    echo(
+        f"Emulator of {records:,} records (retrieval cap {cap:,}, seed {seed}), reached "
+        f"in-process at {emu.inprocess_url}: every request goes through the HTTP client, "
+        "without a socket."
+    )
+    with (
+        emu.requests_session() as session,
+        connect(
+            emu.inprocess_url,
             client_id=emu.client_id,
             client_secret=emu.client_secret,
             username=emu.username,
             password=emu.password,
             settings=settings,
+            session=session,
+        ) as client,
+    ):
+        echo(f"Logged in as {client.user_key!r} with the password grant.")
+        _explain_visibility(emu, echo)
+        one = client.api.search(per_page=1)
+        echo(
+            f"A plain search reports {one['total_results']:,} hits but lets you page "
+            f"through only {one['available_results']:,} of them."
         )
-        with client:
-            echo(f"Logged in as {client.user_key!r} with the password grant.")
-            one = client.api.search(per_page=1)
-            echo(
-                f"A plain search reports {one['total_results']:,} hits but lets you page "
-                f"through only {one['available_results']:,} of them."
-            )
-            started = time.monotonic()
-            frame = client.records(refresh=True)
-            report = HarvestReport.from_frame(frame)
-            echo(f"mediaframe harvested {report.summary()}.")
-            truth = emu.ground_truth()
-            same = _keys(frame) == _keys(truth)
-            verdict = "every key matches" if same else "MISMATCH"
-            echo(f"Checked against the emulator's ground truth: {verdict}.")
-            _describe(frame, echo)
-            read_started = time.monotonic()
-            client.records()
-            reread = time.monotonic() - read_started
-            echo(
-                f"Read back from the parquet cache in {reread:.2f} s "
-                f"(the harvest took {time.monotonic() - started - reread:.1f} s)."
-            )
-            paths = _export(frame, out)
-            echo(f"Cached dataset (DuckDB, Dask and Spark read it as is): {client.cache_path()}")
-            for kind, path in paths.items():
-                echo(f"Exported {kind}: {path}")
-    return {"records": frame, "report": report, "matches_ground_truth": same, "paths": paths}
+        started = time.monotonic()
+        frame = client.records(refresh=True)
+        harvest = HarvestReport.from_frame(frame)
+        echo(f"mediaframe harvested {harvest.summary()}.")
+        same = _keys(frame) == _keys(emu.ground_truth())
+        verdict = "every key matches" if same else "MISMATCH"
+        echo(f"Checked against the emulator's ground truth: {verdict}.")
+        _describe(frame, echo)
+        read_started = time.monotonic()
+        client.records()
+        reread = time.monotonic() - read_started
+        echo(
+            f"Read back from the parquet cache in {reread:.2f} s "
+            f"(the harvest took {read_started - started:.1f} s)."
+        )
+        checked = audit(client)
+        echo(
+            "Collection audit:\n"
+            + "\n".join(f"  {c.name}: {c.summary}" for c in checked.checks.values())
+        )
+        monthly = report(client, period="year")
+        paths = {
+            "parquet": to_parquet(frame, out / "records.parquet"),
+            "csv": to_csv(frame, out / "records.csv"),
+            "audit": checked.to_excel(out / "audit.xlsx"),
+            "report": monthly.to_html(out / "report.html"),
+        }
+        echo(f"Cached dataset (DuckDB, Dask and Spark read it as is): {client.cache_path()}")
+        for kind, path in paths.items():
+            echo(f"Exported {kind}: {path}")
+    return {
+        "records": frame,
+        "report": harvest,
+        "audit": checked,
+        "matches_ground_truth": same,
+        "paths": paths,
+    }
+
+
+def _explain_visibility(emu: Emulator, echo: Callable[[str], Any]) -> None:
+    """Why a complete harvest holds fewer records than the catalogue: the user's rights."""
+    everything = emu.ground_truth(user="*")
+    visible = everything[everything["visible"].fillna(False).astype(bool)]
+    hidden = everything["base_id"].nunique() - visible["base_id"].nunique()
+    echo(
+        f"The catalogue holds {len(everything):,} records in {everything['base_id'].nunique()} "
+        f"collections; the demo user's rights reach {visible['base_id'].nunique()} of them "
+        f"({hidden} are closed to this user), so {len(visible):,} records are theirs to see. "
+        "A complete harvest is complete for the user: it returns those, never the others."
+    )
 
 
 def _keys(frame: pd.DataFrame) -> set[tuple[int, int]]:
@@ -98,10 +142,3 @@ def _describe(frame: pd.DataFrame, echo: Callable[[str], Any]) -> None:
         echo("\nMost used cameras:")
         echo(frame["CameraModel"].value_counts().head(5).to_string())
     echo("")
-
-
-def _export(frame: pd.DataFrame, out: Path) -> dict[str, Path]:
-    parquet, csv = out / "records.parquet", out / "records.csv"
-    frame.to_parquet(parquet, index=False)
-    frame.to_csv(csv, index=False)
-    return {"parquet": parquet, "csv": csv}

@@ -1,21 +1,30 @@
 """The demo harvests the emulator completely and writes what it says it writes."""
 
+import openpyxl
 import pandas as pd
 from click.testing import CliRunner
 
 from mediaframe.cli import main
 
 
-def test_demo_runs_end_to_end(tmp_path, monkeypatch):
+def test_demo_runs_end_to_end_and_keeps_one_cache_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     out = tmp_path / "demo"
-    result = CliRunner().invoke(
-        main, ["demo", "--records", "3000", "--cap", "300", "--out", str(out), "--no-progress"]
-    )
+    args = ["demo", "--records", "3000", "--cap", "300", "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "(complete)" in result.output and "every key matches" in result.output
     assert "lets you page through only 300" in result.output
+    assert "The catalogue holds 3,000 records in 8 collections" in result.output
+    assert "reach 6 of them" in result.output
     exported = pd.read_parquet(out / "records.parquet")
-    assert len(exported) > 300
+    assert 300 < len(exported) < 3000
     assert len(pd.read_csv(out / "records.csv")) == len(exported)
-    assert any((out / "cache" / "records").iterdir())
+    assert openpyxl.load_workbook(out / "audit.xlsx").sheetnames[:2] == ["README", "duplicates"]
+    page = (out / "report.html").read_text()
+    assert "Report per year" in page and "Content-Security-Policy" in page
+    folders = sorted(p.name for p in (out / "cache" / "records").iterdir())
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in (out / "cache" / "records").iterdir()) == folders
+    assert len(folders) == 1

@@ -130,16 +130,22 @@ def _collect(state: State, kind: str, output: Path | None, limit: int, options: 
         emit(state, frame, output, limit=limit, provenance=provenance_of(frame, **extra))
 
 
-@main.command()
-@search_options
-@sort_options(("created_on", "updated_on"))
-@harvest_options
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
-def records(state: State, output: Path | None, limit: int, **options: Any) -> None:
+def _collect_command(kind: str, help: str) -> None:
+    @main.command(name=kind, help=help)
+    @search_options
+    @sort_options(("created_on", "updated_on"))
+    @harvest_options
+    @output_option
+    @limit_option
+    @connection_options
+    @click.pass_obj
+    @reported
+    def command(state: State, output: Path | None, limit: int, **options: Any) -> None:
+        _collect(state, kind, output, limit, options)
+
+
+_collect_command(
+    "records",
     """Every record matching QUERY and the filters, never silently truncated.
 
     The search is harvested completely under the server's cap, cached as parquet and synced
@@ -148,27 +154,17 @@ def records(state: State, output: Path | None, limit: int, **options: Any) -> No
     \b
     Example:
       mediaframe records "sunset" --record-type image --since 2024-01-01 -o sunset.xlsx
-    """
-    _collect(state, "records", output, limit, options)
-
-
-@main.command()
-@search_options
-@sort_options(("created_on", "updated_on"))
-@harvest_options
-@output_option
-@limit_option
-@connection_options
-@click.pass_obj
-@reported
-def stories(state: State, output: Path | None, limit: int, **options: Any) -> None:
+    """,
+)
+_collect_command(
+    "stories",
     """Every story matching QUERY and the filters (library: client.stories).
 
     \b
     Example:
       mediaframe stories --base 3 -o stories.csv
-    """
-    _collect(state, "stories", output, limit, options)
+    """,
+)
 
 
 @main.command()

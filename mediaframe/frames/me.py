@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from mediaframe.frames.schema import (
     USER,
 )
 
-__all__ = ["collections", "databoxes", "statuses", "user"]
+__all__ = ["collections", "databoxes", "describe", "describe_html", "statuses", "user"]
 
 
 def user(user: dict[str, Any]) -> pd.Series:
@@ -161,3 +162,83 @@ def _list(value: Any, member: str, index: int, label: Label) -> list[Any]:
             item=index,
         )
     return value
+
+
+def describe(
+    user: pd.Series, collections: pd.DataFrame, statuses: pd.DataFrame, databoxes: pd.DataFrame
+) -> str:
+    """A few lines about a user and their rights: what ``Me`` shows as its repr."""
+    lines = [f"<Me {_who(user)}>"]
+    lines.append("  " + _collections_line(collections, databoxes))
+    held = _rights_held(collections)
+    if held:
+        shown = ", ".join(f"{right} {count}" for right, count in held[:6])
+        lines.append(
+            f"  rights (collections granting each): {shown}{', ...' if len(held) > 6 else ''}"
+        )
+    lines.append("  status bits: " + _statuses_line(statuses))
+    lines.append("  frames: .user .collections .statuses .databoxes")
+    return "\n".join(lines)
+
+
+def describe_html(
+    user: pd.Series, collections: pd.DataFrame, statuses: pd.DataFrame, databoxes: pd.DataFrame
+) -> str:
+    """The same as a small HTML table; every value escaped."""
+    rows = [("user", _who(user))]
+    for member in ("email", "company", "locale", "last_connection"):
+        value = user.get(member)
+        if value is not None and not pd.isna(value):
+            rows.append((member.replace("_", " "), str(value)))
+    rows.append(("collections", _collections_line(collections, databoxes)))
+    held = _rights_held(collections)
+    if held:
+        rows.append(("rights", ", ".join(f"{right} ({count})" for right, count in held)))
+    rows.append(("status bits", _statuses_line(statuses)))
+    body = "".join(
+        f"<tr><th style='text-align:left'>{_e(key)}</th><td>{_e(value)}</td></tr>"
+        for key, value in rows
+    )
+    return (
+        f"<div><table>{body}</table><p><small>frames: <code>.user</code> "
+        "<code>.collections</code> <code>.statuses</code> <code>.databoxes</code></small></p></div>"
+    )
+
+
+def _who(user: pd.Series) -> str:
+    login = _text(user.get("login")) or "(no login)"
+    name = _text(user.get("display_name"))
+    ident = _text(user.get("id"))
+    details = ", ".join(part for part in (name, f"id {ident}" if ident else "") if part)
+    return f"{login} ({details})" if details else login
+
+
+def _collections_line(collections: pd.DataFrame, databoxes: pd.DataFrame) -> str:
+    boxes = collections["databox_id"].nunique() if "databox_id" in collections else 0
+    line = f"{len(collections)} collection(s) in {boxes} databox(es)"
+    if "actif" in collections:
+        line += f", {int(collections['actif'].fillna(False).sum())} searchable (actif)"
+    return line + f"; rights on {len(databoxes)} databox(es)"
+
+
+def _rights_held(collections: pd.DataFrame) -> list[tuple[str, int]]:
+    """Each right held somewhere, with how many collections grant it, most granted first."""
+    counts = [
+        (str(name), int(column.fillna(False).sum()))
+        for name, column in collections.items()
+        if str(column.dtype) == "boolean"
+    ]
+    return sorted(((n, c) for n, c in counts if c), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _statuses_line(statuses: pd.DataFrame) -> str:
+    where = statuses["base_id"].nunique() if "base_id" in statuses else 0
+    return f"{len(statuses)} defined in {where} collection(s)"
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or pd.isna(value) else str(value)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)

@@ -13,6 +13,7 @@ binds it to a search route that reads the answer straight into a frame).
 
 from mediaframe.harvest.engine import EngineOptions, harvest
 from mediaframe.harvest.plan import RECORD_TYPES, Count, plan
+from mediaframe.harvest.progress import Snapshot
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import SearchService
 from mediaframe.harvest.spec import Shard, Spec
@@ -25,6 +26,7 @@ __all__ = [
     "HarvestReport",
     "SearchService",
     "Shard",
+    "Snapshot",
     "Spec",
     "can_sync",
     "harvest",

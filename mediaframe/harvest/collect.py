@@ -31,6 +31,7 @@ from mediaframe.exceptions import (
     ConfigurationError,
 )
 from mediaframe.harvest.engine import EngineOptions, concat_frames
+from mediaframe.harvest.progress import ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
@@ -56,7 +57,7 @@ class Options:
     offline: bool | None = None
     ttl: dt.timedelta | float | None = None
     allow_incomplete: bool = False
-    progress: bool | None = None
+    progress: ProgressOption = None
     concurrency: int | None = None
     per_page: int | None = None
     dask: Any = None
@@ -230,7 +231,7 @@ def _engine_options(
         concurrency=options.concurrency or settings.concurrency,
         executor=_executor(options.dask),
         allow_incomplete=options.allow_incomplete,
-        progress=_progress_bar(spec) if progress else None,
+        progress=bars(spec.kind, progress),
         provenance={"server": service.server, "user": service.user, **spec.identity()},
     )
 
@@ -247,15 +248,6 @@ def _executor(dask: Any) -> Any:
         ) from err
     dask_client = distributed.Client(dask) if isinstance(dask, str) else dask
     return dask_client.get_executor()
-
-
-def _progress_bar(spec: Spec) -> Callable[[int], Any]:
-    def start(total: int) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=f"harvesting {spec.kind}", unit=spec.kind[:-1])
-
-    return start
 
 
 def _with_report(

@@ -34,6 +34,7 @@ from mediaframe.harvest.plan import (
     plan,
     to_plain,
 )
+from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
     Combine,
@@ -63,28 +64,36 @@ class EngineOptions:
     concurrency: int = 4
     executor: Executor | None = None
     allow_incomplete: bool = False
-    progress: Callable[[int], Any] | None = None
+    #: The displays of the call (tqdm bars or a callback), one per harvest it runs.
+    progress: Bars | None = None
     provenance: Mapping[str, Any] | None = None
 
     def harvest(
-        self, page: Page, spec: Spec, store: HarvestStore, *, resume: bool = True
+        self,
+        page: Page,
+        spec: Spec,
+        store: HarvestStore,
+        *,
+        resume: bool = True,
+        doing: str = "harvesting",
     ) -> tuple[pd.DataFrame, HarvestReport]:
-        """:func:`harvest` with these options."""
-        return harvest(
-            page,
-            spec,
-            store,
-            combine=self.combine,
-            bases=self.bases,
-            statuses=self.statuses,
-            per_page=self.per_page,
-            concurrency=self.concurrency,
-            executor=self.executor,
-            allow_incomplete=self.allow_incomplete,
-            progress=self.progress,
-            provenance=self.provenance,
-            resume=resume,
-        )
+        """:func:`harvest` with these options, shown as ``doing`` from its first request."""
+        with shown_while(self.progress, doing) as shown:
+            return harvest(
+                page,
+                spec,
+                store,
+                combine=self.combine,
+                bases=self.bases,
+                statuses=self.statuses,
+                per_page=self.per_page,
+                concurrency=self.concurrency,
+                executor=self.executor,
+                allow_incomplete=self.allow_incomplete,
+                progress=shown,
+                provenance=self.provenance,
+                resume=resume,
+            )
 
 
 def harvest(
@@ -99,7 +108,7 @@ def harvest(
     concurrency: int = 4,
     executor: Executor | None = None,
     allow_incomplete: bool = False,
-    progress: Callable[[int], Any] | None = None,
+    progress: Progress | None = None,
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
@@ -112,7 +121,8 @@ def harvest(
     bases, statuses : the user's searchable base ids, and ``{base_id: (databox_id, bits)}``.
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
-    progress : called with the expected total once, then returns an object with ``update(n)``.
+    progress : the display of this harvest, told of counts, shards and rows as they come (the
+        caller enters and leaves it, so that it shows before the first request).
     resume : go on from an interrupted harvest of the same search in ``store``: the splits it
         proved are replayed and its finished shards kept, without a request each, when the
         search's total has not moved since (else each kept shard is checked by a count).
@@ -127,7 +137,8 @@ def harvest(
         Some hits could not be retrieved and ``allow_incomplete`` is false.
     """
     started = time.monotonic()
-    counter = ShardCounter(page, spec, page_size=per_page)
+    shown = progress if progress is not None else Progress(spec.kind, spec.kind, [])
+    counter = ShardCounter(shown.counting(page), spec, page_size=per_page)
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
     # The joiner outlives the pool: shards still running when something fails deliver to it.
     with (
@@ -140,17 +151,23 @@ def harvest(
         deliver = joiner.add if executor is None else None
 
         def new_task(deliver: Deliver | None = deliver) -> ShardTask:
+            # a shard's rows are shown once written, even before the planner proves it a leaf
+            if deliver is not None:
+                deliver = _shown_on_delivery(shown, deliver)
             return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
         early = EarlyShards(new_task, runner, pool, deliver)
-        planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance)
+        planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
         the_plan, outcomes = planning.run(resume)
         _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
         report.total_results, report.cap = the_plan.total, the_plan.cap
         report.capped_engine = the_plan.capped_engine
         report.resumed_shards = len(outcomes)
+        shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
+        for shard_id, outcome in outcomes.items():
+            shown.fetched(shard_id, outcome.rows)
         todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
-        outcomes.update(_page(todo, early, runner, new_task(), progress, the_plan, outcomes))
+        outcomes.update(_page(todo, early, runner, new_task(), shown))
         report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
         joined = joiner.parts()
     report.requests += counter.requests
@@ -179,8 +196,10 @@ class _Planning:
         bases: Sequence[int],
         statuses: Statuses | None,
         provenance: Mapping[str, Any] | None,
+        shown: Progress,
     ) -> None:
         self.counter, self.spec, self.store, self.early = counter, spec, store, early
+        self.shown = shown
         self.pool, self.bases, self.statuses = pool, bases, statuses
         self.provenance = dict(provenance or {})
         self._saved_at = 0.0
@@ -193,6 +212,7 @@ class _Planning:
             self.store.clear_plan()
         # One count says whether the catalogue kept its size since the saved plan was made.
         root = self.counter(Shard())
+        self.shown.planning(root.total)
         unmoved = saved is not None and saved.total == root.total
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
@@ -285,7 +305,7 @@ class _Planning:
             statuses=self.statuses,
             bounds=counter.bounds,
             pool=self.pool,
-            on_leaf=self.early.start,
+            on_leaf=_shown_when_found(self.shown, self.early.start),
             proven={
                 shard_id: (split.level, split.total, [_shard(c) for c in split.children])
                 for shard_id, split in dict(splits).items()
@@ -326,14 +346,9 @@ def _page(
     early: EarlyShards,
     runner: Executor,
     task: ShardTask,
-    progress: Callable[[int], Any] | None,
-    the_plan: PlanFile,
-    kept: Mapping[str, ShardEntry],
+    shown: Progress,
 ) -> dict[str, ShardEntry]:
     """Page every unfinished shard (those started while planning are waited for)."""
-    bar = progress(the_plan.total) if progress else None
-    if bar is not None:
-        bar.update(sum(outcome.rows for outcome in kept.values()))
     futures: list[Future[ShardEntry]] = [
         early.futures.pop(leaf.id) if leaf.id in early.futures else runner.submit(task, leaf)
         for leaf in todo
@@ -341,11 +356,24 @@ def _page(
     outcomes = {}
     for leaf, future in zip(todo, futures, strict=True):
         outcome = outcomes[leaf.id] = future.result()
-        if bar is not None:
-            bar.update(outcome.rows)
-    if bar is not None and hasattr(bar, "close"):
-        bar.close()
+        shown.fetched(leaf.id, outcome.rows)  # Dask's: threads' are shown already
     return outcomes
+
+
+def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
+    def delivered(shard_id: str, frame: pd.DataFrame) -> None:
+        shown.fetched(shard_id, len(frame))
+        deliver(shard_id, frame)
+
+    return delivered
+
+
+def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[..., None]:
+    def found(*leaf: Any) -> None:
+        shown.found()
+        start(*leaf)
+
+    return found
 
 
 def _publish(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import html
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,11 +13,13 @@ import pandas as pd
 from mediaframe.harvest.plan import without
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class HarvestReport:
     """What a harvest did and the proof that it is complete.
 
-    ``df.attrs["harvest"]`` holds :meth:`to_dict` of it; :meth:`from_frame` rebuilds it.
+    ``df.attrs["harvest"]`` holds :meth:`to_dict` of it; :meth:`from_frame` rebuilds it. Its
+    repr is a few lines and its HTML a small table, however many shards it has; the shards are
+    in :attr:`plan`.
     """
 
     kind: str
@@ -67,3 +71,91 @@ class HarvestReport:
             + (f", {self.duplicates} duplicate(s) dropped" if self.duplicates else "")
             + (", from cache" if self.from_cache else "")
         )
+
+    def __repr__(self) -> str:
+        search = f"{self.kind} {self.query!r}" + (
+            f" {_short(self.filters)}" if self.filters else ""
+        )
+        lines = [
+            f"<HarvestReport of {search}: {self.summary()}>",
+            *(f"  {label}: {value}" for label, value in self._extra_rows()),
+            "  per shard: .plan (a DataFrame); everything: .to_dict()",
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        state = "yes" if self.complete else "<b>NO</b>"
+        rows = [
+            ("complete", state),
+            ("rows", _e(f"{self.fetched:,} of {self.total_results:,} {self.kind}")),
+            ("shards", _e(f"{len(self.shards):,}")),
+            ("requests", _e(f"{self.requests:,}")),
+            ("seconds", _e(f"{self.seconds:.1f}")),
+            ("cache", "read from the cache" if self.from_cache else "fetched, then cached"),
+            *((_e(label), _e(value)) for label, value in self._extra_rows()),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows
+        )
+        title = _e(f"Harvest of {self.kind} {self.query!r}")
+        if self.filters:
+            title += " " + _e(_short(self.filters))
+        return (
+            f"<div><p>{title}</p><table>{body}</table>"
+            "<p><small>per shard: <code>.plan</code></small></p></div>"
+        )
+
+    def _extra_rows(self) -> list[tuple[str, str]]:
+        """What deserves a line beyond the summary: incompleteness, a sync, any other member."""
+        rows = []
+        if self.incomplete:
+            ids = ", ".join(str(entry.get("id")) for entry in self.incomplete[:3])
+            more = ", ..." if len(self.incomplete) > 3 else ""
+            rows.append(("incomplete shards", f"{len(self.incomplete)} ({ids}{more})"))
+        if self.duplicates:
+            rows.append(("duplicates dropped", f"{self.duplicates:,}"))
+        if self.resumed_shards:
+            rows.append(("resumed shards", f"{self.resumed_shards:,}"))
+        if self.synced:
+            rows.append(("synced", _short(self.synced)))
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name not in _SHOWN and value not in (None, 0, "", [], {}):
+                rows.append((field.name.replace("_", " "), _short(value)))
+        return rows
+
+
+#: Members every repr shows in its own way; any other (added later) is listed as it is.
+_SHOWN = frozenset(
+    {
+        "kind",
+        "query",
+        "filters",
+        "total_results",
+        "fetched",
+        "duplicates",
+        "complete",
+        "cap",
+        "capped_engine",
+        "requests",
+        "seconds",
+        "resumed_shards",
+        "from_cache",
+        "synced",
+        "shards",
+        "incomplete",
+    }
+)
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlist = _SHORT.maxdict = 4
+_SHORT.maxlevel = 2
+
+
+def _short(value: Any) -> str:
+    """A bounded repr: a few members of a big collection, the start of a long string."""
+    return _SHORT.repr(value)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)

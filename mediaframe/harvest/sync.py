@@ -79,9 +79,13 @@ def sync(
         changed_spec = dataclasses.replace(
             spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
         )
-        changed, changed_report = options.harvest(page, changed_spec, _scratch(store, "changed"))
+        changed, changed_report = options.harvest(
+            page, changed_spec, _scratch(store, "changed"), doing="syncing: changed"
+        )
         keys_options = dataclasses.replace(options, combine=concat_frames)
-        keys, keys_report = keys_options.harvest(page_keys, spec, _scratch(store, "keys"))
+        keys, keys_report = keys_options.harvest(
+            page_keys, spec, _scratch(store, "keys"), doing="syncing: keys"
+        )
         present = _key_index(keys, key)
         kept = cached[_key_index(cached, key).isin(present)]
         removed = len(cached) - len(kept)

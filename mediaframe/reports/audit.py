@@ -15,16 +15,15 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from mediaframe import __version__
-from mediaframe.exceptions import CacheError, ExportError, InvalidParameterError, MediaframeWarning
+from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
 from mediaframe.reports import checks
+from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.checks import Check
-from mediaframe.reports.excel import to_excel
-from mediaframe.reports.exports import to_csv
 from mediaframe.reports.html import Section, provenance_of, to_html
 
 __all__ = ["CHECKS", "Audit", "audit"]
@@ -55,7 +54,7 @@ def _member(name: str) -> property:
 
 
 @dataclasses.dataclass
-class Audit:
+class Audit(Bundle):
     """The result of :func:`audit`: one DataFrame per check, each explained and counted.
 
     ``audit.duplicates`` (and each name of :data:`CHECKS`) is the check's DataFrame;
@@ -64,6 +63,7 @@ class Audit:
     :meth:`to_csv`; in a notebook it shows itself as a summary table.
     """
 
+    what: ClassVar[str] = "an audit"
     checks: dict[str, Check]
     provenance: dict[str, Any]
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -140,33 +140,10 @@ class Audit:
         notes = [f"{name} not run: {why}" for name, why in self.skipped.items()]
         return to_html(self.sections(), path, notes=notes, **options)
 
-    def to_excel(self, path: str | os.PathLike[str]) -> Path:
-        """A workbook: a README sheet, then one sheet per check."""
-        sheets = {"README": self.readme(), **{c.name: c.frame for c in self.checks.values()}}
-        return to_excel(sheets, path)
-
-    def to_csv(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """One CSV per check in ``folder`` (created), and ``README.csv``; returns the paths."""
-        root = Path(folder)
-        if root.exists() and not root.is_dir():
-            raise ExportError(f"{root} is a file: give a folder for one CSV per check")
-        root.mkdir(parents=True, exist_ok=True)
-        paths = [to_csv(self.readme(), root / "README.csv")]
-        paths += [to_csv(c.frame, root / f"{c.name}.csv") for c in self.checks.values()]
-        return paths
-
-    def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
-        """By the extension: ``.html``, ``.xlsx``; any other name is a folder of CSV files."""
-        suffix = Path(path).suffix.lower()
-        if suffix == ".html":
-            return self.to_html(path)
-        if suffix == ".xlsx":
-            return self.to_excel(path)
-        if suffix:
-            raise ExportError(
-                f"an audit is written as .html, .xlsx, or a folder of CSV files; not {suffix}"
-            )
-        return self.to_csv(path)
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Each check's rows, by the check's name."""
+        return {check.name: check.frame for check in self.checks.values()}
 
 
 def audit(

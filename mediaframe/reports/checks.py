@@ -71,8 +71,8 @@ class Check:
     @property
     def summary(self) -> str:
         """The counts in words, e.g. ``"3 group(s), 4 extra copies"``."""
-        parts = [f"{value:,} {name}" for name, value in self.counts.items()]
-        return "; ".join(parts + ([self.note] if self.note else [])) or "nothing found"
+        parts = [f"{value:,} {name}" for name, value in self.counts.items()] or ["nothing found"]
+        return "; ".join(parts + ([self.note] if self.note else []))
 
     @property
     def found(self) -> int:

@@ -13,14 +13,13 @@ import html
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from mediaframe import __version__
-from mediaframe.exceptions import ExportError, InvalidParameterError
-from mediaframe.reports.excel import to_excel
-from mediaframe.reports.exports import to_csv
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
@@ -39,13 +38,14 @@ _EXPLAIN = {
 
 
 @dataclasses.dataclass
-class Report:
+class Report(Bundle):
     """What :func:`report` returns: ``activity``, ``totals`` and ``feeds`` DataFrames.
 
     Export with :meth:`to_html` (with figures when matplotlib is installed), :meth:`to_excel`
     (one sheet per table and a README) or :meth:`to_csv` (a folder of CSV files).
     """
 
+    what: ClassVar[str] = "a report"
     activity: pd.DataFrame
     totals: pd.DataFrame
     feeds: pd.DataFrame
@@ -89,31 +89,6 @@ class Report:
             for name, frame in self.tables.items()
         ]
         return to_html(sections, path, figures=figures, notes=notes, **options)
-
-    def to_excel(self, path: str | os.PathLike[str]) -> Path:
-        return to_excel({"README": self.readme(), **self.tables}, path)
-
-    def to_csv(self, folder: str | os.PathLike[str]) -> list[Path]:
-        root = Path(folder)
-        if root.exists() and not root.is_dir():
-            raise ExportError(f"{root} is a file: give a folder for one CSV per table")
-        root.mkdir(parents=True, exist_ok=True)
-        return [to_csv(self.readme(), root / "README.csv")] + [
-            to_csv(frame, root / f"{name}.csv") for name, frame in self.tables.items()
-        ]
-
-    def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
-        """By the extension: ``.html``, ``.xlsx``; any other name is a folder of CSV files."""
-        suffix = Path(path).suffix.lower()
-        if suffix == ".html":
-            return self.to_html(path)
-        if suffix == ".xlsx":
-            return self.to_excel(path)
-        if suffix:
-            raise ExportError(
-                f"a report is written as .html, .xlsx, or a folder of CSV files; not {suffix}"
-            )
-        return self.to_csv(path)
 
     def _figures(self) -> tuple[dict[str, str], list[str]]:
         from mediaframe import plots

@@ -1,0 +1,270 @@
+"""What a running harvest shows: records in against the search's total, from the first request.
+
+A harvest does most of its work while it plans (a count that brings a shard's whole page *is*
+that shard), so a display made once the plan is known would stay blank for most of the run and
+then jump to the end. A :class:`Progress` is made before the first request instead: the engine
+tells it, from any thread, of each count sent, each shard found and each shard's rows, and a
+thread of its own draws the state at a steady pace (at least once a second, whether or not
+anything moved) to a tqdm bar or to a callback of the user's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
+
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.harvest.plan import Page
+
+__all__ = ["Bars", "Progress", "Snapshot", "bars", "shown_while"]
+
+#: Seconds between two drawings of the state.
+_PACE = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """The state of one harvest as drawn: what a progress callback receives."""
+
+    #: What the harvest is, e.g. ``"harvesting records"`` or ``"syncing records: changed"``.
+    name: str
+    #: What is counted: ``"records"`` or ``"stories"``.
+    unit: str
+    #: ``"planning"`` (counting shards, most of whose pages come with their counts),
+    #: ``"paging"`` (the plan is made; the rest is paged), then ``"done"``.
+    phase: str
+    #: Rows of the shards finished so far.
+    done: int
+    #: The search's total, once counted (``None`` before the first answer).
+    total: int | None
+    #: Shards proven so far (each under the server's cap).
+    shards: int
+    #: Requests the planner has sent (counts).
+    counts: int
+    #: Seconds since the display was started.
+    elapsed: float
+
+
+class View(Protocol):
+    """Where snapshots are drawn."""
+
+    def draw(self, snapshot: Snapshot) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Progress:
+    """The live state of one harvest, drawn by a thread of its own while the harvest runs.
+
+    Use it as a context manager around the harvest: it is drawn at once on entering (before
+    the first request), then every quarter of a second, and a last time on leaving. The
+    ``counted``/``found``/``fetched`` calls are cheap and thread-safe; they never draw.
+    """
+
+    def __init__(self, name: str, unit: str, views: list[View]) -> None:
+        self.name, self.unit = name, unit
+        self._views = views
+        self._lock = threading.Lock()
+        self._state = {"done": 0, "shards": 0, "counts": 0}
+        self._rows: dict[str, int] = {}  # by shard id: a shard told twice counts once
+        self._total: int | None = None
+        self._phase = "planning"
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        self._draw()
+        if self._views:
+            self._thread = threading.Thread(
+                target=self._run, name="mediaframe-progress", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if exc_info[0] is None:
+            self._phase = "done"
+        self._draw()
+        for view in self._views:
+            view.close()
+
+    # ---------------------------------------------------------------- told by the harvest
+
+    def counting(self, page: Page) -> Page:
+        """``page``, telling this display of each request sent through it."""
+
+        def counted(**params: Any) -> Any:
+            answer = page(**params)
+            self._add("counts", 1)
+            return answer
+
+        return counted
+
+    def planning(self, total: int) -> None:
+        """The search's total is known: records are now counted against it."""
+        self._total = total
+
+    def paging(self, total: int, *, shards: Collection[str]) -> None:
+        """The plan is made (or read back from an interrupted run): these shards, by id.
+
+        Rows of shards fetched under a split the planner then gave up (its parts did not add
+        up) stop counting: they are not part of the result.
+        """
+        with self._lock:
+            for gone in self._rows.keys() - set(shards):
+                self._state["done"] -= self._rows.pop(gone)
+            self._state["shards"] = len(shards)
+        self._total, self._phase = total, "paging"
+
+    def found(self, shards: int = 1) -> None:
+        self._add("shards", shards)
+
+    def fetched(self, shard_id: str, rows: int) -> None:
+        """Shard ``shard_id`` is in with ``rows`` rows (as soon as written, while planning too)."""
+        with self._lock:
+            self._state["done"] += rows - self._rows.get(shard_id, 0)
+            self._rows[shard_id] = rows
+
+    def _add(self, name: str, amount: int) -> None:
+        with self._lock:
+            self._state[name] += amount
+
+    # ---------------------------------------------------------------- drawn
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            state = dict(self._state)
+        return Snapshot(
+            name=self.name,
+            unit=self.unit,
+            phase=self._phase,
+            total=self._total,
+            elapsed=time.monotonic() - self._started,
+            **state,
+        )
+
+    def _run(self) -> None:
+        while not self._stop.wait(_PACE):
+            self._draw()
+
+    def _draw(self) -> None:
+        snapshot = self.snapshot()
+        for view in self._views:
+            view.draw(snapshot)
+
+
+class Callback:
+    """Snapshots handed to a function of the user's (called on the drawing thread)."""
+
+    def __init__(self, function: Callable[[Snapshot], object]) -> None:
+        self._function = function
+
+    def draw(self, snapshot: Snapshot) -> None:
+        self._function(snapshot)
+
+    def close(self) -> None:
+        pass
+
+
+class Bar:
+    """A tqdm bar: a widget in a notebook that has ipywidgets, text anywhere else."""
+
+    def __init__(self, name: str, unit: str) -> None:
+        self._bar = tqdm_class()(
+            total=None,
+            desc=name,
+            unit=f" {unit}",
+            unit_scale=True,
+            dynamic_ncols=True,
+            mininterval=0,
+            miniters=1,
+        )
+        self._total: int | None = None
+        self._name = name
+
+    def draw(self, snapshot: Snapshot) -> None:
+        bar = self._bar
+        if snapshot.total is not None and snapshot.total != self._total:
+            started = bar.start_t
+            bar.reset(total=snapshot.total)  # the notebook widget learns its maximum here
+            bar.start_t = started
+            self._total = snapshot.total
+        bar.n = snapshot.done
+        bar.set_description_str(f"{self._name} ({snapshot.phase})", refresh=False)
+        bar.set_postfix_str(f"{snapshot.shards} shards, {snapshot.counts} counts", refresh=False)
+        bar.refresh()
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def tqdm_class() -> type:
+    """tqdm's notebook widget inside a Jupyter kernel with ipywidgets, its text bar otherwise.
+
+    ``tqdm.auto`` would pick the widget in any kernel and, without ipywidgets (the plain
+    install), warn with ``TqdmWarning`` before falling back to text; asking first avoids both.
+    """
+    if _in_kernel() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm import notebook
+
+        if getattr(notebook, "IProgress", None) is not None:
+            return notebook.tqdm
+    from tqdm import std
+
+    return std.tqdm
+
+
+def _in_kernel() -> bool:
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+#: What ``progress=`` of ``client.records()`` may be.
+ProgressOption = bool | Callable[[Snapshot], object] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bars:
+    """Makes the displays of one call, each harvest's named (a sync runs two harvests)."""
+
+    kind: str
+    callback: Callable[[Snapshot], object] | None = None
+
+    def __call__(self, doing: str) -> Progress:
+        """A display for ``doing`` the kind's search: ``"harvesting"``, ``"syncing: keys"``."""
+        verb, _, step = doing.partition(":")
+        name = f"{verb} {self.kind}" + (f":{step}" if step else "")
+        view: View = Callback(self.callback) if self.callback else Bar(name, self.kind)
+        return Progress(name, self.kind, [view])
+
+
+def shown_while(display: Bars | None, doing: str) -> contextlib.AbstractContextManager[Any]:
+    """The display of one harvest, named for what it does, or nothing: enter it around the run."""
+    return display(doing) if display is not None else contextlib.nullcontext()
+
+
+def bars(kind: str, option: object) -> Bars | None:
+    """The displays ``progress=`` asks for: tqdm bars (``True``), a callback, or none."""
+    if option is None or option is False:
+        return None
+    if option is True:
+        return Bars(kind)
+    if callable(option):
+        return Bars(kind, option)
+    raise InvalidParameterError(
+        f"progress= must be True, False or a function taking a mediaframe.harvest.Snapshot, "
+        f"not {option!r}"
+    )

@@ -1,0 +1,164 @@
+"""What a running harvest shows: from before the first request to the total, named, in records."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import types
+import warnings
+
+import pytest
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.harvest import Snapshot
+from mediaframe.harvest import progress as progress_module
+from mediaframe.harvest.progress import Progress
+
+
+@pytest.fixture(scope="module")
+def capped():
+    from mediaframe.emulator import Emulator
+
+    with Emulator(records=3000, seed=11, cap=200) as emu:
+        yield emu
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, backoff=0.01
+    )
+
+
+def connect(emu, settings):
+    return mf.connect(emu.base_url, token=emu.token, settings=settings)
+
+
+def test_a_callback_sees_the_harvest_from_before_its_first_request_to_its_total(capped, settings):
+    seen: list[Snapshot] = []
+    frame = connect(capped, settings).records(progress=seen.append)
+    first, last = seen[0], seen[-1]
+    # drawn before any request: nothing counted yet, the total unknown
+    assert (first.phase, first.counts, first.total, first.done) == ("planning", 0, None, 0)
+    assert (last.phase, last.done, last.total) == ("done", len(frame), len(frame))
+    assert last.shards == len(mf.HarvestReport.from_frame(frame).shards) > 1
+    assert {s.name for s in seen} == {"harvesting records"}
+    assert {s.unit for s in seen} == {"records"}
+    for before, after in itertools.pairwise(seen):
+        assert after.done >= before.done and after.counts >= before.counts
+        assert after.elapsed >= before.elapsed
+    phases = [s.phase for s in seen]
+    assert phases == sorted(phases, key=["planning", "paging", "done"].index)
+
+
+def test_rows_are_shown_while_the_plan_is_still_being_made(capped, settings, monkeypatch):
+    """Counts bring whole shards while planning: their rows count at once, not after the plan."""
+    events: list[tuple[str, int, int | None]] = []
+
+    class Recording(Progress):
+        def fetched(self, shard_id: str, rows: int) -> None:
+            super().fetched(shard_id, rows)
+            snapshot = self.snapshot()
+            events.append((snapshot.phase, snapshot.done, snapshot.total))
+
+    def recording(display, doing):
+        return Recording("harvesting records", "records", [])
+
+    monkeypatch.setattr("mediaframe.harvest.collect.shown_while", recording)
+    frame = connect(capped, settings).records(progress=True)
+    planning = [done for phase, done, _ in events if phase == "planning"]
+    assert planning and planning[-1] > 0, events
+    assert all(total == len(frame) for _, _, total in events)  # against the known total
+    assert events[-1][1] == len(frame)
+
+
+def test_a_sync_shows_two_passes_by_name_and_stories_are_counted_as_stories(capped, settings):
+    client = connect(capped, settings)
+    client.records()
+    seen: list[Snapshot] = []
+    client.records(ttl=0, progress=seen.append)
+    names = list(dict.fromkeys(s.name for s in seen))
+    assert names == ["syncing records: changed", "syncing records: keys"]
+    stories: list[Snapshot] = []
+    frame = client.stories(progress=stories.append)
+    assert {s.unit for s in stories} == {"stories"}
+    assert {s.name for s in stories} == {"harvesting stories"}
+    assert stories[-1].done == stories[-1].total == len(frame)
+
+
+def test_the_text_bar_names_its_unit_and_phase(capped, settings, capfd):
+    connect(capped, settings).stories(progress=True)
+    err = capfd.readouterr().err
+    assert "harvesting stories (planning)" in err and "harvesting stories (done)" in err
+    assert "stories/s" in err and "storie/s" not in err and "storie " not in err
+    assert "100%" in err
+
+
+def test_progress_false_shows_nothing(capped, settings, capfd):
+    connect(capped, settings.replace(progress=True)).records(progress=False)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_bad_progress_option_is_refused_with_what_to_pass(capped, settings):
+    with pytest.raises(InvalidParameterError, match="progress must be True or False"):
+        connect(capped, settings).records(progress="yes")
+    with pytest.raises(InvalidParameterError, match="progress= must be True, False or a func"):
+        progress_module.bars("records", "yes")
+
+
+def _kernel(monkeypatch):
+    """Pretend to run inside a Jupyter kernel."""
+    shell = types.SimpleNamespace(config={"IPKernelApp": {}})
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+
+
+def test_outside_a_kernel_the_bar_is_text():
+    from tqdm import std
+
+    assert progress_module.tqdm_class() is std.tqdm
+
+
+def test_a_kernel_without_ipywidgets_gets_text_and_no_tqdm_warning(monkeypatch):
+    from tqdm import std
+
+    _kernel(monkeypatch)
+    real = progress_module.importlib.util.find_spec
+    monkeypatch.setattr(
+        progress_module.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "ipywidgets" else real(name, *a),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = progress_module.tqdm_class()
+        bar = progress_module.Bar("harvesting records", "records")
+        bar.close()
+    assert chosen is std.tqdm
+
+
+def test_a_kernel_with_ipywidgets_gets_the_widget(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from tqdm import notebook
+
+    _kernel(monkeypatch)
+    assert progress_module.tqdm_class() is notebook.tqdm
+
+
+def test_a_shard_counts_once_and_an_abandoned_split_stops_counting():
+    shown = Progress("harvesting records", "records", [])
+    shown.fetched("a", 10)
+    shown.fetched("a", 10)  # written while planning, then delivered: one shard
+    shown.fetched("b", 5)  # counted under a split the planner then gave up
+    assert shown.snapshot().done == 15
+    shown.paging(100, shards=["a", "c"])
+    snapshot = shown.snapshot()
+    assert (snapshot.done, snapshot.shards, snapshot.phase, snapshot.total) == (
+        10,
+        2,
+        "paging",
+        100,
+    )
