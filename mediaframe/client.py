@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -270,7 +271,7 @@ class Client:
 
     # -- DataFrames ------------------------------------------------------------------------
 
-    def records(self, query: str = "", **filters: Any) -> pd.DataFrame:
+    def records(self, query: str = "", *, extended: bool = False, **filters: Any) -> pd.DataFrame:
         """Every record matching ``query`` and ``filters``, never silently truncated.
 
         The search is harvested completely under the server's retrieval cap (split into shards
@@ -281,12 +282,22 @@ class Client:
         Parameters
         ----------
         query : the search query in the service's syntax; ``""`` matches everything.
-        **filters : ``bases``, ``record_type``, ``date_field``, ``date_min``, ``date_max``
-            (``date``, ``datetime`` or ``"Y/m/d"``), ``status`` (``{bit: {"on": [databox_id]}}``),
-            ``fields``, ``stemme``; ``sort`` (``created_on``/``updated_on``) and ``ord`` order
-            the result (key order otherwise). How to collect: ``refresh``, ``offline``, ``ttl``
-            (seconds or timedelta), ``allow_incomplete``, ``progress`` (``True`` for a bar,
-            ``False`` for none, or a function called about four times a second with a
+        extended : also read each record's descriptive metadata: one ``caption_<Field>`` column
+            per caption field of :meth:`fields` (dates as UTC timestamps, numbers as
+            ``Float64``, multi-values as the server's joined text, see
+            :func:`mediaframe.frames.split_values`) and one boolean ``status_<bit>`` column per
+            status bit (labels in ``client.me().statuses``). Cached apart from plain harvests.
+        **filters : ``bases``, ``record_type``, ``date_field`` (``created_on``, ``updated_on``
+            or a date field of :meth:`fields`; ``created_on`` when only bounds are given, and the
+            report's ``notes`` say so), ``date_min``, ``date_max`` (``date``, ``datetime`` or
+            ``"Y/m/d"``), ``status``, ``status_only``, ``fields``, ``stemme``. ``status`` has the
+            contract's meaning: ``{4: {"on": [1]}}`` keeps databox 1's records whose bit 4 is on
+            *and every record of the other databoxes* (the condition only constrains the named
+            databox); add ``status_only=True`` to keep only the named databoxes' records (their
+            collections become ``bases``). ``sort`` (``created_on``/``updated_on``) and ``ord``
+            order the result (key order otherwise). How to collect: ``refresh``, ``offline``,
+            ``ttl`` (seconds or timedelta), ``allow_incomplete``, ``progress`` (``True`` for a
+            bar, ``False`` for none, or a function called about four times a second with a
             :class:`mediaframe.harvest.Snapshot`), ``concurrency``, ``per_page``, ``dask`` (a
             ``distributed.Client`` or scheduler address), ``cache_dir``.
 
@@ -303,17 +314,82 @@ class Client:
         >>> mf.HarvestReport.from_frame(df).summary()                          # doctest: +SKIP
         '1234 records of 1234 (complete) from 3 shard(s), 9 request(s), 0.8 s'
         """
-        return self._collect("records", query, filters)
+        return self._collect("records", query, {**filters, "extended": extended})
 
     def stories(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Every story matching ``query`` and ``filters``; same options as :meth:`records`."""
         return self._collect("stories", query, filters)
 
+    def fields(self, *, refresh: bool = False) -> pd.DataFrame:
+        """The caption fields of every databox you can read: ``databox_id, id, name, type,
+        multivalue, required, business, …, label_<lang>`` (asked once, then kept).
+
+        Business fields appear only if you may see them. Their columns in extended frames are
+        ``caption_<name>``.
+        """
+        return self.api.fields(refresh=validate.flag(refresh, "refresh"))
+
+    def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> pd.DataFrame:
+        """One record as a one-row frame, with the columns of :meth:`records`."""
+        structure = self._structure(extended)
+        record = self.api.record(databox_id, record_id, extended=bool(structure)).get("record")
+        return frames.records([record] if record else [], structure)
+
+    def story(self, databox_id: int, story_id: int) -> pd.DataFrame:
+        """One story as a one-row frame, with the columns of :meth:`stories`
+        (:meth:`story_records` gives its records)."""
+        story = self.api.story(databox_id, story_id).get("story")
+        return frames.stories([story] if story else [])
+
+    def story_records(
+        self, query: str = "", *, extended: bool = False, **filters: Any
+    ) -> pd.DataFrame:
+        """One row per (story, record) for every story the search finds, complete past the cap
+        like :meth:`stories` (same options): ``story_databox_id, story_id, position``, then the
+        record's columns (with captions and status bits if ``extended``).
+
+        The stories come from :meth:`stories` (its report is in ``attrs["harvest"]``); each
+        story's records are then read from the story route, which gives every child.
+        """
+        structure = self._structure(extended)
+        found = self.stories(query, **filters)
+        keys = list(zip(found["databox_id"].tolist(), found["story_id"].tolist(), strict=True))
+
+        def read(key: tuple[int, int]) -> dict[str, Any]:
+            return self.api.story(*key, extended=bool(structure)).get("story") or {}
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            stories = list(pool.map(read, keys))
+        frame = frames.story_members(stories, structure)
+        frame.attrs.update(found.attrs)
+        return frame
+
+    def basket_records(
+        self, basket_id: int | None = None, *, extended: bool = False
+    ) -> pd.DataFrame:
+        """One row per basket element (of every basket when ``basket_id`` is None):
+        ``basket_id, basket_element_id, order``, for validation baskets your ``agreement`` and
+        ``note`` and every participant's ``agreement_<login>``/``note_<login>``, then the
+        record's columns (with captions and status bits if ``extended``)."""
+        structure = self._structure(extended)
+        if basket_id is None:
+            baskets = self.api.baskets_list().get("baskets") or []
+            ids = [int(b["basket_id"]) for b in baskets if isinstance(b, dict) and "basket_id" in b]
+        else:
+            ids = [basket_id]
+        contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
+        return frames.basket_records(contents, structure)
+
+    def _structure(self, extended: bool) -> frames.Structure | None:
+        """The structure extended columns are read with (checks the ``extended`` option)."""
+        return self.api.structure() if validate.flag(extended, "extended") else None
+
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
         query`` (each ``query`` selects its value)."""
         _, search = _split_filters(filters, where="facets")
-        spec = _spec("records", query, search, self._date_fields())
+        search, _ = self._narrowed(search)
+        spec = _spec("records", query, search, self._date_fields(search))
         response = self.api.search_v2(query, per_page=1, **spec.filters)
         return frames.facets(response.get("facets") or [])
 
@@ -335,10 +411,17 @@ class Client:
         return frames.feed_entries(self._feed_entries(offset_start, per_page))
 
     def feed_items(
-        self, *, offset_start: int | None = None, per_page: int | None = None
+        self,
+        *,
+        offset_start: int | None = None,
+        per_page: int | None = None,
+        extended: bool = False,
     ) -> pd.DataFrame:
-        """The records of feed entries, one row per item, with the entry's id."""
-        return frames.feed_items(self._feed_entries(offset_start, per_page))
+        """The records of feed entries, one row per item, with the entry's id (and their
+        captions and status bits if ``extended``, as in :meth:`records`)."""
+        structure = self._structure(extended)
+        entries = self._feed_entries(offset_start, per_page, extended=bool(structure))
+        return frames.feed_items(entries, structure)
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
@@ -352,16 +435,72 @@ class Client:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
         kind = validate.choice(kind, "kind", ("records", "stories"))
         options, search = _split_filters(filters, where="cache_path")
-        spec = _spec(kind, query, search, self._date_fields())
+        search, _ = self._narrowed(search)
+        spec = _spec(kind, query, search, self._date_fields(search))
         return cache_path(ClientService(self), spec, options.cache_dir or self.settings.cache_dir)
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
         """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""
         return RemoteSearch(self.base_url, self.transport.token, self.settings, route)
 
-    def _date_fields(self) -> tuple[str, ...]:
-        """The fields ``date_field`` may name: every record's dates, and the databox's."""
-        return validate.RECORD_DATE_FIELDS
+    def _date_fields(self, search: Mapping[str, Any]) -> tuple[str, ...]:
+        """The fields ``date_field`` may name: every record's dates, and the databoxes' date
+        fields (asked of the structure only when another name is given)."""
+        wanted = search.get("date_field")
+        known = validate.RECORD_DATE_FIELDS
+        # a near miss of created_on/updated_on is a typo: refused before anything is sent
+        if not isinstance(wanted, str) or wanted in known or validate.suggest(wanted, known):
+            return known
+        fields = self.fields()
+        dates = fields.loc[fields["type"] == "date", "name"].dropna()
+        return (*validate.RECORD_DATE_FIELDS, *sorted(set(dates)))
+
+    def _narrowed(self, search: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The search as the service takes it, and notes for the report on what was filled in:
+        ``status_only`` becomes ``bases`` (the collections of the databoxes ``status`` names),
+        and date bounds without ``date_field`` filter on ``created_on``."""
+        search, notes = dict(search), []
+        if validate.flag(search.pop("status_only", False), "status_only"):
+            search["bases"] = self._status_bases(search)
+            notes.append(
+                "status_only=True: searched only the collections of the databoxes named in "
+                f"status (bases {search['bases']})"
+            )
+        bounded = any(search.get(name) is not None for name in ("date_min", "date_max"))
+        if bounded and search.get("date_field") is None:
+            search["date_field"] = "created_on"
+            notes.append("date_min/date_max given without date_field: filtered on created_on")
+        return search, notes
+
+    def _status_bases(self, search: Mapping[str, Any]) -> list[int]:
+        if search.get("status") is None:
+            raise InvalidParameterError(
+                "status_only=True keeps the databoxes named in status=: give status= too, "
+                "e.g. status={4: {'on': [1]}}"
+            )
+        named = {
+            databox
+            for states in validate.status(search["status"]).values()
+            for databoxes in states.values()
+            for databox in databoxes
+        }
+        wanted = set(validate.items(search["bases"], "bases")) if search.get("bases") else None
+        bases = sorted(
+            int(entry["base_id"])
+            for entry in self.me_raw().get("collections") or []
+            if isinstance(entry, dict)
+            and "actif" in (entry.get("rights") or [])
+            and entry.get("databox_id") in named
+            and entry.get("base_id") is not None
+            and (wanted is None or int(entry["base_id"]) in wanted)
+        )
+        if not bases:
+            raise InvalidParameterError(
+                f"status_only=True: you can search no collection of databox(es) "
+                f"{sorted(named)}{' among bases ' + str(sorted(wanted)) if wanted else ''}; "
+                "check the databox ids in status= (client.me().collections lists yours)"
+            )
+        return bases
 
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
         options, search = _split_filters(filters, where=kind)
@@ -373,18 +512,25 @@ class Client:
                 "For ranked pages use client.api.search"
             )
         search_params(sort=sort, ord=order)  # validates ord
-        frame = collect(self, _spec(kind, query, search, self._date_fields()), options)
+        search, notes = self._narrowed(search)
+        frame = collect(self, _spec(kind, query, search, self._date_fields(search)), options)
+        if notes:
+            frame.attrs["harvest"]["notes"] = [*frame.attrs["harvest"].get("notes", []), *notes]
         return _ordered(frame, sort, order)
 
-    def _feed_entries(self, offset_start: int | None, per_page: int | None) -> list[dict]:
+    def _feed_entries(
+        self, offset_start: int | None, per_page: int | None, *, extended: bool = False
+    ) -> list[dict]:
         if offset_start is not None or per_page is not None:
-            return (
-                self.api.feeds_content(offset_start=offset_start, per_page=per_page).get("entries")
-                or []
+            page = self.api.feeds_content(
+                offset_start=offset_start, per_page=per_page, extended=extended
             )
+            return page.get("entries") or []
         entries: list[dict] = []
         while True:  # every entry: page until the total is reached or a page comes back empty
-            page = self.api.feeds_content(offset_start=len(entries), per_page=_FEED_PAGE)
+            page = self.api.feeds_content(
+                offset_start=len(entries), per_page=_FEED_PAGE, extended=extended
+            )
             batch = page.get("entries") or []
             entries.extend(batch)
             total = page.get("total_entries")
@@ -444,6 +590,8 @@ _OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}
 #: What a search filter may be called: search_params' options, less those mediaframe chooses.
 _FILTER_NAMES = set(inspect.signature(search_params).parameters) - {"query"}
 _CHOSEN = ("offset_start", "search_type")
+#: Filters of records()/stories() that the client turns into the service's own.
+_CLIENT_FILTERS = {"extended", "status_only"}
 
 
 def _split_filters(filters: Mapping[str, Any], *, where: str) -> tuple[Options, dict[str, Any]]:
@@ -453,7 +601,8 @@ def _split_filters(filters: Mapping[str, Any], *, where: str) -> tuple[Options, 
                 f"{name}= is chosen by mediaframe for a complete result; use client.api.search "
                 "for single pages"
             )
-    validate.check_keywords(filters, (_FILTER_NAMES - set(_CHOSEN)) | _OPTION_NAMES, where=where)
+    allowed = (_FILTER_NAMES - set(_CHOSEN)) | _OPTION_NAMES | _CLIENT_FILTERS
+    validate.check_keywords(filters, allowed, where=where)
     options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
     search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
     return _options(options), search
@@ -480,9 +629,11 @@ def _spec(kind: str, query: str, filters: Mapping[str, Any], date_fields: Iterab
     """A validated search, with filters in a plain form that names one cache entry.
 
     Iterables are read once, first: a generator given as ``bases`` must filter, not be consumed
-    by the check and then found empty.
+    by the check and then found empty. ``extended`` stays among the filters only when true, so
+    it names its own cache entry and plain harvests keep theirs.
     """
     filters = {k: v for k, v in filters.items() if v is not None}
+    extended = validate.flag(filters.pop("extended", False), "extended")
     for name in ("bases", "fields"):
         if name in filters:
             filters[name] = validate.items(filters[name], name)
@@ -495,6 +646,8 @@ def _spec(kind: str, query: str, filters: Mapping[str, Any], date_fields: Iterab
     if "date_field" in filters:
         validate.date_field(filters["date_field"], date_fields)
     search_params(query, **filters)  # raises InvalidParameterError with what to send instead
+    if extended:
+        filters["extended"] = True
     for name in ("date_min", "date_max"):
         if name in filters:
             filters[name] = to_ymd(filters[name], name=name)

@@ -34,7 +34,9 @@ The tree::
     MediaframeWarning (UserWarning)
     ├── IncompleteResultWarning       incomplete results were allowed and happened
     ├── CacheWarning                  a cached result was used or discarded in a way worth knowing
-    └── EmptyPlotWarning              a plot was asked of data with nothing to draw
+    ├── EmptyPlotWarning              a plot was asked of data with nothing to draw
+    ├── NoHitsWarning                 a search found nothing; names the server's suggestions
+    └── MetadataWarning               descriptive metadata the client could not read as declared
 
 Errors never carry a token or a secret: messages hold the request line (method and path), never the
 query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
@@ -64,7 +66,9 @@ __all__ = [
     "MalformedItemError",
     "MediaframeError",
     "MediaframeWarning",
+    "MetadataWarning",
     "MethodNotAllowedError",
+    "NoHitsWarning",
     "NotAcceptableError",
     "NotFoundError",
     "OAuthError",
@@ -274,3 +278,12 @@ class CacheWarning(MediaframeWarning):
 
 class EmptyPlotWarning(MediaframeWarning):
     """A plot was asked of data with nothing to draw; the (empty) axes are returned anyway."""
+
+
+class NoHitsWarning(MediaframeWarning):
+    """A search matched nothing; the message names the queries the server suggests instead."""
+
+
+class MetadataWarning(MediaframeWarning):
+    """Captions or field structures the client could not read as declared (e.g. a date field
+    holding something else, or a server that sends no captions in extended mode)."""

@@ -63,6 +63,8 @@ REPRESENTATIONS = ("json", "yaml", "jsonp")
 Params = Sequence[tuple[str, str]] | Mapping[str, str]
 
 JSONP_CALLBACK = "mediaframe_jsonp"
+#: The vendor media type asking for extended records (``+json``, ``+yaml`` or ``+jsonp``).
+EXTENDED_TYPE = "application/vnd.phraseanet.record-extended"
 _ACCEPT = {"json": "application/json", "yaml": "application/yaml"}
 _JSONP = re.compile(rb"^\s*(?:/\*\*/)?\s*[A-Za-z_$][\w$.]*\s*\((.*)\)\s*;?\s*$", re.DOTALL)
 _ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
@@ -224,13 +226,13 @@ class Transport:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def get(self, path: str, params: Params = ()) -> dict[str, Any]:
+    def get(self, path: str, params: Params = (), *, extended: bool = False) -> dict[str, Any]:
         """GET ``path`` (e.g. ``/api/v1/me/``); see :meth:`request`."""
-        return self.request("GET", path, params)
+        return self.request("GET", path, params, extended=extended)
 
-    def post(self, path: str, params: Params = ()) -> dict[str, Any]:
+    def post(self, path: str, params: Params = (), *, extended: bool = False) -> dict[str, Any]:
         """POST ``path`` with form (v1) or query (v2) parameters; see :meth:`request`."""
-        return self.request("POST", path, params)
+        return self.request("POST", path, params, extended=extended)
 
     def request(
         self,
@@ -239,6 +241,7 @@ class Transport:
         params: Params = (),
         *,
         decode: Callable[[bytes], Any] | None = None,
+        extended: bool = False,
     ) -> Any:
         """Send one read, retrying transient failures, and return the envelope's ``response``.
 
@@ -251,6 +254,9 @@ class Transport:
         :class:`ResponseFormatError` it raises is reported like any unreadable answer. Error
         answers and other representations are read as usual.
 
+        ``extended`` asks a v1 route for extended records (captions, status bits, subdefs) with
+        the vendor media type, in the transport's representation.
+
         Raises
         ------
         MediaframeError
@@ -259,7 +265,7 @@ class Transport:
         pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
         for attempt in itertools.count():
             try:
-                return self._send_with_token(method.upper(), path, pairs, decode)
+                return self._send_with_token(method.upper(), path, pairs, decode, extended)
             except _Retry as retry:
                 if attempt >= self.settings.retries:
                     raise retry.error from retry.error.__cause__
@@ -271,15 +277,20 @@ class Transport:
     # -- token: refresh, placement fallback --------------------------------------------------
 
     def _send_with_token(
-        self, method: str, path: str, pairs: list[tuple[str, str]], decode: _Decode
+        self,
+        method: str,
+        path: str,
+        pairs: list[tuple[str, str]],
+        decode: _Decode,
+        extended: bool = False,
     ) -> Any:
         token = self._current_token()
         try:
-            return self._send_placed(method, path, pairs, token, decode)
+            return self._send_placed(method, path, pairs, token, decode, extended)
         except TokenRejectedError:
             if not (self._refresh and token and token.refresh_token):
                 raise
-            return self._send_placed(method, path, pairs, self._refreshed(token), decode)
+            return self._send_placed(method, path, pairs, self._refreshed(token), decode, extended)
 
     def _send_placed(
         self,
@@ -288,16 +299,18 @@ class Transport:
         pairs: list[tuple[str, str]],
         token: Token | None,
         decode: _Decode,
+        extended: bool = False,
     ) -> Any:
+        placement = self._placement or "header"
         try:
-            return self._send(method, path, pairs, token, self._placement or "header", decode)
+            return self._send(method, path, pairs, token, placement, decode, extended)
         except _HeaderRefused as refused:
             if self._placement is not None:
                 raise refused.error from refused.error.__cause__
             # Servers older than 2019 read the token only from the `oauth_token` parameter.
             log.info("the service refuses the Authorization header; using oauth_token from now on")
             self._placement = "param"
-            return self._send(method, path, pairs, token, "param", decode)
+            return self._send(method, path, pairs, token, "param", decode, extended)
 
     def _current_token(self) -> Token | None:
         token = self._token
@@ -323,12 +336,15 @@ class Transport:
         token: Token | None,
         placement: str,
         decode: _Decode = None,
+        extended: bool = False,
     ) -> Any:
         line = f"{method} {path}"
         v2 = path.startswith("/api/v2/")
         representation = "json" if v2 else self.representation
         headers: dict[str, str] = {}
-        if representation in _ACCEPT:
+        if extended and not v2:
+            headers["Accept"] = f"{EXTENDED_TYPE}+{representation}"
+        elif representation in _ACCEPT:
             headers["Accept"] = _ACCEPT[representation]
         query = [("callback", JSONP_CALLBACK)] if representation == "jsonp" else []
         data: Any = None

@@ -25,13 +25,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from mediaframe import frames, validate
-from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
+from mediaframe.exceptions import (
+    InvalidParameterError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResponseFormatError,
+)
 from mediaframe.frames import records_json
 from mediaframe.http import Transport
 
@@ -101,7 +107,10 @@ def search_params(
     date_field, date_min, date_max : dates as ``date``, ``datetime`` or ``"Y/m/d"``, inclusive,
         sent as ``Y/m/d``; ``date_field`` is required with either bound.
     status : ``{bit: {"on": [databox_id, ...], "off": [...]}}``, sent in the contract's nested
-        form ``status[<bit>][on|off][]=<databox_id>``.
+        form ``status[<bit>][on|off][]=<databox_id>``. Each condition constrains only the
+        databox it names: ``{4: {"on": [1]}}`` keeps databox 1's records with bit 4 on and every
+        record of the other databoxes (``client.records(..., status_only=True)`` keeps only the
+        named databoxes).
     fields : field names the query is searched in, sent as ``fields[]``.
 
     Returns
@@ -379,6 +388,8 @@ class API:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
+        self._structure: tuple[pd.DataFrame, frames.Structure] | None = None
+        self._structure_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -387,32 +398,44 @@ class API:
         """``GET /api/``: what the service says about itself."""
         return self.transport.get("/api/")
 
-    def search(self, query: str = "", **filters: Any) -> dict[str, Any]:
+    def search(self, query: str = "", *, extended: bool = False, **filters: Any) -> dict[str, Any]:
         """``POST /api/v1/search/``: one page of records or stories; filters as in
-        :func:`search_params`."""
-        return self.search_with(search_params(query, **filters))
+        :func:`search_params`; ``extended`` asks for records with their captions and status."""
+        return self.search_with(search_params(query, **filters), extended=extended)
 
-    def search_v2(self, query: str = "", **filters: Any) -> dict[str, Any]:
-        """``POST /api/v2/search/``: one page of facets and flat record references."""
+    def search_v2(
+        self, query: str = "", *, extended: bool = False, **filters: Any
+    ) -> dict[str, Any]:
+        """``POST /api/v2/search/``: one page of facets and flat record references
+        (``extended`` is accepted and ignored: references carry no captions)."""
         return self.search_with(search_params(query, **filters), version=2)
 
-    def search_with(self, params: list[tuple[str, str]], *, version: int = 1) -> dict[str, Any]:
+    def search_with(
+        self, params: list[tuple[str, str]], *, version: int = 1, extended: bool = False
+    ) -> dict[str, Any]:
         """Search with pairs already built by :func:`search_params` (``version`` 1 or 2)."""
         if version not in (1, 2):
             raise InvalidParameterError(f"version must be 1 or 2, not {version!r}")
-        response = self.transport.post(f"/api/v{version}/search/", params)
+        response = self.transport.post(
+            f"/api/v{version}/search/", params, extended=extended and version == 1
+        )
         return normalise_search(response) if version == 1 else response
 
     def search_records_frame(
-        self, query: str = "", **filters: Any
+        self, query: str = "", *, extended: bool = False, **filters: Any
     ) -> tuple[dict[str, Any], pd.DataFrame]:
         """``POST /api/v1/search/`` read straight into the records frame.
 
         Returns the ``response`` members other than ``results`` and the records as
         :func:`mediaframe.frames.records` would build them; a JSON answer is parsed natively
         from its bytes (:func:`mediaframe.frames.records_json`), never as Python dicts.
+        ``extended`` adds the ``caption_*`` and ``status_*`` columns of :meth:`structure`.
         """
         params = search_params(query, **filters)
+        if extended:
+            answer = self.search_with(params, extended=True)
+            results = answer.pop("results", None) or {}
+            return answer, frames.records(results.get("records") or [], self.structure())
         answer = self.transport.request("POST", "/api/v1/search/", params, decode=records_json)
         if isinstance(answer, tuple):
             return answer
@@ -421,16 +444,17 @@ class API:
         return answer, frames.records(results.get("records") or [])
 
     def search_stories_frame(
-        self, query: str = "", **filters: Any
+        self, query: str = "", *, extended: bool = False, **filters: Any
     ) -> tuple[dict[str, Any], pd.DataFrame]:
         """``POST /api/v1/search/`` for stories: the other ``response`` members and the stories
-        frame (:func:`mediaframe.frames.stories`)."""
-        answer = self.search(query, **{**filters, "search_type": 1})
+        frame (:func:`mediaframe.frames.stories`; ``extended`` reaches only their records,
+        which this frame does not hold)."""
+        answer = self.search(query, extended=extended, **{**filters, "search_type": 1})
         results = answer.pop("results", None) or {}
         return answer, frames.stories(results.get("stories") or [])
 
     def search_v2_frame(
-        self, query: str = "", **filters: Any
+        self, query: str = "", *, extended: bool = False, **filters: Any
     ) -> tuple[dict[str, Any], pd.DataFrame]:
         """``POST /api/v2/search/`` references as a frame (:func:`mediaframe.frames.v2_results`);
         in a story search the id column is named ``story_id``, as the service means it."""
@@ -446,11 +470,15 @@ class API:
         return normalise_me(self.transport.get("/api/v1/me/"))
 
     def feeds_content(
-        self, *, offset_start: int | None = None, per_page: int | None = None
+        self,
+        *,
+        offset_start: int | None = None,
+        per_page: int | None = None,
+        extended: bool = False,
     ) -> dict[str, Any]:
         """``GET /api/v1/feeds/content/``: entries of every feed (``per_page`` at most 20)."""
         response = self.transport.get(
-            "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20)
+            "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20), extended=extended
         )
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
@@ -488,17 +516,17 @@ class API:
         """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging)."""
         return self.transport.get("/api/v1/baskets/list/")
 
-    def record(self, databox_id: int, record_id: int) -> dict[str, Any]:
+    def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> dict[str, Any]:
         """``GET /api/v1/records/<databox_id>/<record_id>/``: ``{record}``."""
         path = f"/api/v1/records/{_ids(databox_id, record_id, 'record_id')}/"
-        response = self.transport.get(path)
+        response = self.transport.get(path, extended=extended)
         normalise_record(response.get("record"))  # type: ignore[arg-type]
         return response
 
-    def story(self, databox_id: int, story_id: int) -> dict[str, Any]:
-        """``GET /api/v1/stories/<databox_id>/<story_id>/``: ``{story}``."""
+    def story(self, databox_id: int, story_id: int, *, extended: bool = False) -> dict[str, Any]:
+        """``GET /api/v1/stories/<databox_id>/<story_id>/``: ``{story}`` with every record."""
         path = f"/api/v1/stories/{_ids(databox_id, story_id, 'story_id')}/"
-        response = self.transport.get(path)
+        response = self.transport.get(path, extended=extended)
         normalise_record(response.get("story"))  # type: ignore[arg-type]
         return response
 
@@ -508,6 +536,103 @@ class API:
         if "databoxes" in response:
             response["databoxes"] = as_list(response["databoxes"], key="databox_id")
         return response
+
+    # -- descriptive metadata ------------------------------------------------------------------
+
+    def me_structures(self) -> dict[str, Any]:
+        """``GET /api/v1/me/structures/``: ``{meta_fields, aggregable_fields, technical_fields}``
+        (business fields only for users allowed to see them)."""
+        response = self.transport.get("/api/v1/me/structures/")
+        for name in ("meta_fields", "aggregable_fields", "technical_fields"):
+            if name in response:
+                response[name] = as_list(response[name], key="id")
+        return response
+
+    def databox_metadatas(self, databox_id: int) -> dict[str, Any]:
+        """``GET /api/v1/databoxes/<databox_id>/metadatas/`` (needs ``bas_modify_struct``):
+        ``{document_metadatas: [...]}``, a list even where the server keys it by field id."""
+        databox_id = _count(databox_id, "databox_id", minimum=1)
+        response = self.transport.get(f"/api/v1/databoxes/{databox_id}/metadatas/")
+        if "document_metadatas" in response:
+            response["document_metadatas"] = as_list(response["document_metadatas"], key="id")
+        return response
+
+    def record_caption(self, databox_id: int, record_id: int) -> dict[str, Any]:
+        """``GET /api/v1/records/<d>/<r>/caption/``: ``{caption_metadatas}`` (no business
+        fields)."""
+        return self.transport.get(
+            f"/api/v1/records/{_ids(databox_id, record_id, 'record_id')}/caption/"
+        )
+
+    def record_metadatas(self, databox_id: int, record_id: int) -> dict[str, Any]:
+        """``GET /api/v1/records/<d>/<r>/metadatas/``: ``{record_metadatas}``, one per value."""
+        ids = _ids(databox_id, record_id, "record_id")
+        return self.transport.get(f"/api/v1/records/{ids}/metadatas/")
+
+    def record_status(self, databox_id: int, record_id: int) -> dict[str, Any]:
+        """``GET /api/v1/records/<d>/<r>/status/``: ``{status: [{bit, state}]}``."""
+        return self.transport.get(
+            f"/api/v1/records/{_ids(databox_id, record_id, 'record_id')}/status/"
+        )
+
+    def record_related(self, databox_id: int, record_id: int) -> dict[str, Any]:
+        """``GET /api/v1/records/<d>/<r>/related/``: ``{baskets, stories}`` holding it."""
+        response = self.transport.get(
+            f"/api/v1/records/{_ids(databox_id, record_id, 'record_id')}/related/"
+        )
+        for story in _dicts(response.get("stories")):
+            normalise_record(story)
+        return response
+
+    def basket_content(self, basket_id: int, *, extended: bool = False) -> dict[str, Any]:
+        """``GET /api/v1/baskets/<basket_id>/content/``: ``{basket, basket_elements}``."""
+        basket_id = _count(basket_id, "basket_id", minimum=1)
+        response = self.transport.get(f"/api/v1/baskets/{basket_id}/content/", extended=extended)
+        for element in _dicts(response.get("basket_elements")):
+            normalise_record(element.get("record"))  # type: ignore[arg-type]
+        return response
+
+    def fields(self, *, refresh: bool = False) -> pd.DataFrame:
+        """The caption fields of every readable databox (:func:`mediaframe.frames.fields`),
+        asked once per API and kept.
+
+        ``/me/structures/`` lists them; where it does not say a field's type or whether it is
+        required (older servers), the administrators' route of each databox the user may
+        administer (``bas_modify_struct``) completes it. Fields of other databoxes keep NA
+        there, and their captions are read as text.
+        """
+        return self._kept_structure(refresh)[0]
+
+    def structure(self, *, refresh: bool = False) -> frames.Structure:
+        """The extended columns of this server for this user: caption fields and status bits."""
+        return self._kept_structure(refresh)[1]
+
+    def _kept_structure(self, refresh: bool) -> tuple[pd.DataFrame, frames.Structure]:
+        with self._structure_lock:
+            if self._structure is None or refresh:
+                meta = self.me_structures().get("meta_fields") or []
+                me = self.me()
+                admin = {}
+                incomplete = {
+                    f.get("databox_id")
+                    for f in _dicts(meta)
+                    if f.get("type") is None or f.get("required") is None
+                }
+                for entry in _dicts(me.get("databoxes")):
+                    databox_id = entry.get("databox_id")
+                    rights = entry.get("rights") or []
+                    if databox_id is None or databox_id not in incomplete:
+                        continue
+                    if "bas_modify_struct" in rights:
+                        try:
+                            found = self.databox_metadatas(int(databox_id))
+                        except (PermissionDeniedError, NotFoundError):
+                            continue
+                        admin[int(databox_id)] = _dicts(found.get("document_metadatas"))
+                fields = frames.fields(meta, admin)
+                bits = frames.statuses(me.get("collections") or [])["position"].dropna()
+                self._structure = (fields, frames.structure(fields, bits.astype(int)))
+            return self._structure
 
 
 def _feed_paging(

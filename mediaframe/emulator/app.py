@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mediaframe.emulator.accounts import Accounts, User
+from mediaframe.emulator.descriptive import extended_accept
 from mediaframe.emulator.envelope import ApiError, choose_format, envelope, render
 from mediaframe.emulator.faults import DropConnection, Faults
 from mediaframe.emulator.messages import Request, Response, flatten
@@ -149,9 +150,12 @@ class App:
         version_two = request.path.startswith("/api/v2/")
         callback = (request.query.get("callback") or request.form.get("callback") or [""])[-1]
         fmt = "json"
+        extended, accept = extended_accept(request.headers.get("accept", ""))
         try:
-            fmt = choose_format(request.headers.get("accept", ""), callback, json_only=version_two)
+            fmt = choose_format(accept, callback, json_only=version_two)
             data = getattr(self.routes, name)(self._params(request), user, *args)
+            if extended and not version_two:  # after the route shaped its records
+                data = self.routes.extend(data, user)
         except ApiError as err:
             return self._envelope(request, err, fmt=fmt, callback=callback)
         flavour = self.routes.render.flavour
@@ -176,8 +180,9 @@ class App:
     ) -> Response:
         if fmt is None:
             callback = (request.query.get("callback") or [""])[-1]
+            _, accept = extended_accept(request.headers.get("accept", ""))
             try:
-                fmt = choose_format(request.headers.get("accept", ""), callback, json_only=False)
+                fmt = choose_format(accept, callback, json_only=False)
             except ApiError:
                 fmt = "json"
         flavour = self.routes.render.flavour

@@ -12,6 +12,8 @@ from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.accounts import Accounts, User
 from mediaframe.emulator.catalogue import Catalogue
 from mediaframe.emulator.columns import iso_dates
+from mediaframe.emulator.descriptive import ROUTES as DESCRIPTIVE_ROUTES
+from mediaframe.emulator.descriptive import DescriptiveRoutes
 from mediaframe.emulator.envelope import ApiError
 from mediaframe.emulator.feeds import Basket, Entry
 from mediaframe.emulator.flavours import Rendering
@@ -32,12 +34,14 @@ ROUTES = (
     ("/api/v1/records/<databox_id>/<record_id>/", ("GET",), "record"),
     ("/api/v1/stories/<databox_id>/<story_id>/", ("GET",), "story"),
     ("/api/v1/databoxes/list/", ("GET",), "databoxes_list"),
+    *DESCRIPTIVE_ROUTES,
 )
 
 
 @dataclass
-class Routes:
-    """The handlers, bound to the emulator's catalogue, accounts and search."""
+class Routes(DescriptiveRoutes):
+    """The handlers, bound to the emulator's catalogue, accounts and search (the descriptive
+    metadata routes and extended mode come from :class:`DescriptiveRoutes`)."""
 
     catalogue: Catalogue
     accounts: Accounts

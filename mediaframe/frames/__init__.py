@@ -7,9 +7,11 @@ records frame, natively. Malformed input raises :class:`~mediaframe.MalformedIte
 naming the item.
 """
 
+from mediaframe.frames.captions import Structure, fields, split_values, structure
 from mediaframe.frames.fastjson import records_json
 from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
 from mediaframe.frames.me import collections, databoxes, statuses, user
+from mediaframe.frames.members import basket_records, story_members
 from mediaframe.frames.records import concat_records, records
 from mediaframe.frames.schema import COLLECTION_RIGHTS, DATABOX_RIGHTS, render_markdown
 from mediaframe.frames.search import facets, search_info, suggestions, v2_results
@@ -19,6 +21,8 @@ from mediaframe.frames.technical import technical_long, technical_wide
 __all__ = [
     "COLLECTION_RIGHTS",
     "DATABOX_RIGHTS",
+    "Structure",
+    "basket_records",
     "baskets",
     "collections",
     "concat_records",
@@ -27,14 +31,18 @@ __all__ = [
     "feed_entries",
     "feed_items",
     "feeds",
+    "fields",
     "records",
     "records_json",
     "render_markdown",
     "search_info",
+    "split_values",
     "statuses",
     "stories",
+    "story_members",
     "story_record_frame",
     "story_records",
+    "structure",
     "suggestions",
     "technical_long",
     "technical_wide",

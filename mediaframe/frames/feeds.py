@@ -9,6 +9,7 @@ import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import text, to_array
+from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import flatten
 from mediaframe.frames.normalise import as_items, children, labeller
 from mediaframe.frames.records import flatten_records
@@ -31,8 +32,10 @@ def feed_entries(entries: list[dict[str, Any]]) -> pd.DataFrame:
     return flatten(entries, FEED_ENTRIES, given={"item_count": counts}, label=label)
 
 
-def feed_items(entries: list[dict[str, Any]]) -> pd.DataFrame:
+def feed_items(entries: list[dict[str, Any]], structure: Structure | None = None) -> pd.DataFrame:
     """One row per feed item: ``entry_id, item_id``, then every column of :func:`records`.
+
+    ``structure`` reads extended records' captions and status bits (see :func:`records`).
 
     Examples
     --------
@@ -55,7 +58,8 @@ def feed_items(entries: list[dict[str, Any]]) -> pd.DataFrame:
                 f"{item_label(index)}: member 'record' is not an object (report the payload)",
                 item=index,
             )
-    frame = flatten_records(cast(list[dict[str, Any]], records), label=item_label)  # checked above
+    checked = cast(list[dict[str, Any]], records)  # checked above
+    frame = flatten_records(checked, label=item_label, structure=structure)
     frame.insert(0, "item_id", item_ids)
     frame.insert(0, "entry_id", entry_ids.take(owners))
     return frame

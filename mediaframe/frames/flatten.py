@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
-from mediaframe.frames.arrays import infer_array, to_array
+from mediaframe.frames.arrays import infer_array, render_text, text, to_array
 from mediaframe.frames.normalise import labeller, preferred
 from mediaframe.frames.schema import Column, Frame
 
-__all__ = ["assemble", "flatten", "member_columns", "nested_rows"]
+__all__ = ["assemble", "flatten", "member_columns", "nested_rows", "stable_array"]
 
 #: Stands in for a null nested object, so every lookup below it simply finds nothing.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -113,11 +113,51 @@ def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any
     """Put the declared columns first, in declared order, then the dynamic ones sorted by name.
 
     Sorting makes the layout independent of which page first saw a name, so frames built page by
-    page concatenate to the frame of the whole input.
+    page concatenate to the frame of the whole input. The frame's ``stable`` dynamic columns are
+    always there, in their dtype (see :func:`stable_array`).
     """
     ordered = {name: columns[name] for name in frame.names}
+    if frame.stable:
+        n = len(next(iter(ordered.values()))) if ordered else 0
+        dynamic = {**dynamic}
+        for name, dtype in frame.stable.items():
+            dynamic[name] = stable_array(dynamic.get(name), dtype, n)
     ordered.update((name, dynamic[name]) for name in sorted(dynamic))
     return pd.DataFrame(ordered, copy=False)
+
+
+#: Numbers from this magnitude on lose digits as floats.
+_EXACT = 2**53
+
+
+def stable_array(values: Any, dtype: str, n: int) -> Any:
+    """A column of ``n`` values in ``dtype`` (all missing when ``values`` is None).
+
+    Numbers and numeric text become ``Int64``/``Float64`` (an ``Int64`` column holding a
+    fraction stays ``Float64``), anything becomes text for ``string``. A value that does not fit
+    (``"1/250"`` for a number) leaves the column as it was, typed by the general rule: the data
+    stays whole rather than the dtype.
+    """
+    if values is None:
+        return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
+    series = pd.Series(values, copy=False)
+    if str(series.dtype) == dtype:
+        return values
+    present = series.notna()
+    scalars = series[present].tolist()  # Python scalars, as the JSON gave them
+    if dtype == "string":
+        if not all(type(v) in (int, float, str, bool) for v in scalars):
+            return values  # objects or arrays: kept raw
+        pairs = zip(series.tolist(), present.tolist(), strict=True)
+        return text([render_text(v) if keep else None for v, keep in pairs])
+    if any(type(v) is bool for v in scalars):
+        return values  # true/false are not numbers here: the column keeps them
+    numbers = pd.to_numeric(series, errors="coerce")
+    if (numbers.notna() != present).any() or (numbers[present].abs() >= _EXACT).any():
+        return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
+    if dtype == "Int64" and not (numbers[present] == numbers[present].round()).all():
+        dtype = "Float64"
+    return pd.array(numbers, dtype=dtype)
 
 
 def nested_rows(values: Sequence[Any], *, path: str, label: Label) -> list[Mapping[str, Any]]:

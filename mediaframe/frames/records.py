@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -12,16 +13,21 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.frames.arrays import infer_array, object_values, text
+from mediaframe.frames.arrays import TIMESTAMP, infer_array, object_values, text
+from mediaframe.frames.captions import Structure, extended_columns
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS
 from mediaframe.frames.technical import gather, pivot
 
-__all__ = ["concat_records", "flatten_records", "records"]
+__all__ = ["EXTENDED_MEMBERS", "concat_records", "flatten_records", "records"]
+
+#: Members of extended records read into ``caption_*``/``status_*`` columns, not kept as such.
+EXTENDED_MEMBERS = ("caption", "metadata", "status", "subdefs")
+_EXTENDED = dataclasses.replace(RECORDS, ignored=(*RECORDS.ignored, *EXTENDED_MEMBERS))
 
 
-def records(items: list[dict[str, Any]]) -> pd.DataFrame:
+def records(items: list[dict[str, Any]], structure: Structure | None = None) -> pd.DataFrame:
     """Flatten records into one typed row each.
 
     Columns are declared in :mod:`mediaframe.frames.schema` (see ``docs/frame-schema.md``): the
@@ -35,6 +41,8 @@ def records(items: list[dict[str, Any]]) -> pd.DataFrame:
     ----------
     items : records as decoded from the API (e.g. ``response["results"]["records"]``); older
         spellings ``updated-on`` and ``phrasea_type`` are read too.
+    structure : for extended records, the caption fields and status bits that become
+        ``caption_<Field>`` and ``status_<bit>`` columns (see :mod:`mediaframe.frames.captions`).
 
     Raises
     ------
@@ -51,10 +59,16 @@ def records(items: list[dict[str, Any]]) -> pd.DataFrame:
     0           1          7      image  200
     """
     items = as_items(items, "record")
-    return flatten_records(items, label=labeller(items, RECORDS.row, RECORDS.key))
+    label = labeller(items, RECORDS.row, RECORDS.key)
+    return flatten_records(items, label=label, structure=structure)
 
 
-def flatten_records(items: list[dict[str, Any]], *, label: Callable[[int], str]) -> pd.DataFrame:
+def flatten_records(
+    items: list[dict[str, Any]],
+    *,
+    label: Callable[[int], str],
+    structure: Structure | None = None,
+) -> pd.DataFrame:
     """:func:`records` for items already checked, with errors naming items through ``label``.
 
     Stories and feed items use it so that a bad nested record is named by its container.
@@ -62,7 +76,12 @@ def flatten_records(items: list[dict[str, Any]], *, label: Callable[[int], str])
     with _collector_paused():
         rows, names, values = gather(items, label=label)
         technical = pivot(len(items), rows, names, values, label=label)
-        return flatten(items, RECORDS, extra=technical, clash_prefix="technical_", label=label)
+        if structure is None:
+            frame = RECORDS
+        else:
+            frame = _EXTENDED
+            technical.update(extended_columns(items, structure, label=label))
+        return flatten(items, frame, extra=technical, clash_prefix="technical_", label=label)
 
 
 @contextlib.contextmanager
@@ -83,7 +102,9 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> pd.DataFrame:
+def concat_records(
+    parts: Sequence[pd.DataFrame], *, consume: bool = False, structure: Structure | None = None
+) -> pd.DataFrame:
     """Concatenate :func:`records` frames into the frame ``records`` gives for all their items.
 
     Dtypes are decided again over the whole result (an ``Int64`` column of one page and a
@@ -98,6 +119,9 @@ def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> p
     their columns is let go as soon as it is copied, so the parts and the result never coexist
     whole: a harvest joining a million records needs the frame once, not twice. Memory is only
     given back for frames nothing else refers to.
+
+    ``structure`` names the extended columns of extended records, so that joining no parts at
+    all still gives them.
 
     Raises
     ------
@@ -116,7 +140,7 @@ def concat_records(parts: Sequence[pd.DataFrame], *, consume: bool = False) -> p
         # frames themselves costs pandas a block rebuild per column: five times the join.)
         parts.clear()
     if not frames:
-        return records([])
+        return records([], structure)
     lengths = [len(frame) for frame in frames]
     columns = [dict(frame.items()) for frame in frames]
     del frames
@@ -160,7 +184,7 @@ def _categories(present: list[pd.Series]) -> pd.Categorical:
 
 #: Page dtypes whose whole-input type follows from the dtypes alone, and that type.
 _SETTLED = (({"Int64"}, "Int64"), ({"Int64", "Float64"}, "Float64"))
-_SAME = ("string", "boolean")
+_SAME = ("string", "boolean", TIMESTAMP)
 
 
 def _dynamic(present: list[pd.Series | None], lengths: list[int]) -> Any:

@@ -54,6 +54,7 @@ class Frame:
     aliases : member spellings of older servers, alias → the contract's name.
     ignored : members that are deliberately not columns, with the reason in ``notes``.
     extras : how columns beyond the declared ones are named and typed.
+    stable : dynamic columns that are always there, each in one dtype, whatever the input.
     """
 
     name: str
@@ -66,6 +67,7 @@ class Frame:
     ignored: tuple[str, ...] = ()
     extras: str = ""
     notes: str = ""
+    stable: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -133,6 +135,31 @@ DUBLIN_CORE = (
 
 _THUMBNAIL_NESTED = {"thumbnail": "thumbnail_", "thumbnail.permalink": "thumbnail_permalink_"}
 
+#: The technical names the contract lists, always columns of the records frame, each in one
+#: dtype: numbers that can be fractional are ``Float64`` everywhere (``Aperture`` 5 and 2.8);
+#: ``ShutterSpeed`` is text because servers write fractions such as ``1/250``.
+TECHNICAL = MappingProxyType(
+    {
+        "Aperture": FLOAT,
+        "CameraModel": TEXT,
+        "Channels": INT,
+        "ColorDepth": INT,
+        "ColorSpace": TEXT,
+        "FileSize": INT,
+        "FlashFired": INT,
+        "FocalLength": FLOAT,
+        "Height": INT,
+        "HyperfocalDistance": FLOAT,
+        "ISO": INT,
+        "Latitude": FLOAT,
+        "LightValue": FLOAT,
+        "Longitude": FLOAT,
+        "MimeType": TEXT,
+        "ShutterSpeed": TEXT,
+        "Width": INT,
+    }
+)
+
 RECORDS = Frame(
     name="records",
     summary="One row per record, keyed by `(databox_id, record_id)` (ordinary columns, no index).",
@@ -164,14 +191,28 @@ RECORDS = Frame(
     aliases={"updated-on": "updated_on", "phrasea_type": "media_type"},
     ignored=("technical_informations",),
     extras=(
+        "Extended records (`extended=True`) add one `caption_<Field>` column per caption field "
+        "of the databoxes' structure (see `fields`): `date` fields as UTC timestamps, `number` "
+        "fields as `Float64`, others as `string` (multi-valued fields hold the server's joined "
+        "text, `a ; b`; `mediaframe.frames.split_values` splits it), and one `boolean` "
+        "`status_<bit>` column per status bit of the user's collections (NA where the record's "
+        "databox does not define it). These columns come from the structure, so every query of "
+        "a server has them, hits or not; their members `caption`, `metadata`, `status` and "
+        "`subdefs` are not kept as such. "
         "`technical_informations` is pivoted: one column per technical name as the API spells it "
-        "(`ISO`, `Aperture`, `CameraModel`, …); a name equal to a declared column or to an unknown "
+        "(`ISO`, `Aperture`, `CameraModel`, …). The 17 names the contract lists are always "
+        "columns, whatever the input holds, each in one dtype: "
+        + ", ".join(f"`{name}` `{dtype}`" for name, dtype in TECHNICAL.items())
+        + ' (numeric text such as `"-3"` is read as a number; a value that does not fit leaves '
+        "that column to the rule below, so nothing is lost). Other names follow the rule; a "
+        "name equal to a declared column or to an unknown "
         "member is prefixed `technical_` (so `title` → `technical_title`). "
         + _UNKNOWN
         + " Dynamic columns (technical names and unknown members) follow the declared ones in "
         "sorted order, so the layout does not depend on which page saw a name first."
     ),
     notes="Read `updated-on` as `updated_on` and `phrasea_type` as `media_type`.",
+    stable=TECHNICAL,
 )
 
 STORIES = Frame(
@@ -483,6 +524,71 @@ TECHNICAL_LONG = Frame(
     notes="`technical_wide(long_df)` pivots it back to one column per name, typed by the rule.",
 )
 
+FIELDS = Frame(
+    name="fields",
+    summary=(
+        "Caption fields of every databox the user can read (`/me/structures/`, completed by "
+        "`/databoxes/<id>/metadatas/` for administrators): one row per (databox, field)."
+    ),
+    row="field",
+    key=("databox_id", "id"),
+    columns=(
+        Column("databox_id", INT, "databox", required=True),
+        Column("id", INT, "`meta_structure_id`: the field's id within its databox"),
+        Column("name", TEXT, "field name; its records column is `caption_<name>`", required=True),
+        Column(
+            "type",
+            CATEGORY,
+            "`string`, `date` or `number`; NA when the server does not say (read as text)",
+        ),
+        Column("multivalue", BOOL, "several values, joined with `separator` in captions"),
+        Column("required", BOOL, "the field must have a value; NA when the server does not say"),
+        Column("business", BOOL, "a business field (shown only to users allowed to see them)"),
+        Column("readonly", BOOL, ""),
+        Column("indexable", BOOL, ""),
+        Column("source", TEXT, "metadata tag the field is read from, e.g. `IPTC:Keywords`"),
+        Column("separator", TEXT, "separator of the stored values (administrators' route)"),
+        *(Column(f"label_{lang}", TEXT, f"label ({lang})", "") for lang in LANGUAGES),
+    ),
+    ignored=("labels",),
+    extras="Labels in other languages become `label_<lang>` columns. " + _UNKNOWN,
+)
+
+STORY_MEMBERS = Frame(
+    name="story_members",
+    summary=(
+        "One row per (story, record) with the record's columns: what `client.story_records()` "
+        "returns."
+    ),
+    row="story",
+    key=("story_databox_id", "story_id"),
+    columns=(
+        Column("story_databox_id", INT, "databox of the story", ""),
+        Column("story_id", INT, "story id", ""),
+        Column("position", INT, "0-based place of the record in the story", ""),
+    ),
+    extras="Followed by every column of `records` for the member record (the record's own "
+    "`databox_id`, `record_id`, …, and `caption_*`/`status_*` for extended records).",
+)
+
+BASKET_RECORDS = Frame(
+    name="basket_records",
+    summary="One row per basket element with its record's columns: `client.basket_records()`.",
+    row="basket element",
+    key=("basket_id", "basket_element_id"),
+    columns=(
+        Column("basket_id", INT, "basket holding the element", ""),
+        Column("basket_element_id", INT, "element id"),
+        Column("order", INT, "place of the element in the basket"),
+        Column("validation_item", BOOL, "the element belongs to a validation basket"),
+        Column("agreement", BOOL, "validation baskets: the reader's own agreement (NA: none yet)"),
+        Column("note", TEXT, "validation baskets: the reader's own note"),
+    ),
+    extras="Then, for validation baskets, every participant's say in `agreement_<login>` "
+    "(`boolean`) and `note_<login>` (`string`), sorted by name; then every column of `records` "
+    "for the element's record.",
+)
+
 #: Every frame, in the order the documentation shows them.
 FRAMES: Mapping[str, Frame] = MappingProxyType(
     {
@@ -504,6 +610,9 @@ FRAMES: Mapping[str, Frame] = MappingProxyType(
             FEED_ITEMS,
             FEEDS,
             BASKETS,
+            BASKET_RECORDS,
+            STORY_MEMBERS,
+            FIELDS,
         )
     }
 )

@@ -9,6 +9,7 @@ import pandas as pd
 
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import to_array
+from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, children, labeller
 from mediaframe.frames.records import flatten_records
@@ -55,16 +56,22 @@ def story_records(items: list[dict[str, Any]]) -> pd.DataFrame:
     return assemble(STORY_RECORDS, columns, {})
 
 
-def story_record_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
+def story_record_frame(
+    items: list[dict[str, Any]], structure: Structure | None = None, *, unique: bool = True
+) -> pd.DataFrame:
     """The records of all stories as one :func:`records` frame, each record once.
 
     A record in several stories appears once (its first occurrence); :func:`story_records` says
-    which stories hold it.
+    which stories hold it. With ``unique=False`` every member is kept, in the order of
+    :func:`story_records` (one row per (story, record)). ``structure`` reads extended records'
+    captions and status bits (see :func:`records`).
     """
     items = as_items(items, "story")
     label = labeller(items, STORIES.row, STORIES.key)
     members, _, member_label = children(items, "records", what="record", label=label)
-    frame = flatten_records(members, label=member_label)
+    frame = flatten_records(members, label=member_label, structure=structure)
+    if not unique:
+        return frame
     return frame.drop_duplicates(subset=list(RECORDS.key)).reset_index(drop=True)
 
 

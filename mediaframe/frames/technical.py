@@ -12,6 +12,7 @@ import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError, MalformedItemError
 from mediaframe.frames.arrays import Values, infer_array, object_values, to_array
+from mediaframe.frames.flatten import stable_array
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import RECORDS, TECHNICAL_LONG
 
@@ -75,7 +76,10 @@ def technical_wide(long: pd.DataFrame) -> pd.DataFrame:
         "record_id": pd.array(keys.get_level_values(1), dtype="Int64"),
     }
     for name in sorted(wide, key=column_name):
-        columns[column_name(name)] = wide[name]
+        # the contract's names in their one dtype, as records() gives them
+        stable = RECORDS.stable.get(name)
+        values = wide[name] if stable is None else stable_array(wide[name], stable, len(keys))
+        columns[column_name(name)] = values
     return pd.DataFrame(columns)
 
 

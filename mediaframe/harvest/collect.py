@@ -29,13 +29,14 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     ConfigurationError,
+    NoHitsWarning,
 )
 from mediaframe.harvest.engine import EngineOptions, concat_frames
 from mediaframe.harvest.progress import ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
-from mediaframe.harvest.spec import Page, Spec
+from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.sync import sync
 from mediaframe.routes import search_rights
 
@@ -91,10 +92,12 @@ class ClientService:
     def keys(self, kind: str) -> Page:
         return self._route("search_v2_frame")
 
-    def item(self, kind: str) -> Callable[[int, int], Mapping[str, Any]]:
+    def item(self, kind: str, *, extended: bool = False) -> Callable[[int, int], Mapping[str, Any]]:
         api = self._client.api
         if kind == "records":
-            return lambda databox_id, record_id: api.record(databox_id, record_id)["record"]
+            return lambda databox_id, record_id: api.record(
+                databox_id, record_id, extended=extended
+            )["record"]
         return lambda databox_id, story_id: api.story(databox_id, story_id)["story"]
 
     def _route(self, name: str) -> Page:
@@ -127,7 +130,8 @@ def collect(client: Client, spec: Spec, options: Options) -> pd.DataFrame:
         elif cached is not None:
             frame, provenance = cached
             if offline or age(provenance) < _ttl(options, settings):
-                return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+                found = _with_report(frame, provenance.get("report"), spec, from_cache=True)
+                return found if offline else _suggested(client, spec, found)
     if offline:
         raise CacheMissError(
             f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
@@ -139,11 +143,13 @@ def collect(client: Client, spec: Spec, options: Options) -> pd.DataFrame:
         if published is not None:
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
-        return _fetch(service, settings, spec, options, store, refresh)
+        fetched = _fetch(client, service, settings, spec, options, store, refresh)
+    return _suggested(client, spec, fetched)
 
 
 def _fetch(
-    service: SearchService,
+    client: Client,
+    service: ClientService,
     settings: Settings,
     spec: Spec,
     options: Options,
@@ -151,16 +157,16 @@ def _fetch(
     refresh: bool,
 ) -> pd.DataFrame:
     """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
-    engine = _engine_options(service, settings, spec, options)
+    engine = _engine_options(client, service, settings, spec, options)
     page = service.pages(spec.kind)
     if not refresh:
         synced = sync(
             page,
             service.keys(spec.kind),
-            service.item(spec.kind),
+            service.item(spec.kind, extended=bool(spec.filters.get("extended"))),
             spec,
             store,
-            flatten=frames.records if spec.kind == "records" else frames.stories,
+            flatten=_flatten(client, spec),
             lag=dt.timedelta(seconds=settings.sync_lag),
             options=engine,
         )
@@ -169,6 +175,29 @@ def _fetch(
     # refresh means "as the server is now": an interrupted harvest is not resumed either
     frame, report = engine.harvest(page, spec, store, resume=not options.refresh)
     return _with_report(frame, report, spec)
+
+
+def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
+    """When nothing matched, ask once for the server's suggestions: warn naming them, and keep
+    them in the report."""
+    if len(frame):
+        return frame
+    answer = client.api.search(**{**spec.params(Shard()), "per_page": 1})
+    found = [s for s in answer.get("suggestions") or [] if isinstance(s, dict) and s.get("query")]
+    frame.attrs["harvest"]["suggestions"] = found
+    if found:
+        noun = spec.kind[:-3] + "y" if spec.kind == "stories" else spec.kind[:-1]
+        offers = ", ".join(
+            f"{s.get('suggestion') or s['query']!r}"
+            + (f" ({s['hits']:,} hits)" if isinstance(s.get("hits"), int) else "")
+            for s in found
+        )
+        warnings.warn(
+            f"no {noun} matches {spec.query!r}; the server suggests {offers}",
+            NoHitsWarning,
+            stacklevel=5,  # _suggested, collect, Client._collect, Client.records: the caller
+        )
+    return frame
 
 
 _DAMAGED = object()
@@ -213,12 +242,15 @@ def _ttl(options: Options, settings: Settings) -> dt.timedelta:
 
 
 def _engine_options(
-    service: SearchService, settings: Settings, spec: Spec, options: Options
+    client: Client, service: SearchService, settings: Settings, spec: Spec, options: Options
 ) -> EngineOptions:
     progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
         # the engine joins frames it owns and drops: let the join release them column by column
-        combine: Combine = functools.partial(frames.concat_records, consume=True)
+        structure = client.api.structure() if spec.filters.get("extended") else None
+        combine: Combine = functools.partial(
+            frames.concat_records, consume=True, structure=structure
+        )
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes
         combine = concat_frames
@@ -234,6 +266,15 @@ def _engine_options(
         progress=bars(spec.kind, progress),
         provenance={"server": service.server, "user": service.user, **spec.identity()},
     )
+
+
+def _flatten(client: Client, spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
+    """How fetched items become a frame: extended records with their caption and status columns."""
+    if spec.kind != "records":
+        return frames.stories
+    if spec.filters.get("extended"):
+        return functools.partial(frames.records, structure=client.api.structure())
+    return frames.records
 
 
 def _executor(dask: Any) -> Any:

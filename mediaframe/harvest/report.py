@@ -38,6 +38,10 @@ class HarvestReport:
     synced: dict[str, int] | None = None
     shards: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     incomplete: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: Queries the server suggests when nothing matched: ``{suggestion, query, hits}`` each.
+    suggestions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: What the client filled in for the user (e.g. the date field date bounds filter on).
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def plan(self) -> pd.DataFrame:

@@ -40,5 +40,6 @@ class SearchService(Protocol):
     def keys(self, kind: str) -> Page:
         """One page of v2 references of ``kind``: the key columns and ``version``."""
 
-    def item(self, kind: str) -> Callable[[int, int], Mapping[str, Any]]:
-        """Reads one record (or story) by ``(databox_id, id)``."""
+    def item(self, kind: str, *, extended: bool = False) -> Callable[[int, int], Mapping[str, Any]]:
+        """Reads one record (or story) by ``(databox_id, id)``; ``extended``: with its
+        caption, status and sub-definitions."""

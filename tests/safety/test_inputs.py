@@ -31,6 +31,19 @@ def offline(settings):
     assert fake.requests == [], "an option was sent before it was checked"
 
 
+def test_an_unknown_date_field_is_refused_after_reading_only_the_structure(settings):
+    # Whether a name is a date field depends on the databoxes' structure: reading it is the only
+    # request made, and no search is sent.
+    fake = FakeService(envelope({}), envelope({}))
+    client = mf.connect(BASE, token="t0ken-never-sent", settings=settings, session=fake.session())
+    with pytest.raises(InvalidParameterError, match="not a date field of this service"):
+        client.records(date_field="shoe_size")
+    assert [r.path_url.split("?")[0] for r in fake.requests] == [
+        "/api/v1/me/structures/",
+        "/api/v1/me/",
+    ]
+
+
 @pytest.fixture(scope="module")
 def emulator():
     return Emulator(records=300, seed=5)
@@ -76,7 +89,6 @@ def client(emulator, settings):
         ({"bases": [True]}, "bases must be an integer"),
         ({"fields": [""]}, "fields must hold non-empty strings"),
         ({"date_field": "created_onn"}, "did you mean 'created_on'"),
-        ({"date_field": "shoe_size"}, "not a date field of this service"),
         ({"date_min": "2024/02/30", "date_field": "created_on"}, "not a real day"),
         (
             {"recordtype": "image"},

@@ -1,0 +1,328 @@
+"""Descriptive metadata end to end: fields, extended harvests, one record or story, stories'
+members, baskets' contents and the stable technical columns, against the emulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
+from mediaframe.emulator.flavours import FLAVOURS
+from mediaframe.frames import split_values
+from mediaframe.frames.schema import TECHNICAL
+
+CAPTION_NAMES = {
+    "Title", "Keywords", "Description", "Creator", "City", "Country", "Date", "Copyright",
+    "Credit", "Rating", "InternalNote", "People", "Programme", "Department",
+}  # fmt: skip
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, backoff=0.01
+    )
+
+
+@pytest.fixture(scope="module")
+def emu():
+    with Emulator(records=1500, seed=21, cap=200) as served:
+        yield served
+
+
+def connect(emu, settings, login="demo"):
+    return mf.connect(emu.base_url, token=emu.token_for(login), settings=settings)
+
+
+def truth(emu, frame: pd.DataFrame) -> pd.DataFrame:
+    """The emulator's captions and status bits of the records of ``frame``, in its order."""
+    rows = [
+        emu.catalogue.row_of(int(d), int(r))
+        for d, r in zip(frame["databox_id"], frame["record_id"], strict=True)
+    ]
+    return emu.app.routes.captions.frame(np.array(rows, dtype=np.int64))
+
+
+def test_fields_describe_every_readable_databox(emu, settings):
+    fields = connect(emu, settings).fields()
+    assert list(fields.columns[:7]) == [
+        "databox_id", "id", "name", "type", "multivalue", "required", "business",
+    ]  # fmt: skip
+    assert set(fields["databox_id"]) == {1, 2, 3}
+    assert len(fields) == 36 and fields["label_fr"].notna().all()
+    date = fields[(fields.databox_id == 1) & (fields.name == "Date")].iloc[0]
+    assert date["type"] == "date" and not date["multivalue"]
+    assert fields.set_index(["databox_id", "name"]).loc[(1, "Keywords"), "multivalue"]
+
+
+def test_a_business_field_is_hidden_from_one_user_and_shown_to_another(emu, settings):
+    demo = connect(emu, settings)
+    photographer = connect(emu, settings, "photographer")
+    assert "InternalNote" in set(demo.fields()["name"])
+    assert "InternalNote" not in set(photographer.fields()["name"])
+    shown = demo.records("collection:Nature", extended=True)
+    hidden = photographer.records("collection:Nature", extended=True)
+    assert shown["caption_InternalNote"].notna().any()
+    assert "caption_InternalNote" not in hidden.columns
+    expected = truth(emu, shown)["caption_InternalNote"]
+    assert shown["caption_InternalNote"].tolist() == expected.tolist()
+
+
+def test_extended_harvest_reads_captions_and_status_bits(emu, settings):
+    client = connect(emu, settings)
+    frame = client.records(extended=True)
+    plain = client.records()
+    assert mf.HarvestReport.from_frame(frame).complete and len(frame) == len(plain)
+    assert len(mf.HarvestReport.from_frame(frame).shards) > 1  # past the cap of 200
+    expected = truth(emu, frame)
+    for name in ("Title", "Keywords", "Creator", "Copyright", "People", "Department"):
+        got = frame[f"caption_{name}"]
+        assert got.dtype == "string"
+        assert got.tolist() == expected[f"caption_{name}"].tolist(), name
+    assert str(frame["caption_Date"].dtype).startswith("datetime64") and (
+        frame["caption_Date"].dt.tz is not None
+    )
+    dates = pd.to_datetime(expected["caption_Date"], format="%Y/%m/%d", utc=True)
+    assert (frame["caption_Date"].dt.tz_convert("UTC") == dates).all()
+    assert frame["caption_Rating"].dtype == "Float64"
+    ratings = pd.to_numeric(expected["caption_Rating"]).astype("Float64")
+    pd.testing.assert_series_equal(frame["caption_Rating"], ratings, check_names=False)
+    for bit in (4, 5, 6, 7):
+        assert frame[f"status_{bit}"].dtype == "boolean"
+        assert frame[f"status_{bit}"].tolist() == expected[f"status_{bit}"].tolist()
+    assert frame["caption_Copyright"].isna().any()  # a required field some records miss
+    # the extended columns are added, the rest is the plain harvest
+    pd.testing.assert_frame_equal(frame[plain.columns], plain)
+
+
+def test_extended_columns_come_from_the_structure_hits_or_not(emu, settings):
+    client = connect(emu, settings)
+    everything = client.records(extended=True)
+    audio = client.records(record_type="audio", extended=True)
+    none = client.records("nothingmatchesthisxyz", extended=True)
+    assert len(none) == 0
+
+    def extended(frame):
+        return {c: str(t) for c, t in frame.dtypes.items() if c.startswith(("caption_", "status_"))}
+
+    assert extended(audio) == extended(everything) == extended(none)
+    names = {c.removeprefix("caption_") for c in everything.columns if c.startswith("caption_")}
+    assert names == CAPTION_NAMES
+
+
+def test_extended_is_cached_apart_and_read_back_whole(emu, settings):
+    client = connect(emu, settings)
+    assert client.cache_path("records") != client.cache_path("records", extended=True)
+    first = client.records("sunset", extended=True)
+    again = client.records("sunset", extended=True)
+    assert mf.HarvestReport.from_frame(again).from_cache
+    pd.testing.assert_frame_equal(again, first)
+    with pytest.raises(mf.InvalidParameterError, match="extended"):
+        client.records(extended="yes")
+
+
+def test_an_extended_sync_keeps_the_columns_and_sees_new_captions(settings):
+    with Emulator(records=400, seed=3) as emu:
+        client = connect(emu, settings)
+        before = client.records(extended=True)
+        record_id = int(before["record_id"].iloc[0])
+        databox_id = int(before["databox_id"].iloc[0])
+        emu.update_record(databox_id, record_id, keywords=["renamed", "sea"])
+        after = client.records(extended=True, ttl=0)
+        assert list(after.columns) == list(before.columns)
+        row = after[(after.databox_id == databox_id) & (after.record_id == record_id)]
+        assert row["caption_Keywords"].tolist() == ["renamed ; sea"]
+
+
+def test_one_record_and_one_story_have_the_harvests_columns(emu, settings):
+    client = connect(emu, settings)
+    frame = client.records(extended=True)
+    first = frame.iloc[[0]].reset_index(drop=True)
+    one = client.record(int(first.databox_id[0]), int(first.record_id[0]), extended=True)
+    # the declared, technical and extended columns of a harvest, in its order; names outside
+    # the contract's list follow the whole-result rule, so one record has its own only
+    assert len(one) == 1 and [c for c in frame.columns if c in one.columns] == list(one.columns)
+    for name in (*TECHNICAL, *(c for c in frame.columns if c.startswith(("caption_", "status_")))):
+        assert one[name].dtype == frame[name].dtype, name
+    pd.testing.assert_frame_equal(
+        one, first[one.columns], check_categorical=False, check_dtype=False
+    )
+    plain = client.record(int(first.databox_id[0]), int(first.record_id[0]))
+    assert not any(c.startswith("caption_") for c in plain.columns)
+    stories = client.stories()
+    story = client.story(int(stories.databox_id[0]), int(stories.story_id[0]))
+    assert list(story.columns) == list(stories.columns) and len(story) == 1
+    assert story["story_id"].tolist() == [stories.story_id[0]]
+
+
+def test_story_records_are_every_member_of_every_story_past_the_cap(settings):
+    with Emulator(records=2000, seed=5, cap=20) as emu:
+        client = connect(emu, settings)
+        members = client.story_records(extended=True)
+        stories = emu.ground_truth("stories")
+        assert len(stories) > 20  # more stories than one search may retrieve
+        cat = emu.catalogue
+        expected = []
+        for row in range(cat.stories.size):
+            if int(cat.stories.base_id[row]) not in emu.accounts.users["demo"].visible_bases:
+                continue
+            for position, member in enumerate(cat.member_rows_alive(row).tolist()):
+                expected.append(
+                    (int(cat.stories.ident[row]), position, int(cat.records.ident[member]))
+                )
+        got = list(zip(members.story_id, members.position, members.record_id, strict=True))
+        assert sorted(got) == sorted(expected)
+        assert list(members.columns[:5]) == [
+            "story_databox_id", "story_id", "position", "databox_id", "record_id",
+        ]  # fmt: skip
+        assert "caption_Title" in members.columns
+        assert mf.HarvestReport.from_frame(members).complete
+
+
+def test_basket_records_with_validation_choices(emu, settings):
+    client = connect(emu, settings)
+    frame = client.basket_records(extended=True)
+    baskets = client.baskets()
+    contents = emu.app.routes.basket_contents
+    assert set(frame["basket_id"]) == set(baskets["basket_id"])
+    assert len(frame) == sum(len(contents.elements[int(b)]) for b in baskets["basket_id"])
+    assert "caption_Keywords" in frame.columns
+    validation = frame[frame.basket_id == 2].reset_index(drop=True)
+    elements = contents.elements[2]
+    assert validation["order"].tolist() == [e.order for e in elements]
+    for i, element in enumerate(elements):
+        demo, auditor = element.choices
+        assert _value(validation["agreement_demo"][i]) == demo.agreement
+        assert _value(validation["agreement_auditor"][i]) == auditor.agreement
+        assert _value(validation["agreement"][i]) == demo.agreement  # the reader's own
+        assert validation["note_auditor"][i] == auditor.note
+    plain = frame[frame.basket_id == 1]
+    assert plain["agreement_demo"].isna().all() and not plain["validation_item"].any()
+    one = client.basket_records(1)
+    assert set(one["basket_id"]) == {1} and "caption_Title" not in one.columns
+    with pytest.raises(mf.NotFoundError):
+        client.basket_records(99)
+    with pytest.raises(mf.ForbiddenError):
+        client.basket_records(4)
+
+
+def _value(value):
+    return None if value is pd.NA else bool(value)
+
+
+def test_feed_items_extended(emu, settings):
+    items = connect(emu, settings).feed_items(extended=True)
+    assert len(items) and items["caption_Title"].notna().all()
+    assert items["status_4"].dtype == "boolean"
+
+
+def test_split_values_into_lists_or_long_form(emu, settings):
+    frame = connect(emu, settings).records("Keywords=sunset", extended=True)
+    lists = split_values(frame["caption_Keywords"])
+    assert all(isinstance(v, list) for v in lists)
+    assert all("sunset" in v for v in lists)
+    long = split_values(frame["caption_Keywords"], long=True)
+    assert len(long) == sum(len(v) for v in lists)
+    assert set(long["row"]) <= set(frame.index)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_every_server_flavour(flavour, settings):
+    with Emulator(records=500, seed=9, cap=100, flavour=flavour) as emu:
+        demo = connect(emu, settings)
+        frame = demo.records(extended=True)
+        assert len(frame) == len(emu.ground_truth())
+        expected = truth(emu, frame)
+        assert frame["caption_Title"].tolist() == expected["caption_Title"].tolist()
+        assert frame["status_5"].tolist() == expected["status_5"].tolist()
+        auditor = connect(emu, settings, "auditor").records(extended=True)
+        # the administrators' route tells every generation's auditor which fields are dates
+        assert str(auditor["caption_Date"].dtype).startswith("datetime64")
+        if flavour == "legacy":  # no field types for a normal user on old servers: text
+            assert demo.fields()["type"].isna().all()
+            assert frame["caption_Date"].dtype == "string"
+        else:
+            assert str(frame["caption_Date"].dtype).startswith("datetime64")
+        assert len(demo.basket_records()) and len(demo.story_records())
+
+
+def test_the_contracts_technical_names_are_always_columns_in_one_dtype(emu, settings):
+    client = connect(emu, settings)
+    for frame in (
+        client.records(),
+        client.records(record_type="audio"),
+        client.records("nothingmatchesthisxyz"),
+        client.records(record_type="image"),
+    ):
+        for name, dtype in TECHNICAL.items():
+            assert str(frame[name].dtype) == dtype, name
+    assert client.records(record_type="audio")["Aperture"].isna().all()
+    columns = [list(f.columns) for f in (client.records(), client.records("nothingmatchesthisxyz"))]
+    assert set(TECHNICAL) <= set(columns[1]) and set(columns[1]) <= set(columns[0])
+
+
+def test_a_search_with_no_hits_warns_with_the_servers_suggestions(emu, settings):
+    client = connect(emu, settings)
+    hits = len(client.records("sunset"))
+    message = f"no record matches 'sunsett'; the server suggests 'sunset' ({hits:,} hits)"
+    with pytest.warns(mf.NoHitsWarning) as caught:
+        frame = client.records("sunsett")
+    assert str(caught[0].message) == message
+    assert caught[0].filename == __file__  # points at the caller
+    assert len(frame) == 0
+    assert mf.HarvestReport.from_frame(frame).suggestions == [
+        {"suggestion": "sunset", "query": "sunset", "hits": hits}
+    ]
+    with pytest.warns(mf.NoHitsWarning):  # read back from the cache: said again
+        client.records("sunsett")
+    assert mf.HarvestReport.from_frame(client.records("zzzzqqqq")).suggestions == []
+
+
+def test_date_fields_of_the_structure_filter_and_bounds_default_to_created_on(emu, settings):
+    client = connect(emu, settings)
+    window = client.records(date_field="Date", date_min="2020/01/01", date_max="2020/12/31",
+                            extended=True)  # fmt: skip
+    assert len(window) and window["caption_Date"].dt.year.eq(2020).all()
+    with pytest.raises(mf.InvalidParameterError, match="not a date field"):
+        client.records(date_field="Rating")  # a number field
+    defaulted = client.records(date_min="2020/01/01", date_max="2020/12/31")
+    explicit = client.records(date_min="2020/01/01", date_max="2020/12/31", date_field="created_on")
+    pd.testing.assert_frame_equal(defaulted, explicit, check_like=True)
+    assert defaulted["created_on"].dt.year.eq(2020).all()
+    notes = mf.HarvestReport.from_frame(defaulted).notes
+    assert notes == ["date_min/date_max given without date_field: filtered on created_on"]
+
+
+def test_status_filter_contract_semantics_and_status_only(emu, settings):
+    client = connect(emu, settings)
+    truth = emu.ground_truth()
+    contract = client.records(status={4: {"on": [1]}})
+    # databox 1's records with bit 4 on, and every record of the other databoxes
+    on = (truth.status.to_numpy(dtype="int64") >> 4) & 1 == 1
+    expected = truth[(truth.databox_id != 1) | on]
+    assert len(contract) == len(expected) and set(contract.databox_id) == {1, 2, 3}
+    only = client.records(status={4: {"on": [1]}}, status_only=True, extended=True)
+    assert set(only.databox_id) == {1} and only["status_4"].all()
+    assert len(only) == int(((truth.databox_id == 1) & on).sum())
+    assert "status_only=True" in mf.HarvestReport.from_frame(only).notes[0]
+    narrowed = client.records(status={4: {"on": [1]}}, status_only=True, bases=[2, 4])
+    assert set(narrowed.base_id) == {2}
+    with pytest.raises(mf.InvalidParameterError, match="give status= too"):
+        client.records(status_only=True)
+    with pytest.raises(mf.InvalidParameterError, match="no collection"):
+        client.records(status={4: {"on": [1]}}, status_only=True, bases=[4])
+
+
+@pytest.mark.parametrize("representation", ["yaml", "jsonp"])
+def test_extended_records_in_every_representation(emu, settings, representation):
+    client = mf.connect(
+        emu.base_url, token=emu.token, settings=settings, representation=representation
+    )
+    frame = client.records("collection:Nature", extended=True)
+    plain_json = connect(emu, settings.replace(cache_dir=settings.cache_dir / "json"))
+    expected = plain_json.records("collection:Nature", extended=True)
+    pd.testing.assert_frame_equal(frame, expected)
+    assert len(client.basket_records(extended=True)) == len(plain_json.basket_records())
