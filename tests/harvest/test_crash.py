@@ -272,3 +272,23 @@ def test_two_processes_harvesting_one_search_fetch_it_once(fresh_emulator, tmp_p
     assert sorted(r["from_cache"] for r in results) == [False, True], "one harvest, one reuse"
     (folder,) = (cache / "records").iterdir()
     assert len([p for p in folder.iterdir() if p.name.startswith("data-")]) == 1
+
+
+@pytest.mark.parametrize("damage", ["[1, 2]", '{"schema_version": 2, "spec": 3}', "{ cut"])
+def test_a_manifest_of_the_wrong_shape_is_refetched_or_told(fresh_emulator, tmp_path, damage):
+    emu = fresh_emulator(records=200, seed=4)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False
+    )
+    client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+    first = client.records()
+    store = HarvestStore(client.cache_path("records"))
+    (tmp_path / "cache" / "records" / os.path.basename(store.url) / "manifest.json").write_text(
+        damage
+    )
+    with pytest.raises(CacheCorruptError):
+        client.records(offline=True)
+    with pytest.warns(CacheWarning, match="fetching it again"):
+        again = client.records()
+    pd.testing.assert_frame_equal(first, again)
+    pd.testing.assert_frame_equal(first, client.records(offline=True))
