@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from mediaframe.exceptions import ConfigurationError
 
-__all__ = ["TOKEN_PLACEMENTS", "Connection", "Settings"]
+__all__ = ["TOKEN_PLACEMENTS", "Connection", "Settings", "process_tricks"]
 
 _N = TypeVar("_N", int, float)
 
@@ -40,6 +40,9 @@ class Settings:
     ``MEDIAFRAME_CACHE_TTL``    seconds a cached result is used as is before it is synced (3600)
     ``MEDIAFRAME_SYNC_LAG``     seconds re-read before the last sync, for clock skew (default 300)
     ``MEDIAFRAME_MAX_RESPONSE_BYTES``  largest answer read, counted decompressed (default 1 GiB)
+
+    ``MEDIAFRAME_PROCESS_TRICKS`` (``0`` turns off the process-wide tricks) is read by
+    :func:`process_tricks`, as it concerns the whole process rather than one client.
     """
 
     config_dir: Path
@@ -168,3 +171,11 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise ConfigurationError(f"{name}={raw!r} is not a flag; use 1 or 0")
+
+
+def process_tricks(environ: Mapping[str, str] | None = None) -> bool:
+    """``MEDIAFRAME_PROCESS_TRICKS``: whether mediaframe may play its process-wide tricks (gc
+    pauses, ``malloc_trim``, reader threads kept for the process; see ``mediaframe._process``).
+    On unless it says ``0``; ``mediaframe.process_tricks()`` overrides it at run time.
+    """
+    return _flag(os.environ if environ is None else environ, "MEDIAFRAME_PROCESS_TRICKS", True)

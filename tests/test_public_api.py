@@ -15,6 +15,7 @@ def test_all_is_pinned():
             "Client",
             "HarvestReport",
             "connect",
+            "process_tricks",
             "to_dask",
             "to_duckdb",
             "__version__",

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import json
-import os
 import posixpath
 import uuid
 import zlib
@@ -29,6 +27,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe import __version__
+from mediaframe._process import give_back_memory, reader_threads
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 from mediaframe.futures import run_on
 
@@ -133,7 +132,7 @@ def write_frame(
             remove_tree(fs, staging)
         raise CacheError(f"could not write the cache at {path}: {err}") from err
     finally:
-        pa.default_memory_pool().release_unused()
+        give_back_memory(heap=False)
 
 
 def _write_partitions(
@@ -257,31 +256,20 @@ def read_frame(
         return _read_file(data, _partition_values(name))
 
     try:
-        pool = _readers(os.getpid())
-        # A file per thread: each file's checksum and decoding run beside another's.
-        tables = list(pool.map(read, files))
-        meta = _read_metadata(tables[0].schema, files[0])
-        table = _in_order(pa.concat_tables(tables), meta.get("sort_by") or [])
-        del tables
-        if table.num_rows != meta["rows"]:
-            raise CacheCorruptError(
-                f"the cache at {path} holds {table.num_rows} rows, its metadata says {meta['rows']}"
-            )
-        return restore_frame(table, meta, pool=pool), meta["provenance"]
+        with reader_threads() as pool:
+            # A file per thread: each file's checksum and decoding run beside another's.
+            tables = list(pool.map(read, files))
+            meta = _read_metadata(tables[0].schema, files[0])
+            table = _in_order(pa.concat_tables(tables), meta.get("sort_by") or [])
+            del tables
+            if table.num_rows != meta["rows"]:
+                raise CacheCorruptError(
+                    f"the cache at {path} holds {table.num_rows} rows, "
+                    f"its metadata says {meta['rows']}"
+                )
+            return restore_frame(table, meta, pool=pool), meta["provenance"]
     except (OSError, pa.ArrowException, ValueError) as err:
         raise CacheCorruptError(f"the cache at {path} cannot be read ({err}); refetch it") from err
-
-
-@functools.cache
-def _readers(pid: int) -> ThreadPoolExecutor:
-    """The threads that read cached datasets in process ``pid``: started by the first read, kept.
-
-    Kept, because a thread's allocator keeps the memory it has used: threads started afresh for
-    each read fault every page of their buffers in again (a read of 82,216 records: 38.7 ms
-    median with fresh threads, 34.4 ms with kept ones). As many as Arrow's own threads, as each
-    decodes a file on one thread. Keyed by process: a forked child has none of its parent's.
-    """
-    return ThreadPoolExecutor(max_workers=pa.cpu_count(), thread_name_prefix="mediaframe-read")
 
 
 def file_checks(path: str) -> dict[str, str]:

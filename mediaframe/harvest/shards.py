@@ -9,10 +9,7 @@ storage.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
-import functools
 import os
 import socket
 import threading
@@ -22,8 +19,8 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
+from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlannedShard, ShardEntry
 from mediaframe.futures import finished
@@ -376,22 +373,3 @@ class ShardTask:
 def _worker() -> str:
     """Which process fetched a shard: shown in the plan when shards run on a cluster."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def give_back_memory() -> None:
-    # Freed pages stay with the allocators unless they are asked to return them: Arrow's pool
-    # (string columns) and, on glibc, the C heap (numpy buffers of the joined parts). Without
-    # this the process's peak keeps what the joins already dropped.
-    pa.default_memory_pool().release_unused()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or ``None`` where the C library has none (macOS, musl...)."""
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None

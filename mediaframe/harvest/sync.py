@@ -96,8 +96,9 @@ def sync(
             dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
         ]
         parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
-        merged = options.combine(parts).drop_duplicates(key, keep="last")
-        merged = in_row_order(merged, list(spec.row_order))
+        merged = in_row_order(
+            [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
+        )
 
         report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
         report.fetched = report.total_results = len(merged)
