@@ -317,8 +317,17 @@ class Client:
         return self._collect("records", query, {**filters, "extended": extended})
 
     def stories(self, query: str = "", **filters: Any) -> pd.DataFrame:
-        """Every story matching ``query`` and ``filters``; same options as :meth:`records`."""
-        return self._collect("stories", query, filters)
+        """Every story matching ``query`` and ``filters``; same options as :meth:`records`
+        (but ``extended``: see :meth:`story_records`)."""
+        if filters.get("extended"):
+            raise InvalidParameterError(
+                "stories() has no extended=: servers give captions and status bits to the "
+                "records inside stories, not to the stories; use "
+                "client.story_records(query, extended=True) for each story's records with theirs"
+            )
+        return self._collect(
+            "stories", query, {k: v for k, v in filters.items() if k != "extended"}
+        )
 
     def fields(self, *, refresh: bool = False) -> pd.DataFrame:
         """The caption fields of every databox you can read: ``databox_id, id, name, type,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ import pandas as pd
 from mediaframe import frames, validate
 from mediaframe.exceptions import (
     InvalidParameterError,
+    MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
     ResponseFormatError,
@@ -435,7 +437,9 @@ class API:
         if extended:
             answer = self.search_with(params, extended=True)
             results = answer.pop("results", None) or {}
-            return answer, frames.records(results.get("records") or [], self.structure())
+            items = results.get("records") or []
+            _check_extended(items)
+            return answer, frames.records(items, self.structure())
         answer = self.transport.request("POST", "/api/v1/search/", params, decode=records_json)
         if isinstance(answer, tuple):
             return answer
@@ -610,7 +614,17 @@ class API:
     def _kept_structure(self, refresh: bool) -> tuple[pd.DataFrame, frames.Structure]:
         with self._structure_lock:
             if self._structure is None or refresh:
-                meta = self.me_structures().get("meta_fields") or []
+                try:
+                    meta = self.me_structures().get("meta_fields") or []
+                except NotFoundError:
+                    warnings.warn(
+                        "this server has no /api/v1/me/structures/ route: extended frames get "
+                        "a caption_<Field> text column for each field the records carry, and "
+                        "fields() is empty",
+                        MetadataWarning,
+                        stacklevel=4,
+                    )
+                    meta = []
                 me = self.me()
                 admin = {}
                 incomplete = {
@@ -633,6 +647,21 @@ class API:
                 bits = frames.statuses(me.get("collections") or [])["position"].dropna()
                 self._structure = (fields, frames.structure(fields, bits.astype(int)))
             return self._structure
+
+
+def _check_extended(items: list[Any]) -> None:
+    """Warn when a server answered an extended search with plain records: it ignored the vendor
+    media type, and the caption and status columns would read as missing rather than unknown."""
+    if items and not any(
+        isinstance(item, dict) and ("caption" in item or "status" in item) for item in items
+    ):
+        warnings.warn(
+            "extended records were asked for, but the server sent records without caption or "
+            "status: it does not support extended records, so caption_*/status_* columns are "
+            "all missing",
+            MetadataWarning,
+            stacklevel=3,
+        )
 
 
 def _feed_paging(

@@ -326,3 +326,35 @@ def test_extended_records_in_every_representation(emu, settings, representation)
     expected = plain_json.records("collection:Nature", extended=True)
     pd.testing.assert_frame_equal(frame, expected)
     assert len(client.basket_records(extended=True)) == len(plain_json.basket_records())
+
+
+def test_stories_refuse_extended_and_point_to_story_records(emu, settings):
+    with pytest.raises(mf.InvalidParameterError, match="story_records"):
+        connect(emu, settings).stories(extended=True)
+
+
+def test_a_server_ignoring_extended_mode_is_told_not_silent(settings):
+    emu = Emulator(records=200, seed=2)
+    emu.app.routes.extend = lambda response, user: response  # a server without extended mode
+    with emu:
+        client = connect(emu, settings)
+        with pytest.warns(mf.MetadataWarning, match="does not support extended records"):
+            frame = client.records(extended=True, concurrency=1)
+        assert frame["caption_Title"].isna().all()
+
+
+def test_a_server_without_structures_still_gives_its_captions_as_text(settings):
+    from mediaframe.emulator.envelope import ApiError
+
+    def missing(params, user):
+        raise ApiError(404, "No route found")
+
+    emu = Emulator(records=200, seed=2)
+    emu.app.routes.me_structures = missing
+    with emu:
+        client = connect(emu, settings)
+        with pytest.warns(mf.MetadataWarning, match="no /api/v1/me/structures/"):
+            frame = client.records(extended=True, concurrency=1)
+        assert client.fields().empty
+        assert frame["caption_Title"].notna().all() and frame["caption_Date"].dtype == "string"
+        assert frame["status_4"].dtype == "boolean"

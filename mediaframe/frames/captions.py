@@ -139,13 +139,19 @@ def extended_columns(
     states: dict[int, list[Any]] = {bit: [None] * n for bit in structure.bits}
     for index, item in enumerate(items):
         for entry in _entries(item, "caption", "name", index, label):
-            values = captions.setdefault(str(entry["name"]), [None] * n)
+            name = str(entry["name"])
+            values = captions.get(name)
+            if values is None:  # a field the structure does not list: kept as text
+                values = captions[name] = [None] * n
             value = entry.get("value")
             values[index] = SEPARATOR.join(map(str, value)) if type(value) is list else value
         for entry in _entries(item, "status", "bit", index, label):
             bit = _int(entry["bit"])
-            if bit is not None:
-                states.setdefault(bit, [None] * n)[index] = _state(entry.get("state"))
+            if bit is None:
+                continue
+            if bit not in states:
+                states[bit] = [None] * n
+            states[bit][index] = _state(entry.get("state"))
     columns = {
         f"caption_{name}": _typed(name, values, structure.fields.get(name, "string"))
         for name, values in captions.items()
