@@ -227,7 +227,7 @@ def read_frame(
     Parameters
     ----------
     checks : the size and CRC-32 of every file under ``path``, by relative path, as
-        :meth:`HarvestStore.write_data` returns them. Each file is then read once, checked, and
+        :meth:`HarvestStore.publish` records them in the manifest. Each file is then read once, checked, and
         parsed from the very bytes checked.
 
     Raises
