@@ -227,8 +227,8 @@ def read_frame(
     Parameters
     ----------
     checks : the size and CRC-32 of every file under ``path``, by relative path, as
-        :meth:`HarvestStore.publish` records them in the manifest. Each file is then read once, checked, and
-        parsed from the very bytes checked.
+        :meth:`HarvestStore.publish` records them in the manifest. Each file is then read once,
+        checked, and parsed from the very bytes checked.
 
     Raises
     ------
