@@ -358,3 +358,31 @@ def test_a_server_without_structures_still_gives_its_captions_as_text(settings):
         assert client.fields().empty
         assert frame["caption_Title"].notna().all() and frame["caption_Date"].dtype == "string"
         assert frame["status_4"].dtype == "boolean"
+
+
+def test_an_interrupted_extended_harvest_resumes_with_its_columns(settings):
+    with Emulator(records=1500, seed=4, cap=100) as emu:
+        options = {"extended": True, "concurrency": 1, "per_page": 100}
+        whole = connect(emu, settings.replace(cache_dir=settings.cache_dir / "whole"))
+        requests = mf.HarvestReport.from_frame(whole.records(**options)).requests
+        client = connect(emu, settings.replace(retries=0))
+        calls = {"n": 0}
+        extend = emu.app.routes.extend
+
+        def failing(response, user):  # the service breaks down late in the harvest
+            calls["n"] += 1
+            if calls["n"] > requests * 3 // 4:
+                from mediaframe.emulator.envelope import ApiError
+
+                raise ApiError(500, "Injected fault")
+            return extend(response, user)
+
+        emu.app.routes.extend = failing
+        with pytest.raises(mf.MediaframeError):
+            client.records(**options)
+        emu.app.routes.extend = extend
+        frame = client.records(**options)
+        report = mf.HarvestReport.from_frame(frame)
+        assert report.complete and report.resumed_shards > 0
+        assert len(frame) == len(emu.ground_truth())
+        assert frame["caption_Title"].tolist() == truth(emu, frame)["caption_Title"].tolist()
