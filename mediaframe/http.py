@@ -605,11 +605,16 @@ def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: st
     return kind(
         f"{message} {advice}".strip(),
         status_code=code,
-        error_type=meta.get("error_type"),
-        error_message=meta.get("error_message"),
-        error_details=meta.get("error_details"),
+        error_type=_redacted(meta.get("error_type")),
+        error_message=_redacted(meta.get("error_message")),
+        error_details=_redacted(meta.get("error_details")),
         request=line,
     )
+
+
+def _redacted(value: Any) -> Any:
+    """A member of the server's ``meta`` kept on an error, scrubbed (a server may echo a token)."""
+    return redact(value) if isinstance(value, str) else value
 
 
 _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {

@@ -280,7 +280,7 @@ def as_list(value: Any, *, key: str) -> Any:
 
 def normalise_search(response: dict[str, Any]) -> dict[str, Any]:
     """Normalise the records and stories of a v1 search answer, in place."""
-    results = response.get("results")
+    results = response.get("results") if isinstance(response, dict) else None
     if isinstance(results, dict):
         for kind in ("records", "stories"):
             if isinstance(results.get(kind), list):
@@ -291,6 +291,8 @@ def normalise_search(response: dict[str, Any]) -> dict[str, Any]:
 
 def normalise_me(response: dict[str, Any]) -> dict[str, Any]:
     """Lists for ``collections``/``databoxes`` keyed by id, ``collection_id`` for ``coll_id``."""
+    if not isinstance(response, dict):
+        return response
     if "collections" in response:
         response["collections"] = as_list(response["collections"], key="base_id")
         for collection in _dicts(response["collections"]):

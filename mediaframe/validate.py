@@ -145,13 +145,16 @@ def duration(value: Any, option: str) -> dt.timedelta:
     if isinstance(value, dt.timedelta):
         delta = value
     elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        delta = dt.timedelta(seconds=value)
+        try:
+            delta = dt.timedelta(seconds=value)
+        except OverflowError:
+            raise InvalidParameterError(f"{option}={value!r} seconds is too long") from None
     elif isinstance(value, str) and value.strip():
         import pandas as pd  # pandas reads durations the way notebook users write them
 
         try:
             parsed = pd.Timedelta(value.strip())
-        except ValueError:
+        except (ValueError, OverflowError):
             parsed = None
         if parsed is None or parsed is pd.NaT:
             raise InvalidParameterError(

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mediaframe.emulator import Emulator
+
+# secret_sweep: after the whole suite, no secret in any log, error, repr, file or notebook output
+pytest_plugins = ["secret_sweep", "pytester"]
+
+# Fuzz budgets (tests/safety/test_fuzz_*.py take theirs from the loaded profile): "dev", a smoke
+# run for every local suite, "ci" (at least 2,000 examples per target, selected by .ci/run or
+# CI=true), "deep" for a long campaign.
+# Tests that set max_examples themselves keep their own.
+_FUZZ = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("dev", max_examples=50, **_FUZZ)
+settings.register_profile("ci", max_examples=2000, **_FUZZ)
+settings.register_profile("deep", max_examples=20_000, **_FUZZ)
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(_PROFILE)
 
 
 @pytest.fixture(scope="session")

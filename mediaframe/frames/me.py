@@ -119,6 +119,10 @@ def _status(status: Any, where: str, index: int) -> dict[str, Any]:
         raise MalformedItemError(f"{where} is not an object (report the payload)", item=index)
     row = {key: status.get(key) for key in ("position", "restricted", "restriction_flag")}
     labels = status.get("labels") or {}
+    if type(labels) is not dict:
+        raise MalformedItemError(
+            f"{where}: labels is not an object (report the payload)", item=index
+        )
     for state in ("on", "off"):
         texts = labels.get(state) or {}
         if type(texts) is not dict or any(type(t) not in (str, type(None)) for t in texts.values()):

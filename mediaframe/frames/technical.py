@@ -134,7 +134,16 @@ def pivot(
         A name is not a string or a value is not a number, string, boolean or null; ``label``
         names the record holding it.
     """
-    codes, uniques = pd.factorize(np.asarray(names, dtype=object))
+    # fromiter keeps one dimension whatever the names are (equal-length lists would make two)
+    array = np.fromiter(names, dtype=object, count=len(names))
+    try:
+        codes, uniques = pd.factorize(array)
+    except TypeError:  # an unhashable name (a list, an object): find which, only on this path
+        codes, uniques = np.zeros(0, dtype=np.intp), []
+        index = next(i for i, name in enumerate(array) if type(name) is not str)
+        _refuse_value(int(rows[index]), label, f"name {array[index]!r}")
+    if len(codes) and codes.min() < 0:  # factorize leaves out None and NaN
+        _refuse_value(int(rows[int(np.argmin(codes))]), label, f"name {array[np.argmin(codes)]!r}")
     for code, name in enumerate(uniques):
         if type(name) is not str:
             _refuse_value(int(rows[np.flatnonzero(codes == code)[0]]), label, f"name {name!r}")

@@ -152,7 +152,7 @@ def test_known_secret_values_are_redacted_whatever_names_them(settings):
     transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
     with pytest.raises(BadRequestError) as caught:
         transport.get("/api/v1/me/")
-    assert SECRET not in str(caught.value)
+    assert SECRET not in texts_of(caught.value)  # message and error_details alike
     assert redact(f"the value {SECRET} appears") == "the value *** appears"
 
 
@@ -175,3 +175,11 @@ def test_passwords_and_client_secrets_are_redacted_by_value():
 def test_profile_names_must_match_in_full(tmp_path, name):
     with pytest.raises(ConfigurationError, match="profile name"):
         TokenStore(tmp_path).path(name)
+
+
+def test_connect_refuses_credentials_in_the_url(settings):
+    import mediaframe as mf
+
+    with pytest.raises(ConfigurationError, match="user name or password") as caught:
+        mf.connect("https://ada:pa55w0rd-top@assets.example.org", token=SECRET, settings=settings)
+    assert "pa55w0rd-top" not in texts_of(caught.value)
