@@ -17,7 +17,7 @@ from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
 from mediaframe.harvest import Spec
-from mediaframe.harvest.collect import Options, cache_path, collect
+from mediaframe.harvest.collect import ClientService, Options, cache_path, collect
 from mediaframe.http import Transport
 from mediaframe.routes import API, search_params, to_ymd
 
@@ -445,9 +445,8 @@ class Client:
         kind = validate.choice(kind, "kind", ("records", "stories"))
         options, search = _split_filters(filters, where="cache_path")
         search, _ = self._narrowed(search)
-        return cache_path(
-            self, _spec(kind, query, search, self._date_fields(search)), options.cache_dir
-        )
+        spec = _spec(kind, query, search, self._date_fields(search))
+        return cache_path(ClientService(self), spec, options.cache_dir or self.settings.cache_dir)
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
         """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""

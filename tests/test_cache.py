@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from mediaframe import cache
 from mediaframe.cache import datasets
+from mediaframe.cache.manifest import PlanFile, PlannedShard
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
 
@@ -56,9 +57,10 @@ def test_remote_filesystems_read_the_same_as_local_files(frame):
     try:
         cache.write_frame(frame, path, provenance={"server": "s"}, sort_by=KEY)
         store = cache.HarvestStore("memory://mediaframe-test/h")
-        files = store.write_data(frame, {}, sort_by=KEY)
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        store.publish(frame, {}, spec={}, sort_by=KEY)  # the first version is swept
         pd.testing.assert_frame_equal(cache.read_frame(path)[0], frame)
-        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
+        pd.testing.assert_frame_equal(store.read_data()[0], frame)
     finally:
         fsspec.filesystem("memory").rm("/mediaframe-test", recursive=True)
 
@@ -202,60 +204,115 @@ def test_dataset_key_is_stable_and_order_free():
 
 
 class TestHarvestStore:
-    def test_shards_are_verified_against_the_manifest(self, frame, tmp_path):
+    def test_shards_are_verified_against_their_entries(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
-        entry = store.write_shard("b1-2020", frame)
+        entry = store.write_shard("b1-2020", frame, total=5)
         pd.testing.assert_frame_equal(store.read_shard(entry), frame)
-        assert store.has_shard(entry)
-        (tmp_path / "h" / entry["file"]).write_bytes(b"PAR1 not really")
+        assert store.has_shard(entry) and store.finished_shards() == {"b1-2020": entry}
+        (tmp_path / "h" / entry.file).write_bytes(b"PAR1 not really")
         assert not store.has_shard(entry)
         with pytest.raises(CacheCorruptError, match="checksum"):
             store.read_shard(entry)
 
-    def test_manifest_round_trip_and_bad_manifest_means_start_afresh(self, tmp_path):
+    def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
-        assert store.load_manifest() is None
-        store.save_manifest({"shards": {"a": {"state": "done"}}, "provenance": {"server": "s"}})
-        assert store.load_manifest()["shards"] == {"a": {"state": "done"}}
-        (tmp_path / "h" / "manifest.json").write_text("{ truncated")
-        assert store.load_manifest() is None
-        (tmp_path / "h" / "manifest.json").write_text(json.dumps({"schema_version": 0}))
-        assert store.load_manifest() is None
+        assert store.load_plan() is None
+        plan = PlanFile(
+            spec={"kind": "records"},
+            provenance={"server": "s"},
+            total=3,
+            cap=None,
+            capped_engine=True,
+            leaves=[PlannedShard("all", {}, 3)],
+            planned=True,
+        )
+        store.save_plan(plan)
+        assert store.load_plan() == plan
+        for damage in (
+            "{ truncated",
+            "[1, 2]",
+            json.dumps({"schema_version": 0}),
+            json.dumps({"schema_version": 2, "spec": {}, "total": "3"}),
+        ):
+            (tmp_path / "h" / "plan.json").write_text(damage)
+            assert store.load_plan() is None
+
+    @pytest.mark.parametrize(
+        "damage",
+        [
+            "{ truncated",
+            "[1, 2]",
+            '{"schema_version": 2, "spec": {}}',
+            '{"schema_version": 2, "spec": [], "data": "data-x", "data_files": {},'
+            ' "published_at": "2020-01-01"}',
+            '{"schema_version": 2, "spec": {}, "data": 7, "data_files": {},'
+            ' "published_at": "2020-01-01"}',
+        ],
+    )
+    def test_a_manifest_of_the_wrong_shape_is_damage_not_a_crash(self, tmp_path, damage):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        (tmp_path / "h").mkdir()
+        (tmp_path / "h" / "manifest.json").write_text(damage)
+        with pytest.raises(CacheCorruptError):
+            store.manifest()
+        with pytest.raises(CacheCorruptError):
+            store.read_data()
+
+    def test_a_shard_entry_of_the_wrong_shape_is_skipped(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.write_shard("good", frame, total=5)
+        for name, body in [("list", "[]"), ("keys", '{"id": "keys"}'), ("type", '{"id": 3}')]:
+            (tmp_path / "h" / "shards" / f"{name}.json").write_text(body)
+        assert list(store.finished_shards()) == ["good"]
 
     def test_final_data_is_checked_against_its_manifest(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
-        files = store.write_data(frame, {}, sort_by=KEY)
-        assert len(files) == 4 and all(":" in check for check in files.values())
-        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
-        victim = tmp_path / "h" / "data" / "databox_id=2" / "collection_id=1" / "part-0.parquet"
+        manifest = store.publish(frame, {}, spec={}, sort_by=KEY)
+        assert len(manifest.data_files) == 4
+        assert all(":" in check for check in manifest.data_files.values())
+        pd.testing.assert_frame_equal(store.read_data()[0], frame)
+        data = tmp_path / "h" / manifest.data
+        victim = data / "databox_id=2" / "collection_id=1" / "part-0.parquet"
         other = cache.HarvestStore(str(tmp_path / "other"))
-        other.write_data(frame.iloc[:3], {}, sort_by=KEY)
-        victim.write_bytes(
-            (tmp_path / "other" / "data" / victim.relative_to(tmp_path / "h" / "data")).read_bytes()
+        other_data = (
+            tmp_path / "other" / other.publish(frame.iloc[:3], {}, spec={}, sort_by=KEY).data
         )
+        victim.write_bytes((other_data / victim.relative_to(data)).read_bytes())
         with pytest.raises(CacheCorruptError, match="does not match its manifest"):
-            store.read_data(files)
+            store.read_data()
 
     def test_damage_anywhere_in_a_file_is_caught(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
-        files = store.write_data(frame, {}, sort_by=KEY)
-        victim = tmp_path / "h" / "data" / "databox_id=1" / "collection_id=2" / "part-0.parquet"
+        manifest = store.publish(frame, {}, spec={}, sort_by=KEY)
+        victim = tmp_path / "h" / manifest.data / "databox_id=1" / "collection_id=2"
+        victim = victim / "part-0.parquet"
         original = victim.read_bytes()
         for position in (8, len(original) // 3, len(original) - 20):  # pages, footer, tail
             damaged = bytearray(original)
             damaged[position] ^= 0xFF
             victim.write_bytes(bytes(damaged))
             with pytest.raises(CacheCorruptError, match="does not match its manifest"):
-                store.read_data(files)
+                store.read_data()
         victim.write_bytes(original)
-        pd.testing.assert_frame_equal(store.read_data(files)[0], frame)
-
-    def test_final_data_and_cleanup(self, frame, tmp_path):
-        store = cache.HarvestStore(str(tmp_path / "h"))
-        store.write_shard("x", frame)
-        store.write_data(frame, {"server": "s"}, sort_by=KEY)
-        store.clear_shards()
-        assert sorted(os.listdir(tmp_path / "h")) == ["data"]
         pd.testing.assert_frame_equal(store.read_data()[0], frame)
+
+    def test_publication_clears_the_plan_and_keeps_one_version(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.write_shard("x", frame, total=5)
+        first = store.publish(frame, {"server": "s"}, spec={}, sort_by=KEY)
+        second = store.publish(frame.iloc[:2], {"server": "s"}, spec={}, sort_by=KEY)
+        store.settle()
+        visible = sorted(name for name in os.listdir(tmp_path / "h") if not name.startswith("."))
+        assert visible == [second.data, "manifest.json"] and first.data != second.data
+        pd.testing.assert_frame_equal(store.read_data()[0], frame.iloc[:2])
         store.remove()
         assert not (tmp_path / "h").exists()
+
+    def test_the_cache_is_private(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "cache" / "records" / "h"))
+        store.write_shard("x", frame, total=5)
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        store.write_shard("y", frame, total=5)
+        for path in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]:
+            mode = path.stat().st_mode & 0o777
+            assert mode == (0o700 if path.is_dir() else 0o600), f"{path} is {oct(mode)}"

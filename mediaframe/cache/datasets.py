@@ -8,6 +8,8 @@ and the frame's dtypes in its Arrow metadata under the key ``mediaframe``, so
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import posixpath
 import uuid
@@ -121,8 +123,13 @@ def write_frame(
             fs.makedirs(staging, exist_ok=True)
             _write_file(to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
         _swap_in(fs, staging, root)
-    except (OSError, pa.ArrowException) as err:
-        remove_tree(fs, staging)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            remove_tree(fs, staging)
+        raise write_error(path, err) from err
+    except pa.ArrowException as err:
+        with contextlib.suppress(OSError):
+            remove_tree(fs, staging)
         raise CacheError(f"could not write the cache at {path}: {err}") from err
     finally:
         give_back_memory(heap=False)
@@ -190,6 +197,23 @@ def _swap_in(fs: fsspec.AbstractFileSystem, staging: str, root: str) -> None:
     remove_tree(fs, retired)
 
 
+def write_error(url: str, err: OSError) -> CacheError:
+    """A write failure as a CacheError saying what to do."""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(err):
+        advice = (
+            "the disk is full: free some space, or point cache_dir (MEDIAFRAME_CACHE_DIR) "
+            "at a disk with room"
+        )
+    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) or "Read-only" in str(err):
+        advice = (
+            "the cache is not writable: fix its permissions, or point cache_dir "
+            "(MEDIAFRAME_CACHE_DIR) at a folder you can write"
+        )
+    else:
+        advice = "check the cache folder, or point cache_dir (MEDIAFRAME_CACHE_DIR) elsewhere"
+    return CacheError(f"could not write the cache at {url} ({err.strerror or err}): {advice}")
+
+
 def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
     if fs.exists(path):
         fs.rm(path, recursive=True)
@@ -203,8 +227,8 @@ def read_frame(
     Parameters
     ----------
     checks : the size and CRC-32 of every file under ``path``, by relative path, as
-        :meth:`HarvestStore.write_data` returns them. Each file is then read once, checked, and
-        parsed from the very bytes checked.
+        :meth:`HarvestStore.publish` records them in the manifest. Each file is then read once,
+        checked, and parsed from the very bytes checked.
 
     Raises
     ------

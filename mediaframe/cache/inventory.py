@@ -1,7 +1,7 @@
 """What the cache holds: one row per cached harvest, and removing them.
 
-Reads only each harvest's manifest and the sizes of its files, so it stays true whatever the
-layout of the data inside a harvest's folder.
+Reads only each harvest's manifest (or, for a harvest not yet published, its plan) and the sizes
+of its files, so it stays true whatever the layout of the data inside a harvest's folder.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pandas as pd
 
 from mediaframe.cache.datasets import filesystem
 from mediaframe.cache.store import HarvestStore
+from mediaframe.exceptions import CacheCorruptError
 
 __all__ = ["KINDS", "cached", "remove"]
 
@@ -67,14 +68,19 @@ def remove(paths: Iterable[str]) -> int:
 
 
 def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
-    manifest = HarvestStore(path).load_manifest() or {}
-    provenance = manifest.get("provenance") or {}
-    spec = manifest.get("spec") or {}
+    store = HarvestStore(path)
+    try:
+        manifest = store.manifest()
+    except CacheCorruptError:
+        manifest = None
+    plan = store.load_plan() if manifest is None else None  # a harvest not yet published
+    provenance = manifest.provenance if manifest else plan.provenance if plan else {}
+    spec = manifest.spec if manifest else plan.spec if plan else {}
     filters = spec.get("filters") or {}
-    manifest_path = posixpath.join(path, "manifest.json")
+    written = posixpath.join(path, "manifest.json" if manifest else "plan.json")
     updated = None
-    if fs.exists(manifest_path):
-        modified = fs.modified(manifest_path)
+    if (manifest or plan) and fs.exists(written):
+        modified = fs.modified(written)
         updated = modified if modified.tzinfo else modified.replace(tzinfo=dt.UTC)
     return {
         "kind": kind,
@@ -83,8 +89,8 @@ def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
         "user": provenance.get("user"),
         "query": spec.get("query"),
         "filters": ", ".join(f"{k}={v}" for k, v in sorted(filters.items())) or None,
-        "complete": bool(manifest.get("complete")) if manifest else None,
-        "hits": manifest.get("total"),
+        "complete": manifest.complete if manifest else False if plan else None,
+        "hits": manifest.rows if manifest else plan.total if plan else None,
         "size_bytes": int(fs.du(path)),
         "updated_at": updated,
         "age": (now - updated) if updated else None,

@@ -9,15 +9,21 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from mediaframe.cache.datasets import filesystem
+from mediaframe.cache.store import HarvestStore
 from mediaframe.exceptions import CacheError
 
 __all__ = ["to_dask", "to_duckdb"]
 
 
 def _data_path(path: str) -> str:
-    # Accept either a harvest folder or its data/ folder.
+    # Accept either a harvest folder (its published dataset is read) or a dataset folder.
     fs, root = filesystem(path)
-    return posixpath.join(str(path).rstrip("/"), "data") if fs.exists(f"{root}/data") else path
+    if not fs.exists(f"{root}/manifest.json"):
+        return path
+    data = HarvestStore(path).data_url()
+    if data is None:
+        raise CacheError(f"no dataset is published under {path}")
+    return data
 
 
 def _partitioning(path: str) -> pads.Partitioning | None:

@@ -1,30 +1,46 @@
-"""One cached harvest on disk: its manifest, its finished shards, and its final dataset.
+"""One cached harvest on disk: its published dataset, its plan in progress, its finished shards.
 
-<root>/<key>/
-    manifest.json            plan, per-shard state and checksums, provenance (never a token)
-    shards/<shard>.arrow     each finished shard (Arrow IPC), written atomically as it completes
-    shards/<shard>.json      its entry: rows, SHA-256, total; written after the file
-    data/                    the final dataset (see :mod:`mediaframe.cache.datasets`)
+<root>/<key>/                 private (0700; every file 0600)
+    manifest.json             the published dataset: which data-<version>/ holds it, its checks
+    data-<version>/           datasets (see :mod:`mediaframe.cache.datasets`); only the one the
+                              manifest names is read, the others are leftovers, swept
+    plan.json                 a harvest in progress: its plan and the splits proven so far
+    shards/<shard>.arrow      each finished shard (Arrow IPC), written atomically as it completes
+    shards/<shard>.json       its entry: rows, SHA-256, total; written after the file
+    .writer                   lock file: one writer (harvest or sync) at a time
+    .readers                  lock file: readers share it; old versions go only when none holds it
+
+Publishing is one atomic step: a new dataset is written into a fresh ``data-<version>/``,
+flushed to disk, and the manifest naming it replaces the old one with ``os.replace``. A kill
+at any point leaves the old manifest naming the old, intact dataset, or the new one naming the
+new; what the kill left behind (a half-written version, a temporary manifest) is swept by the
+next writer. Locks are ``flock`` locks, released by the system when their process dies; they
+are taken on local caches only (a remote fsspec cache has one writer by convention).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import fcntl
 import hashlib
 import io
 import json
+import os
 import posixpath
+import shutil
+import threading
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
-import orjson
 import pandas as pd
 import pyarrow as pa
+from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe.cache.datasets import (
     META_KEY,
-    SCHEMA_VERSION,
     file_checks,
     filesystem,
     frame_metadata,
@@ -33,11 +49,28 @@ from mediaframe.cache.datasets import (
     remove_tree,
     restore_frame,
     to_table,
+    write_error,
     write_frame,
 )
-from mediaframe.exceptions import CacheCorruptError
+from mediaframe.cache.manifest import (
+    Manifest,
+    PlanFile,
+    ShardEntry,
+    decode,
+    encode,
+    is_current,
+)
+from mediaframe.exceptions import CacheCorruptError, CacheMissError
 
-__all__ = ["HarvestStore", "age", "dataset_key"]
+__all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
+
+D = TypeVar("D")
+
+_MANIFEST = "manifest.json"
+_PLAN = "plan.json"
+_DATA_PREFIX = "data-"
+_WRITER_LOCK = ".writer"
+_READERS_LOCK = ".readers"
 
 
 def dataset_key(**identity: Any) -> str:
@@ -53,8 +86,12 @@ def dataset_key(**identity: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:20]
 
 
+def reached(step: str) -> None:
+    """A named step of publication has just been taken (tests kill the process here)."""
+
+
 class HarvestStore:
-    """One cached harvest: its manifest, its finished shards and its final dataset.
+    """One cached harvest: its published dataset, its plan in progress and its finished shards.
 
     Parameters
     ----------
@@ -64,13 +101,22 @@ class HarvestStore:
     def __init__(self, root: str) -> None:
         self.fs, self.root = filesystem(root)
         self.url = str(root)
+        self.local = isinstance(self.fs, LocalFileSystem)
+        self._writer = threading.RLock()
+        self._writer_depth = 0
+        self._writer_file: int | None = None
+        self._retiring: set[str] = set()  # being removed on a thread of this store's
+        self._removers: list[threading.Thread] = []
 
     def __repr__(self) -> str:
         return f"HarvestStore({self.url!r})"
 
-    @property
-    def data_path(self) -> str:
-        return self._url("data")
+    def __getstate__(self) -> dict[str, Any]:
+        # Dask workers get the store to write shards: never its locks.
+        return {"url": self.url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"])  # type: ignore[misc]
 
     def _url(self, *parts: str) -> str:
         return posixpath.join(self.url.rstrip("/"), *parts)
@@ -78,38 +124,221 @@ class HarvestStore:
     def _path(self, *parts: str) -> str:
         return posixpath.join(self.root, *parts)
 
-    # manifest ---------------------------------------------------------------
+    # locks ------------------------------------------------------------------
 
-    def load_manifest(self) -> dict[str, Any] | None:
-        """The manifest, or ``None`` when there is none or it cannot be read (start afresh)."""
-        path = self._path("manifest.json")
-        if not self.fs.exists(path):
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the writer lock of this harvest folder: a second writer waits here.
+
+        Re-entrant within one store. On first entry, what killed writers left behind is swept.
+        """
+        with self._writer:
+            if self._writer_depth == 0:
+                self._writer_file = self._lock(_WRITER_LOCK, fcntl.LOCK_EX)
+                self.sweep()
+            self._writer_depth += 1
+            try:
+                yield
+            finally:
+                self._writer_depth -= 1
+                if self._writer_depth == 0:
+                    self._unlock(self._writer_file)
+                    self._writer_file = None
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold a reader's share: no version is removed while any reader holds one."""
+        handle = self._lock(_READERS_LOCK, fcntl.LOCK_SH, create=False)
+        try:
+            yield
+        finally:
+            self._unlock(handle)
+
+    def _lock(self, name: str, mode: int, *, create: bool = True) -> int | None:
+        if not self.local:
+            return None
+        if create:
+            self._make_root()
+        elif not os.path.isdir(self.root):
+            return None  # nothing to read, so nothing to protect
+        try:
+            handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as err:
+            if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
+                return None  # a read-only cache can still be read; nothing removes from it
+            raise write_error(self.url, err) from err
+        fcntl.flock(handle, mode)
+        return handle
+
+    @staticmethod
+    def _unlock(handle: int | None) -> None:
+        if handle is not None:
+            os.close(handle)  # closing releases the flock
+
+    # published dataset ------------------------------------------------------
+
+    def manifest(self) -> Manifest | None:
+        """The published dataset's manifest; ``None`` if there is none, or an older layout's.
+
+        Raises
+        ------
+        CacheCorruptError
+            The manifest is damaged: not JSON, or of the wrong shape.
+        """
+        data = self._read_bytes(_MANIFEST)
+        if data is None or not is_current(data):
+            return None
+        return decode(Manifest, data, f"the manifest of {self.url}")
+
+    def data_url(self, manifest: Manifest | None = None) -> str | None:
+        """Where the published dataset lives, or ``None`` if none is published."""
+        manifest = manifest or self.manifest()
+        return self._url(manifest.data) if manifest else None
+
+    def read_data(self, manifest: Manifest | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Read the published dataset, checking its files against the manifest.
+
+        Raises
+        ------
+        CacheMissError
+            Nothing is published.
+        CacheCorruptError
+            The manifest is damaged, or a file was changed, removed or added since publication.
+        """
+        with self.reading():
+            manifest = manifest or self.manifest()
+            if manifest is None:
+                raise CacheMissError(f"nothing is cached at {self.url}")
+            if not _is_version(manifest.data):
+                raise CacheCorruptError(f"the manifest of {self.url} names no dataset folder")
+            path = self._url(manifest.data)
+            if not self.fs.exists(self._path(manifest.data)):
+                raise CacheCorruptError(f"the dataset {path} named by its manifest is missing")
+            return read_frame(path, checks=manifest.data_files)
+
+    def publish(
+        self,
+        df: pd.DataFrame,
+        provenance: Mapping[str, Any],
+        *,
+        spec: Mapping[str, Any],
+        sort_by: Iterable[str] = (),
+        high_water: str | None = None,
+    ) -> Manifest:
+        """Write ``df`` as a new version and publish it in one atomic step; returns its manifest.
+
+        The old version stays readable until the new manifest replaces it, and is removed only
+        once no reader holds it (else by a later writer's sweep). The plan and shards of the
+        harvest that made ``df`` are cleared after publication.
+        """
+        with self.writing():
+            stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+            version = f"{_DATA_PREFIX}{stamp}"
+            write_frame(df, self._url(version), provenance=provenance, sort_by=sort_by)
+            reached("data-written")
+            self._flush_tree(self._path(version))
+            reached("data-synced")
+            manifest = Manifest(
+                spec=dict(spec),
+                data=version,
+                data_files=file_checks(self._url(version)),
+                published_at=dt.datetime.now(dt.UTC).isoformat(),
+                high_water=high_water,
+                complete=bool(provenance.get("complete", True)),
+                rows=len(df),
+                provenance={k: v for k, v in provenance.items() if k not in ("report", "complete")},
+            )
+            self._write_atomic(
+                self._path(_MANIFEST), encode(manifest), step="manifest", durable=True
+            )
+            reached("manifest-replaced")
+            self.clear_plan()
+            reached("plan-cleared")
+            self.sweep()
+            reached("swept")
+            return manifest
+
+    def sweep(self) -> None:
+        """Remove leftovers: dataset versions the manifest does not name (when no reader holds
+        one), temporary files, and an older layout's ``data/``. Under the writer lock only."""
+        if not self.fs.exists(self.root):
+            return
+        try:
+            current = self.manifest()
+        except CacheCorruptError:
+            current = None
+        keep = current.data if current else None
+        names = [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self.root, detail=False)]
+        for name in names:
+            if ".tmp-" in name and not name.startswith(_DATA_PREFIX):
+                self._remove(name)
+        old = [
+            name
+            for name in names
+            if name != keep
+            and name not in self._retiring
+            and (name.startswith(_DATA_PREFIX) or name == "data" or ".old-" in name)
+        ]
+        if not old:
+            return
+        readers = self._try_lock(_READERS_LOCK)
+        if readers is False:
+            return  # someone is reading: a later writer sweeps
+        try:
+            for name in old:
+                self._remove(name)
+        finally:
+            self._unlock(readers if isinstance(readers, int) else None)
+
+    def _try_lock(self, name: str) -> int | bool | None:
+        """An exclusive lock if free right now; ``False`` if held; ``None`` where no locks."""
+        if not self.local:
+            return None
+        handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(handle)
+            return False
+        return handle
+
+    def _remove(self, name: str) -> None:
+        path = self._path(name)
+        if self.local:  # past what another remover took first
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            remove_tree(self.fs, path)
+
+    # plan in progress -------------------------------------------------------
+
+    def load_plan(self) -> PlanFile | None:
+        """The plan of an interrupted harvest; ``None`` if none or damaged (start afresh)."""
+        data = self._read_bytes(_PLAN)
+        if data is None or not is_current(data):
             return None
         try:
-            with self.fs.open(path, "rb") as handle:
-                manifest = orjson.loads(handle.read())
-        except (OSError, ValueError):
+            return decode(PlanFile, data, f"the plan of {self.url}")
+        except CacheCorruptError:
             return None
-        if manifest.get("schema_version") != SCHEMA_VERSION:
-            return None
-        return manifest
 
-    def save_manifest(self, manifest: Mapping[str, Any]) -> None:
-        """Replace the manifest atomically (write a sibling, then rename over)."""
-        refuse_secrets(manifest.get("provenance", {}))
-        body = {**manifest, "schema_version": SCHEMA_VERSION}
-        self._write_atomic(self._path("manifest.json"), orjson.dumps(body, default=str))
+    def save_plan(self, plan: PlanFile) -> None:
+        """Replace the plan atomically."""
+        refuse_secrets(plan.provenance)
+        self._write_atomic(self._path(_PLAN), encode(plan), step="plan")
 
-    def _write_atomic(self, path: str, data: bytes) -> None:
-        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        with self.fs.open(partial, "wb") as handle:
-            handle.write(data)
-        self.fs.mv(partial, path)
+    def clear_plan(self) -> None:
+        """Forget the harvest in progress: its plan, then its shards."""
+        self._remove(_PLAN)
+        self.clear_shards()
 
     # shards -----------------------------------------------------------------
 
-    def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> dict[str, Any]:
+    def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> ShardEntry:
         """Write one finished shard, then its entry (with ``facts``) beside it; returns the entry.
 
         The entry is written last: a shard counts as finished only once its entry exists, so a
@@ -122,93 +351,204 @@ class HarvestStore:
             writer.write_table(table)
         data = buffer.getvalue()
         self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
-        entry = {
-            "id": shard_id,
-            "file": f"shards/{shard_id}.arrow",
-            "rows": len(df),
-            "sha256": _digest(data),
+        entry = ShardEntry(
+            id=shard_id,
+            file=f"shards/{shard_id}.arrow",
+            rows=len(df),
+            sha256=_digest(data),
             **facts,
-        }
-        self._write_atomic(self._path("shards", f"{shard_id}.json"), orjson.dumps(entry))
+        )
+        self._write_atomic(self._path("shards", f"{shard_id}.json"), encode(entry))
         return entry
 
-    def finished_shards(self) -> dict[str, dict[str, Any]]:
+    def finished_shards(self) -> dict[str, ShardEntry]:
         """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
         root = self._path("shards")
-        if not self.fs.exists(root):
-            return {}
         entries = {}
-        for path in self.fs.glob(posixpath.join(root, "*.json")):
+        try:
+            paths = self.fs.glob(posixpath.join(root, "*.json"))
+        except FileNotFoundError:
+            return {}
+        for path in paths:
             try:
                 with self.fs.open(path, "rb") as handle:
-                    entry = orjson.loads(handle.read())
-            except (OSError, ValueError):
-                continue  # a damaged entry: the shard is simply fetched again
-            entries[entry["id"]] = entry
+                    entry = decode(ShardEntry, handle.read(), path)
+            except (OSError, CacheCorruptError):
+                continue  # a damaged or vanished entry: the shard is simply fetched again
+            if entry.file != f"shards/{entry.id}.arrow":
+                continue  # an entry pointing elsewhere is damage too
+            entries[entry.id] = entry
         return entries
 
-    def read_shard(self, entry: Mapping[str, Any]) -> pd.DataFrame:
-        """Read a shard written by :meth:`write_shard`, checking it against its manifest entry."""
-        path = self._path(entry["file"])
+    def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
+        """Read a shard written by :meth:`write_shard`, checking it against its entry."""
+        path = self._path(entry.file)
         try:
             with self.fs.open(path, "rb") as handle:
                 data = handle.read()
         except OSError as err:
-            raise CacheCorruptError(f"shard file {entry['file']} is missing") from err
-        if _digest(data) != entry["sha256"]:
-            raise CacheCorruptError(f"shard file {entry['file']} does not match its checksum")
-        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-        meta = json.loads(table.schema.metadata[META_KEY])
-        if table.num_rows != entry["rows"]:
-            raise CacheCorruptError(f"shard file {entry['file']} has the wrong number of rows")
+            raise CacheCorruptError(f"shard file {entry.file} is missing") from err
+        if _digest(data) != entry.sha256:
+            raise CacheCorruptError(f"shard file {entry.file} does not match its checksum")
+        try:
+            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+            meta = json.loads(table.schema.metadata[META_KEY])
+        except (pa.ArrowException, KeyError, ValueError) as err:
+            raise CacheCorruptError(f"shard file {entry.file} cannot be read ({err})") from err
+        if table.num_rows != entry.rows:
+            raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
         return restore_frame(table, meta)
 
-    def has_shard(self, entry: Mapping[str, Any]) -> bool:
+    def has_shard(self, entry: ShardEntry) -> bool:
         """Whether a finished shard's file is present and matches its checksum.
 
         Only the bytes are hashed: :meth:`read_shard` parses and checks the rest when the shard
         is read, so a resume does not parse every kept shard twice.
         """
         try:
-            with self.fs.open(self._path(entry["file"]), "rb") as handle:
-                return _digest(handle.read()) == entry["sha256"]
+            with self.fs.open(self._path(entry.file), "rb") as handle:
+                return _digest(handle.read()) == entry.sha256
         except OSError:
             return False
 
     def clear_shards(self) -> None:
-        """Drop the staged shards once the final dataset is written."""
-        remove_tree(self.fs, self._path("shards"))
+        """Drop the staged shards: renamed aside at once, removed on a thread of their own (a
+        process that exits first leaves them to the next writer's sweep)."""
+        if not self.local:
+            self._remove("shards")
+            return
+        retired = f"shards.old-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(self._path("shards"), self._path(retired))
+        except FileNotFoundError:
+            return
+        self._retiring.add(retired)
+        remover = threading.Thread(
+            target=self._remove, args=(retired,), name="mediaframe-sweep", daemon=True
+        )
+        remover.start()
+        self._removers.append(remover)
 
-    # final dataset ----------------------------------------------------------
-
-    def write_data(
-        self, df: pd.DataFrame, provenance: Mapping[str, Any], *, sort_by: Iterable[str] = ()
-    ) -> dict[str, str]:
-        """Write the final dataset; returns its files' sizes and CRC-32s, for the manifest."""
-        write_frame(df, self.data_path, provenance=provenance, sort_by=sort_by)
-        return file_checks(self.data_path)
-
-    def read_data(
-        self, files: Mapping[str, str] | None = None
-    ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Read the final dataset, first checking its files against ``files`` from the manifest.
-
-        CRC-32 catches accidental damage anywhere in a file, parquet footers included (they
-        carry no checksum of their own), at a few milliseconds per 10 MB.
-
-        Raises
-        ------
-        CacheCorruptError
-            A file was changed, removed or added since the dataset was written.
-        """
-        return read_frame(self.data_path, checks=files)
-
-    def has_data(self) -> bool:
-        return self.fs.exists(self._path("data"))
+    def settle(self) -> None:
+        """Wait until the shards cleared by this store are removed from disk."""
+        for remover in self._removers:
+            remover.join()
+        self._removers.clear()
 
     def remove(self) -> None:
         """Forget this harvest entirely."""
         remove_tree(self.fs, self.root)
+
+    # files ------------------------------------------------------------------
+
+    def _read_bytes(self, name: str) -> bytes | None:
+        try:
+            with self.fs.open(self._path(name), "rb") as handle:
+                data: bytes = handle.read()
+                return data
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise CacheCorruptError(f"{name} of {self.url} cannot be read ({err})") from err
+
+    def _make_root(self) -> None:
+        if self.local:
+            private_dirs(self.root)
+        else:
+            self.fs.makedirs(self.root, exist_ok=True)
+
+    def _write_atomic(
+        self, path: str, data: bytes, *, step: str = "", durable: bool = False
+    ) -> None:
+        """Write a sibling and rename it over ``path``: a kill leaves the old file or the new.
+
+        ``durable`` also flushes the file before the rename and the folder after it, so that
+        a power cut cannot leave the name pointing at unwritten blocks: the manifest's due.
+        Checkpoints are not flushed: one lost to a power cut fails its checksum and is fetched
+        again, while flushing each would cost a disk round trip per shard.
+        """
+        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            if not self.local:
+                self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+                with self.fs.open(partial, "wb") as handle:
+                    handle.write(data)
+                self.fs.mv(partial, path)
+                return
+            private_dirs(posixpath.dirname(path))
+            handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                _write_all(handle, data)
+                if durable:
+                    os.fsync(handle)
+            finally:
+                os.close(handle)
+            if step:
+                reached(f"{step}-staged")
+            os.replace(partial, path)
+            if durable:
+                _fsync_dir(posixpath.dirname(path))
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise write_error(self.url, err) from err
+
+    def _flush_tree(self, path: str) -> None:
+        """Make a written dataset private and durable: every file 0600 and flushed, every folder
+        0700 and flushed."""
+        if not self.local:
+            return
+        try:
+            for folder, _, files in os.walk(path, topdown=False):
+                for name in files:
+                    file = os.path.join(folder, name)
+                    os.chmod(file, 0o600)
+                    handle = os.open(file, os.O_RDONLY)
+                    try:
+                        os.fsync(handle)
+                    finally:
+                        os.close(handle)
+                os.chmod(folder, 0o700)
+                _fsync_dir(folder)
+            _fsync_dir(posixpath.dirname(path))
+        except OSError as err:
+            raise write_error(self.url, err) from err
+
+
+def private_dirs(path: str) -> None:
+    """Create ``path`` and any missing parent as folders only their owner may enter (0700)."""
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view) :]
+
+
+def _fsync_dir(path: str) -> None:
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    except OSError as err:  # some filesystems cannot flush a folder: the rename still stands
+        if err.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(handle)
+
+
+def _is_version(name: str) -> bool:
+    return name.startswith(_DATA_PREFIX) and "/" not in name and ".." not in name
 
 
 def _digest(data: bytes) -> str:

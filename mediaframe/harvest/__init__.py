@@ -11,16 +11,20 @@ The engine knows nothing of HTTP: it calls ``page(**params) -> (response, frame)
 binds it to a search route that reads the answer straight into a frame).
 """
 
-from mediaframe.harvest.engine import harvest
-from mediaframe.harvest.plan import RECORD_TYPES, Count, Shard, Spec, plan
+from mediaframe.harvest.engine import EngineOptions, harvest
+from mediaframe.harvest.plan import RECORD_TYPES, Count, plan
 from mediaframe.harvest.progress import Snapshot
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.service import SearchService
+from mediaframe.harvest.spec import Shard, Spec
 from mediaframe.harvest.sync import can_sync, sync
 
 __all__ = [
     "RECORD_TYPES",
     "Count",
+    "EngineOptions",
     "HarvestReport",
+    "SearchService",
     "Shard",
     "Snapshot",
     "Spec",

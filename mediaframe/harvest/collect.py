@@ -17,7 +17,8 @@ import functools
 import posixpath
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -30,15 +31,20 @@ from mediaframe.exceptions import (
     ConfigurationError,
     NoHitsWarning,
 )
-from mediaframe.harvest.engine import concat_frames, harvest
-from mediaframe.harvest.plan import Page, Shard, Spec, without
-from mediaframe.harvest.progress import ProgressOption, bars, shown_while
+from mediaframe.harvest.engine import EngineOptions, concat_frames
+from mediaframe.harvest.progress import ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
+from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.sync import sync
 from mediaframe.routes import search_rights
 
-__all__ = ["Options", "cache_path", "collect"]
+if TYPE_CHECKING:
+    from mediaframe.client import Client
+    from mediaframe.config import Settings
+
+__all__ = ["ClientService", "Options", "cache_path", "collect"]
 
 #: The kinds a harvest collects, with their frames.
 KINDS = ("records", "stories")
@@ -59,21 +65,64 @@ class Options:
     cache_dir: str | None = None
 
 
-def cache_path(client: Any, spec: Spec, cache_dir: str | None = None) -> str:
-    """Where the harvest of ``spec`` by ``client``'s user is cached (never names the token)."""
-    root = str(cache_dir or client.settings.cache_dir)
-    key = dataset_key(server=client.base_url, user=client.user_key, **spec.identity())
-    return posixpath.join(root.rstrip("/"), spec.kind, key)
+class ClientService:
+    """The client as a harvest sees it (:class:`~mediaframe.harvest.service.SearchService`).
+
+    Threads share the client's transport; with Dask, pages go through a picklable route of
+    their own (``client.remote_search``).
+    """
+
+    def __init__(self, client: Client, *, dask: Any = None) -> None:
+        self._client, self._remote = client, dask is not None
+
+    @property
+    def server(self) -> str:
+        return self._client.base_url
+
+    @property
+    def user(self) -> str:
+        return self._client.user_key
+
+    def rights(self) -> Rights:
+        return search_rights(self._client.me_raw())
+
+    def pages(self, kind: str) -> Page:
+        return self._route("search_records_frame" if kind == "records" else "search_stories_frame")
+
+    def keys(self, kind: str) -> Page:
+        return self._route("search_v2_frame")
+
+    def item(self, kind: str, *, extended: bool = False) -> Callable[[int, int], Mapping[str, Any]]:
+        api = self._client.api
+        if kind == "records":
+            return lambda databox_id, record_id: api.record(
+                databox_id, record_id, extended=extended
+            )["record"]
+        return lambda databox_id, story_id: api.story(databox_id, story_id)["story"]
+
+    def _route(self, name: str) -> Page:
+        if self._remote:
+            return self._client.remote_search(name)
+        page: Page = getattr(self._client.api, name)
+        return page
 
 
-def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
+def cache_path(service: SearchService, spec: Spec, cache_dir: str | Path) -> str:
+    """Where the harvest of ``spec`` by ``service``'s user is cached (never names the token)."""
+    key = dataset_key(server=service.server, user=service.user, **spec.identity())
+    return posixpath.join(str(cache_dir).rstrip("/"), spec.kind, key)
+
+
+def collect(client: Client, spec: Spec, options: Options) -> pd.DataFrame:
     """Every hit of ``spec`` as a frame, with its report in ``frame.attrs["harvest"]``."""
     if spec.kind not in KINDS:
         raise ConfigurationError(f"kind must be one of {KINDS}, not {spec.kind!r}")
     settings = client.settings
+    service = ClientService(client, dask=options.dask)
     offline = settings.offline if options.offline is None else options.offline
-    store = HarvestStore(cache_path(client, spec, options.cache_dir))
+    store = HarvestStore(cache_path(service, spec, options.cache_dir or settings.cache_dir))
     refresh = options.refresh
+    called = dt.datetime.now(dt.UTC)
     if not refresh:
         cached = _read_cached(store, spec, offline)
         if cached is _DAMAGED:
@@ -88,31 +137,47 @@ def collect(client: Any, spec: Spec, options: Options) -> pd.DataFrame:
             f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
             f"{store.url}: run it once online, or drop offline=True / MEDIAFRAME_OFFLINE"
         )
-    bases, statuses = _rights(client)
-    common = _engine_options(client, spec, options, bases, statuses)
+    with store.writing():  # one writer per harvest folder: a second one waits here
+        # ... and takes the first one's result if it was published while this one waited
+        published = _published_since(store, spec, called)
+        if published is not None:
+            frame, provenance = published
+            return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+        fetched = _fetch(client, service, settings, spec, options, store, refresh)
+    return _suggested(client, spec, fetched)
+
+
+def _fetch(
+    client: Client,
+    service: ClientService,
+    settings: Settings,
+    spec: Spec,
+    options: Options,
+    store: HarvestStore,
+    refresh: bool,
+) -> pd.DataFrame:
+    """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
+    engine = _engine_options(client, service, settings, spec, options)
+    page = service.pages(spec.kind)
     if not refresh:
         synced = sync(
-            common["page"],
-            _page(client, options, "search_v2_frame"),
-            _fetch_item(client, spec),
+            page,
+            service.keys(spec.kind),
+            service.item(spec.kind, extended=bool(spec.filters.get("extended"))),
             spec,
             store,
             flatten=_flatten(client, spec),
             lag=dt.timedelta(seconds=settings.sync_lag),
-            **without(common, "page"),
+            options=engine,
         )
         if synced is not None:
-            return _suggested(client, spec, _with_report(*synced, spec))
+            return _with_report(*synced, spec)
     # refresh means "as the server is now": an interrupted harvest is not resumed either
-    display = common.pop("progress")
-    with shown_while(display, "harvesting") as shown:
-        frame, report = harvest(
-            spec=spec, store=store, resume=not options.refresh, progress=shown, **common
-        )
-    return _suggested(client, spec, _with_report(frame, report, spec))
+    frame, report = engine.harvest(page, spec, store, resume=not options.refresh)
+    return _with_report(frame, report, spec)
 
 
-def _suggested(client: Any, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
+def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
     """When nothing matched, ask once for the server's suggestions: warn naming them, and keep
     them in the report."""
     if len(frame):
@@ -140,13 +205,14 @@ _DAMAGED = object()
 
 def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     """The cached frame and provenance; ``None`` if there is none; ``_DAMAGED`` if unusable."""
-    manifest = store.load_manifest()
-    if not (manifest and manifest.get("complete") and store.has_data()):
-        return None
     try:
-        if manifest.get("spec") != spec.identity():
-            raise CacheCorruptError(f"the cache at {store.url} holds another search")
-        return store.read_data(manifest.get("data_files", {}))
+        with store.reading():
+            manifest = store.manifest()
+            if manifest is None:
+                return None
+            if manifest.spec != spec.identity():
+                raise CacheCorruptError(f"the cache at {store.url} holds another search")
+            return store.read_data(manifest)
     except CacheCorruptError as err:
         if offline:
             raise
@@ -154,19 +220,30 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
         return _DAMAGED
 
 
-def _ttl(options: Options, settings: Any) -> dt.timedelta:
+def _published_since(
+    store: HarvestStore, spec: Spec, since: dt.datetime
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The dataset another writer published after ``since``, if any and readable."""
+    try:
+        with store.reading():
+            manifest = store.manifest()
+            if manifest is None or manifest.spec != spec.identity():
+                return None
+            if dt.datetime.fromisoformat(manifest.published_at) <= since:
+                return None
+            return store.read_data(manifest)
+    except (CacheCorruptError, ValueError):
+        return None
+
+
+def _ttl(options: Options, settings: Settings) -> dt.timedelta:
     ttl = settings.cache_ttl if options.ttl is None else options.ttl
     return ttl if isinstance(ttl, dt.timedelta) else dt.timedelta(seconds=float(ttl))
 
 
 def _engine_options(
-    client: Any,
-    spec: Spec,
-    options: Options,
-    bases: tuple[int, ...],
-    statuses: dict[int, tuple[int, list[int]]],
-) -> dict[str, Any]:
-    settings = client.settings
+    client: Client, service: SearchService, settings: Settings, spec: Spec, options: Options
+) -> EngineOptions:
     progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
         # the engine joins frames it owns and drops: let the join release them column by column
@@ -174,57 +251,30 @@ def _engine_options(
         combine: Combine = functools.partial(
             frames.concat_records, consume=True, structure=structure
         )
-        page = _page(client, options, "search_records_frame")
     else:
         # story columns are all declared (no per-result typing): a plain concat keeps dtypes
-        page, combine = _page(client, options, "search_stories_frame"), concat_frames
-    return {
-        "page": page,
-        "combine": combine,
-        "bases": bases,
-        "statuses": statuses,
-        "per_page": options.per_page or settings.per_page,
-        "concurrency": options.concurrency or settings.concurrency,
-        "executor": _executor(options.dask),
-        "allow_incomplete": options.allow_incomplete,
-        "progress": bars(spec.kind, progress),
-        "provenance": {
-            "server": client.base_url,
-            "user": client.user_key,
-            **spec.identity(),
-        },
-    }
+        combine = concat_frames
+    bases, statuses = service.rights()
+    return EngineOptions(
+        combine=combine,
+        bases=bases,
+        statuses=statuses,
+        per_page=options.per_page or settings.per_page,
+        concurrency=options.concurrency or settings.concurrency,
+        executor=_executor(options.dask),
+        allow_incomplete=options.allow_incomplete,
+        progress=bars(spec.kind, progress),
+        provenance={"server": service.server, "user": service.user, **spec.identity()},
+    )
 
 
-def _page(client: Any, options: Options, route: str) -> Page:
-    """One page of a search route as ``(response, frame)``, e.g. ``search_records_frame``."""
-    # Threads share the client's transport; Dask workers need a picklable route of their own.
-    if options.dask is not None:
-        return client.remote_search(route)
-    return getattr(client.api, route)
-
-
-def _fetch_item(client: Any, spec: Spec) -> Callable[[int, int], Mapping[str, Any]]:
-    extended = bool(spec.filters.get("extended"))
-    if spec.kind == "records":
-        return lambda databox_id, record_id: client.api.record(
-            databox_id, record_id, extended=extended
-        )["record"]
-    return lambda databox_id, story_id: client.api.story(databox_id, story_id)["story"]
-
-
-def _flatten(client: Any, spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
+def _flatten(client: Client, spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:
     """How fetched items become a frame: extended records with their caption and status columns."""
     if spec.kind != "records":
         return frames.stories
     if spec.filters.get("extended"):
         return functools.partial(frames.records, structure=client.api.structure())
     return frames.records
-
-
-def _rights(client: Any) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
-    """Base ids the user may search, and the status bits defined in each (for planning)."""
-    return search_rights(client.me_raw())
 
 
 def _executor(dask: Any) -> Any:

@@ -1,25 +1,31 @@
-"""Running a harvest: page the planned shards, checkpoint each, assemble and prove the whole.
+"""Running a harvest: plan (or resume), page the shards, assemble, prove, publish.
 
-Each finished shard is written to the cache with a checksum recorded in a manifest, so a harvest
-killed at any point resumes with the shards it lacks. Shard tasks are picklable and write their
-own files, so a Dask cluster (``client.get_executor()``) can run them against shared storage.
+Each finished shard is written to the cache with a checksum, and the plan is saved as it is
+proven, so a harvest killed at any point resumes with only what it lacks. Shard tasks are
+picklable and write their own files, so a Dask cluster (``client.get_executor()``) can run them
+against shared storage. One writer at a time works in a harvest folder (its lock is held from
+the first request to publication); readers keep reading the published dataset meanwhile.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
+from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.plan import (
+    Count,
     Page,
     Shard,
     ShardCounter,
@@ -28,7 +34,7 @@ from mediaframe.harvest.plan import (
     plan,
     to_plain,
 )
-from mediaframe.harvest.progress import Progress
+from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
@@ -43,6 +49,52 @@ from mediaframe.harvest.shards import (
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
+# Seconds between two checkpoints of the plan while it is being made (and at every failure):
+# a kill loses at most this much planning.
+_CHECKPOINT_EVERY = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineOptions:
+    """How a harvest runs, beside what it searches and where it keeps it (see :func:`harvest`)."""
+
+    combine: Combine
+    bases: Sequence[int] = ()
+    statuses: Statuses | None = None
+    per_page: int = 1000
+    concurrency: int = 4
+    executor: Executor | None = None
+    allow_incomplete: bool = False
+    #: The displays of the call (tqdm bars or a callback), one per harvest it runs.
+    progress: Bars | None = None
+    provenance: Mapping[str, Any] | None = None
+
+    def harvest(
+        self,
+        page: Page,
+        spec: Spec,
+        store: HarvestStore,
+        *,
+        resume: bool = True,
+        doing: str = "harvesting",
+    ) -> tuple[pd.DataFrame, HarvestReport]:
+        """:func:`harvest` with these options, shown as ``doing`` from its first request."""
+        with shown_while(self.progress, doing) as shown:
+            return harvest(
+                page,
+                spec,
+                store,
+                combine=self.combine,
+                bases=self.bases,
+                statuses=self.statuses,
+                per_page=self.per_page,
+                concurrency=self.concurrency,
+                executor=self.executor,
+                allow_incomplete=self.allow_incomplete,
+                progress=shown,
+                provenance=self.provenance,
+                resume=resume,
+            )
 
 
 def harvest(
@@ -61,7 +113,7 @@ def harvest(
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
 ) -> tuple[pd.DataFrame, HarvestReport]:
-    """Retrieve every hit of ``spec``, resuming from ``store`` when a manifest is there.
+    """Retrieve every hit of ``spec``, resuming from ``store`` when a plan is there.
 
     Parameters
     ----------
@@ -72,8 +124,9 @@ def harvest(
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
     progress : the display of this harvest, told of counts, shards and rows as they come (the
         caller enters and leaves it, so that it shows before the first request).
-    resume : go on from an interrupted harvest of the same search in ``store``; its finished
-        shards are kept if they are intact and their counts have not changed since.
+    resume : go on from an interrupted harvest of the same search in ``store``: the splits it
+        proved are replayed and its finished shards kept, without a request each, when the
+        search's total has not moved since (else each kept shard is checked by a count).
 
     Returns
     -------
@@ -94,9 +147,9 @@ def harvest(
     if executor is None:
         page = counted
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
-    manifest = _resumable(store.load_manifest(), spec) if resume else None
     # The joiner outlives the pool: shards still running when something fails deliver to it.
     with (
+        store.writing(),
         Joiner(combine) as joiner,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
@@ -110,125 +163,209 @@ def harvest(
                 deliver = _shown_on_delivery(shown, deliver)
             return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
 
-        manifest_is_new = manifest is None
         early = EarlyShards(new_task, runner, pool, deliver)
-        if manifest is None:
-            # Shards a run killed while planning finished (it saved no plan) are kept if their
-            # counts did not move; what else another run left would mislead a later resume.
-            if resume:
-                early.keep(_intact_shards(store))
-            else:
-                store.clear_shards()
-            manifest = _new_manifest(counter, spec, bases, statuses, pool, provenance, early, shown)
-            store.save_manifest(manifest)
-            early.forget_all_but({entry["id"] for entry in _entries(manifest)})
-        counter.capped_engine = manifest["capped_engine"]
-        if manifest["stuck"] and not allow_incomplete:
-            for future in early.futures.values():
-                future.cancel()
-            raise IncompleteResultError(
-                _stuck_message(manifest, spec), shards=manifest["stuck"], report=report
-            )
-        report.total_results, report.cap = manifest["total"], manifest["cap"]
-        report.capped_engine = manifest["capped_engine"]
-        shown.paging(manifest["total"], shards=[entry["id"] for entry in _entries(manifest)])
-        # An earlier run's shards: checked while planning if this run made the plan, else now.
-        if manifest_is_new:
-            outcomes = dict(early.reused)
-        else:
-            outcomes = _still_valid(store, manifest, counter, pool)
+        planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
+        the_plan, outcomes = planning.run(resume)
+        _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+        report.total_results, report.cap = the_plan.total, the_plan.cap
+        report.capped_engine = the_plan.capped_engine
         report.resumed_shards = len(outcomes)
+        shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
         for shard_id, outcome in outcomes.items():
-            shown.fetched(shard_id, outcome["rows"])
-        todo = [entry for entry in _entries(manifest) if entry["id"] not in outcomes]
-        task = new_task()
-        futures = [
-            early.futures.pop(e["id"]) if e["id"] in early.futures else runner.submit(task, e)
-            for e in todo
-        ]
-        for entry, future in zip(todo, futures, strict=True):
-            outcome = outcomes[entry["id"]] = future.result()
-            report.requests += outcome["requests"]
-            shown.fetched(entry["id"], outcome["rows"])  # Dask's: threads' are shown already
+            shown.fetched(shard_id, outcome.rows)
+        todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
+        outcomes.update(_page(todo, early, runner, new_task(), shown))
+        report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
         joined = joiner.parts()
     report.requests += counter.requests
     report.page_reads = reads.summary()
-    held = set() if executor is not None else {entry["id"] for entry in todo}
-    frame = _assemble(store, spec, manifest, outcomes, joined, held, combine, report)
+    held = set() if executor is not None else {leaf.id for leaf in todo}
+    frame = _assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
-    _judge(report, manifest, outcomes, counter, spec, allow_incomplete)
-    _finish(store, manifest, frame, report, spec)
+    _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+    _publish(store, the_plan, frame, report, spec)
     return frame, report
 
 
-def _finish(
-    store: HarvestStore,
-    manifest: dict[str, Any],
-    frame: pd.DataFrame,
-    report: HarvestReport,
+class _Planning:
+    """The plan of a harvest: an interrupted run's where it still holds, else made (again).
+
+    Made, it is saved as soon as the root is counted and again as splits are proven, so that a
+    run killed while planning is replayed rather than planned again.
+    """
+
+    def __init__(
+        self,
+        counter: ShardCounter,
+        spec: Spec,
+        store: HarvestStore,
+        early: EarlyShards,
+        pool: Executor,
+        bases: Sequence[int],
+        statuses: Statuses | None,
+        provenance: Mapping[str, Any] | None,
+        shown: Progress,
+    ) -> None:
+        self.counter, self.spec, self.store, self.early = counter, spec, store, early
+        self.shown = shown
+        self.pool, self.bases, self.statuses = pool, bases, statuses
+        self.provenance = dict(provenance or {})
+        self._saved_at = 0.0
+        self._lock = threading.Lock()
+
+    def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
+        """The plan, and the shards already finished that it keeps, by id."""
+        saved = _resumable(self.store.load_plan(), self.spec) if resume else None
+        if not resume:
+            self.store.clear_plan()
+        # One count says whether the catalogue kept its size since the saved plan was made.
+        root = self.counter(Shard())
+        self.shown.planning(root.total)
+        unmoved = saved is not None and saved.total == root.total
+        if saved is not None and saved.planned:
+            self.counter.capped_engine = saved.capped_engine
+            if unmoved:
+                return saved, _kept(self.store, saved)
+            return saved, _still_valid(self.store, saved, self.counter, self.pool)
+        if resume:
+            # Shards finished by a run killed while planning: their counts are trusted if the
+            # whole did not move, else each is checked by a one-hit count.
+            self.early.keep(_intact_shards(self.store), trusted=unmoved)
+        else:
+            self.store.clear_shards()
+        trusted = saved if saved is not None and unmoved else None
+        made = self._plan(root, trusted)
+        self.early.forget_all_but({leaf.id for leaf in made.leaves})
+        return made, dict(self.early.reused)
+
+    def _plan(self, root: Count, saved: PlanFile | None) -> PlanFile:
+        """Count and split the root, starting on each leaf as soon as it is proven; the splits
+        and counts of ``saved`` (an interrupted run's) are taken as they are."""
+        counter = self.counter
+        cap = root.retrievable if root.over_cap else None
+        limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
+        counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
+        checkpoint = PlanFile(
+            spec=self.spec.identity(),
+            provenance=self.provenance,
+            total=root.total,
+            cap=cap,
+            capped_engine=counter.capped_engine,
+            splits=dict(saved.splits) if saved else {},
+            counts=dict(saved.counts) if saved else {},
+        )
+        self._save(checkpoint)
+        known = dict(checkpoint.counts)
+        counting = self.early.counting(counter, limit)
+
+        def count(shard: Shard, expected: float | None = None) -> Count:
+            if shard.id in known:  # counted by the interrupted run
+                return Count(known[shard.id], known[shard.id])
+            counted = counting(shard, expected)
+            with self._lock:
+                checkpoint.counts[shard.id] = counted.total
+            return counted
+
+        def proven(shard: Shard, level: int, total: int, kids: list[tuple[Shard, int]]) -> None:
+            children = [_planned(kid, kid_total) for kid, kid_total in kids]
+            with self._lock:
+                checkpoint.splits[shard.id] = ProvenSplit(level, total, children)
+            if time.monotonic() - self._saved_at >= _CHECKPOINT_EVERY:
+                self._save(checkpoint)
+
+        try:
+            leaves, stuck = self._split(root, limit, count, checkpoint.splits, proven)
+        except BaseException:
+            # a revoked token, a dropped network: what was proven is kept for the next run
+            self._save(checkpoint)
+            raise
+        made = dataclasses.replace(
+            checkpoint,
+            capped_engine=counter.capped_engine,
+            leaves=[_planned(s, n) for s, n in leaves]
+            + [_planned(s, n, stuck=True) for s, n in stuck],
+            planned=True,
+        )
+        self._save(made)
+        return made
+
+    def _save(self, checkpoint: PlanFile) -> None:
+        with self._lock:  # counts come in on the pool's threads
+            self.store.save_plan(checkpoint)
+        self._saved_at = time.monotonic()
+
+    def _split(
+        self,
+        root: Count,
+        limit: int,
+        count: Callable[..., Count],
+        splits: Mapping[str, ProvenSplit],
+        proven: Callable[[Shard, int, int, list[tuple[Shard, int]]], None],
+    ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
+        counter = self.counter
+        return plan(
+            count,
+            root=Shard(),
+            root_count=root,
+            cap=limit,
+            spec=self.spec,
+            bases=self.bases,
+            statuses=self.statuses,
+            bounds=counter.bounds,
+            pool=self.pool,
+            on_leaf=_shown_when_found(self.shown, self.early.start),
+            proven={
+                shard_id: (split.level, split.total, [_shard(c) for c in split.children])
+                for shard_id, split in dict(splits).items()
+            },
+            on_split=proven,
+        )
+
+
+def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:
+    return PlannedShard(id=shard.id, shard=shard.to_dict(), expected=total, stuck=stuck)
+
+
+def _shard(planned: PlannedShard) -> tuple[Shard, int]:
+    return Shard.from_dict(planned.shard), planned.expected
+
+
+def _refuse_stuck(
+    the_plan: PlanFile,
     spec: Spec,
-) -> None:
-    # Order matters for crash safety: the dataset first, then the manifest that declares it
-    # finished, and only then the shard files it was built from.
-    provenance = {
-        **manifest["provenance"],
-        "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "complete": report.complete,
-        "report": report.to_dict(),
-    }
-    manifest["data_files"] = store.write_data(frame, provenance, sort_by=spec.row_order)
-    manifest["complete"] = True
-    manifest["high_water"] = _high_water(frame)
-    store.save_manifest(manifest)
-    store.clear_shards()
-
-
-def _high_water(frame: pd.DataFrame) -> str | None:
-    """The latest ``updated_on`` fetched: the next incremental sync starts from it."""
-    if "updated_on" not in frame.columns or frame["updated_on"].isna().all():
-        return None
-    return pd.Timestamp(frame["updated_on"].max()).isoformat()
-
-
-def _new_manifest(
-    counter: ShardCounter,
-    spec: Spec,
-    bases: Sequence[int],
-    statuses: Statuses | None,
-    pool: Executor,
-    provenance: Mapping[str, Any] | None,
+    allow_incomplete: bool,
     early: EarlyShards,
-    shown: Progress,
-) -> dict[str, Any]:
-    """Count the root and plan its shards, starting on each leaf as soon as it is proven."""
-    root_count = counter(Shard())
-    shown.planning(root_count.total)
-    cap = root_count.retrievable if root_count.over_cap else None
-    limit = cap if cap is not None else min(max(root_count.total, 1), _UNCAPPED_SHARD)
-    counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
-    count = early.counting(counter, limit)
-    leaves, stuck = plan(
-        count,
-        root=Shard(),
-        root_count=root_count,
-        cap=limit,
-        spec=spec,
-        bases=bases,
-        statuses=statuses,
-        bounds=counter.bounds,
-        pool=pool,
-        on_leaf=_shown_when_found(shown, early.start),
+    report: HarvestReport,
+) -> None:
+    """Stop before paging when some shards cannot be retrieved whole and that is not allowed."""
+    if not the_plan.stuck or allow_incomplete:
+        return
+    for future in early.futures.values():
+        future.cancel()
+    raise IncompleteResultError(
+        _stuck_message(the_plan, spec),
+        shards=[dataclasses.asdict(leaf) for leaf in the_plan.stuck],
+        report=report,
     )
-    return {
-        "spec": spec.identity(),
-        "provenance": dict(provenance or {}),
-        "total": root_count.total,
-        "cap": cap,
-        "capped_engine": counter.capped_engine,
-        "plan": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in leaves],
-        "stuck": [{"id": s.id, "shard": s.to_dict(), "expected": n} for s, n in stuck],
-        "complete": False,
-    }
+
+
+def _page(
+    todo: list[PlannedShard],
+    early: EarlyShards,
+    runner: Executor,
+    task: ShardTask,
+    shown: Progress,
+) -> dict[str, ShardEntry]:
+    """Page every unfinished shard (those started while planning are waited for)."""
+    futures: list[Future[ShardEntry]] = [
+        early.futures.pop(leaf.id) if leaf.id in early.futures else runner.submit(task, leaf)
+        for leaf in todo
+    ]
+    outcomes = {}
+    for leaf, future in zip(todo, futures, strict=True):
+        outcome = outcomes[leaf.id] = future.result()
+        shown.fetched(leaf.id, outcome.rows)  # Dask's: threads' are shown already
+    return outcomes
 
 
 def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
@@ -247,66 +384,98 @@ def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[.
     return found
 
 
-def _intact_shards(store: HarvestStore) -> dict[str, dict[str, Any]]:
+def _publish(
+    store: HarvestStore,
+    the_plan: PlanFile,
+    frame: pd.DataFrame,
+    report: HarvestReport,
+    spec: Spec,
+) -> None:
+    """Publish the dataset in one step; the plan and shards it was built from go after."""
+    provenance = {
+        **the_plan.provenance,
+        "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "complete": report.complete,
+        "report": report.to_dict(),
+    }
+    store.publish(
+        frame,
+        provenance,
+        spec=spec.identity(),
+        sort_by=spec.row_order,
+        high_water=_high_water(frame),
+    )
+
+
+def _high_water(frame: pd.DataFrame) -> str | None:
+    """The latest ``updated_on`` fetched: the next incremental sync starts from it."""
+    if "updated_on" not in frame.columns or frame["updated_on"].isna().all():
+        return None
+    return pd.Timestamp(frame["updated_on"].max()).isoformat()
+
+
+def _intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
     """The finished shards in ``store`` whose files match their checksums, by id."""
     return {
         shard_id: entry
         for shard_id, entry in store.finished_shards().items()
-        if not entry.get("fault") and store.has_shard(entry)
+        if entry.fault is None and store.has_shard(entry)
     }
 
 
-def _entries(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every shard to fetch: the planned ones, then the stuck ones (fetched partially)."""
-    return [*manifest["plan"], *({**entry, "stuck": True} for entry in manifest["stuck"])]
+def _kept(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
+    """The intact finished shards of a plan, kept without a request (the whole did not move)."""
+    planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    return {
+        shard_id: entry
+        for shard_id, entry in _intact_shards(store).items()
+        if shard_id in planned and not planned[shard_id].stuck
+    }
 
 
-def _stuck_message(manifest: Mapping[str, Any], spec: Spec) -> str:
-    stuck = manifest["stuck"]
-    missing = sum(entry["expected"] for entry in stuck) - manifest["cap"] * len(stuck)
+def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
+    stuck = the_plan.stuck
+    cap = the_plan.cap or 0
+    missing = sum(leaf.expected for leaf in stuck) - cap * len(stuck)
     return (
         f"{len(stuck)} shard(s) of this {spec.kind} search cannot be split under the server's "
-        f"cap of {manifest['cap']} hits ({_ids(stuck)}), so about {missing} of "
-        f"{manifest['total']} hits cannot be retrieved. Narrow the query, ask the server's "
+        f"cap of {the_plan.cap} hits ({_ids([leaf.id for leaf in stuck])}), so about {missing} "
+        f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
     )
 
 
-def _ids(entries: Sequence[Mapping[str, Any]]) -> str:
-    names = [str(entry["id"]) for entry in entries[:5]]
-    return ", ".join(names) + (", ..." if len(entries) > 5 else "") if names else "none"
+def _ids(ids: Sequence[str]) -> str:
+    names = [str(name) for name in ids[:5]]
+    return ", ".join(names) + (", ..." if len(ids) > 5 else "") if names else "none"
 
 
-def _resumable(manifest: Mapping[str, Any] | None, spec: Spec) -> dict[str, Any] | None:
-    if manifest is None or manifest.get("spec") != spec.identity() or manifest.get("complete"):
-        return None
-    return dict(manifest)
+def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
+    return saved if saved is not None and saved.spec == spec.identity() else None
 
 
 def _still_valid(
-    store: HarvestStore, manifest: Mapping[str, Any], counter: ShardCounter, pool: Executor
-) -> dict[str, dict[str, Any]]:
+    store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
+) -> dict[str, ShardEntry]:
     """Finished shards of an interrupted run that can be kept: intact and not changed since.
 
     A damaged file is fetched again, and so is a shard whose count moved (records added,
     deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
     """
-    planned = {entry["id"]: entry for entry in _entries(manifest)}
-    found = [outcome for shard_id, outcome in _intact_shards(store).items() if shard_id in planned]
-    shards = [Shard.from_dict(planned[outcome["id"]]["shard"]) for outcome in found]
+    found = list(_kept(store, the_plan).values())
+    planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
     totals = list(pool.map(lambda shard: counter(shard).total, shards))
     return {
-        outcome["id"]: outcome
-        for outcome, total in zip(found, totals, strict=True)
-        if total == outcome["total"]
+        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
     }
 
 
 def _assemble(
     store: HarvestStore,
     spec: Spec,
-    manifest: Mapping[str, Any],
-    outcomes: Mapping[str, Mapping[str, Any]],
+    the_plan: PlanFile,
+    outcomes: Mapping[str, ShardEntry],
     joined: list[pd.DataFrame],
     held: set[str],
     combine: Combine,
@@ -316,20 +485,20 @@ def _assemble(
     and the shards read back from the store (fetched by an earlier run, or by other machines).
     """
     parts, shards = joined, []
-    for entry in _entries(manifest):
-        outcome = outcomes[entry["id"]]
-        if entry["id"] not in held:
+    for leaf in the_plan.leaves:
+        outcome = outcomes[leaf.id]
+        if leaf.id not in held:
             parts.append(store.read_shard(outcome))
         shards.append(
             {
-                "id": entry["id"],
-                "shard": entry["shard"],
-                "expected": entry["expected"],
-                "total": outcome.get("total"),
-                "fetched": outcome["rows"],
-                "requests": outcome.get("requests"),
-                "seconds": round(outcome.get("seconds", 0.0), 3),
-                "worker": outcome.get("worker"),
+                "id": leaf.id,
+                "shard": leaf.shard,
+                "expected": leaf.expected,
+                "total": outcome.total,
+                "fetched": outcome.rows,
+                "requests": outcome.requests,
+                "seconds": round(outcome.seconds, 3),
+                "worker": outcome.worker,
             }
         )
     joined = [combine(parts)]  # held by the list alone, for in_row_order to take
@@ -370,19 +539,17 @@ def in_row_order(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame
 
 def _judge(
     report: HarvestReport,
-    manifest: Mapping[str, Any],
-    outcomes: Mapping[str, Mapping[str, Any]],
+    the_plan: PlanFile,
+    outcomes: Mapping[str, ShardEntry],
     counter: ShardCounter,
     spec: Spec,
     allow_incomplete: bool,
 ) -> None:
     """Prove completeness: every shard whole, and the shard totals add up to the global total."""
     short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
-    report.incomplete = [dict(s) for s in manifest["stuck"]]
-    stuck_extra = [
-        {"id": sid, "stuck": o["stuck"]} for sid, o in outcomes.items() if o.get("stuck")
-    ]
-    faults = [{"id": sid, "fault": o["fault"]} for sid, o in outcomes.items() if o.get("fault")]
+    report.incomplete = [dataclasses.asdict(leaf) for leaf in the_plan.stuck]
+    stuck_extra = [{"id": sid, "stuck": o.stuck} for sid, o in outcomes.items() if o.stuck]
+    faults = [{"id": sid, "fault": o.fault} for sid, o in outcomes.items() if o.fault]
     shard_sum = sum(s["total"] or 0 for s in report.shards)
     total = report.total_results
     if shard_sum != total and not report.incomplete:
@@ -414,7 +581,7 @@ def _judge(
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
             f"{len(report.incomplete)} shard(s) stayed above the server's cap of {report.cap} "
-            f"or came back short ({_ids(report.incomplete)}). "
+            f"or came back short ({_ids([entry['id'] for entry in report.incomplete])}). "
             "Narrow the query, ask the server's administrator to raise the cap, or pass "
             "allow_incomplete=True to accept a partial result."
         )

@@ -20,6 +20,31 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import ResponseFormatError
+from mediaframe.harvest.spec import (
+    Page,
+    Shard,
+    Spec,
+    Statuses,
+    earlier_day,
+    later_day,
+    to_plain,
+    without,
+)
+
+__all__ = [
+    "RECORD_TYPES",
+    "Count",
+    "Page",
+    "Shard",
+    "ShardCounter",
+    "Spec",
+    "Statuses",
+    "int_member",
+    "plan",
+    "repeated_keys",
+    "to_plain",
+    "without",
+]
 
 #: Values of ``record_type``; a split by type is kept only if these cover every hit.
 RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
@@ -27,111 +52,6 @@ RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
 _FILL = 0.7
 # A child expected below this share of a page is counted by fetching its page outright.
 _PROBE_FILL = 0.8
-#: Reads one page of a search: ``page(**params) -> (response members, frame of its items)``.
-Page = Callable[..., tuple[Mapping[str, Any], pd.DataFrame]]
-#: ``{base_id: (databox_id, status bits defined for it)}``, for the last split.
-Statuses = Mapping[int, tuple[int, Sequence[int]]]
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    """What the user asked for: a kind of search, a query and its filters (Python-typed)."""
-
-    kind: str  # "records" or "stories"
-    query: str = ""
-    filters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def key_columns(self) -> tuple[str, str]:
-        return ("databox_id", "record_id" if self.kind == "records" else "story_id")
-
-    @property
-    def row_order(self) -> tuple[str, str, str]:
-        """How a result's rows are ordered: by databox, collection, then id.
-
-        That is the order of the cache's partitions, so a cached result is read back without
-        reordering.
-        """
-        return ("databox_id", "collection_id", self.key_columns[1])
-
-    @property
-    def paging_sort(self) -> str:
-        """The stable order pages are read in: offsets mean nothing without one (the server
-        breaks ties by id)."""
-        return "updated_on" if self.date_field == "updated_on" else "created_on"
-
-    @property
-    def date_field(self) -> str:
-        return self.filters.get("date_field") or "created_on"
-
-    def identity(self) -> dict[str, Any]:
-        """A JSON-friendly description, used in cache keys and manifests."""
-        return {"kind": self.kind, "query": self.query, "filters": to_plain(self.filters)}
-
-    def params(self, shard: Shard) -> dict[str, Any]:
-        """Search parameters for one shard: the user's filters narrowed by the shard."""
-        params: dict[str, Any] = {"query": self.query, **self.filters}
-        params["search_type"] = 0 if self.kind == "records" else 1
-        if shard.bases:
-            params["bases"] = list(shard.bases)
-        if shard.date_min or shard.date_max:
-            params["date_field"] = self.date_field
-            params["date_min"] = _later(self.filters.get("date_min"), shard.date_min)
-            params["date_max"] = _earlier(self.filters.get("date_max"), shard.date_max)
-        if shard.record_type:
-            params["record_type"] = shard.record_type
-        if shard.status:
-            params["status"] = _merge_status(self.filters.get("status"), shard.status)
-        return {name: value for name, value in params.items() if value is not None}
-
-
-@dataclasses.dataclass(frozen=True)
-class Shard:
-    """One part of a search; its fields narrow the user's filters. The empty shard is the whole."""
-
-    bases: tuple[int, ...] = ()
-    date_min: dt.date | None = None
-    date_max: dt.date | None = None
-    record_type: str | None = None
-    status: tuple[tuple[int, str, int], ...] = ()
-
-    @property
-    def id(self) -> str:
-        """A stable, file-name-safe name."""
-        parts = []
-        if self.bases:
-            parts.append("b" + "-".join(map(str, self.bases)))
-        if self.date_min or self.date_max:
-            parts.append(f"d{_day(self.date_min)}-{_day(self.date_max)}")
-        if self.record_type:
-            parts.append("t" + self.record_type)
-        parts.extend(f"s{bit}{state}{databox}" for bit, state, databox in self.status)
-        return "_".join(parts) or "all"
-
-    @property
-    def days(self) -> int:
-        if not (self.date_min and self.date_max):
-            return 0
-        return (self.date_max - self.date_min).days + 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "bases": list(self.bases),
-            "date_min": self.date_min.isoformat() if self.date_min else None,
-            "date_max": self.date_max.isoformat() if self.date_max else None,
-            "record_type": self.record_type,
-            "status": [list(entry) for entry in self.status],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Shard:
-        return cls(
-            bases=tuple(data.get("bases") or ()),
-            date_min=_parse_day(data.get("date_min")),
-            date_max=_parse_day(data.get("date_max")),
-            record_type=data.get("record_type"),
-            status=tuple((int(b), str(s), int(d)) for b, s, d in data.get("status") or ()),
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +139,8 @@ def plan(
     bounds: Callable[[Shard], tuple[dt.date, dt.date]] | None = None,
     pool: Executor | None = None,
     on_leaf: Callable[[Shard, int, pd.DataFrame | None], None] | None = None,
+    proven: Mapping[str, tuple[int, int, list[tuple[Shard, int]]]] | None = None,
+    on_split: Callable[[Shard, int, int, list[tuple[Shard, int]]], None] | None = None,
 ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
     """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
 
@@ -235,6 +157,10 @@ def plan(
     bounds : first and last day of a shard's hits, for the first date split.
     on_leaf : told of each leaf as soon as it is proven, with its hits when its count brought
         them all, so that paging can start while the rest is still being planned.
+    proven : splits proven by an earlier run, ``{shard id: (level, total, [(child, total)])}``:
+        replayed without a request while the shard's total is the one they were proven for.
+    on_split : told of each split as soon as it is proven, ``(shard, level, total, children)``,
+        so that a run killed while planning can replay it.
     """
     run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
@@ -252,7 +178,20 @@ def plan(
             on_leaf(shard, counted.total, counted.frame)
         return []
 
-    waiting = place(root, root_count, 0)
+    def replay(waiting: list[tuple[Shard, int, int]]) -> list[tuple[Shard, int, int]]:
+        """Place the children of the waiting shards whose splits are already proven."""
+        unproven = []
+        while waiting:
+            shard, total, level = waiting.pop()
+            known = (proven or {}).get(shard.id)
+            if known is None or known[1] != total:
+                unproven.append((shard, total, level))
+                continue
+            for kid, kid_total in known[2]:
+                waiting += place(kid, Count(kid_total, kid_total), known[0])
+        return unproven[::-1]
+
+    waiting = replay(place(root, root_count, 0))
     while waiting:
         splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
         expected = {
@@ -272,11 +211,14 @@ def plan(
             level, kids = split
             counts = [next(answers) for _ in kids]
             if sum(counted.total for counted in counts) == total:
+                if on_split is not None:
+                    found = [(k, c.total) for k, c in zip(kids, counts, strict=True)]
+                    on_split(shard, level, total, found)
                 for kid, counted in zip(kids, counts, strict=True):
                     next_round += place(kid, counted, level)
             else:  # the dimension does not cover every hit (e.g. undated records): try the next
                 next_round.append((shard, total, level + 1))
-        waiting = next_round
+        waiting = replay(next_round)
     return leaves, stuck
 
 
@@ -318,8 +260,8 @@ class _Dimensions:
             if self.bounds is None:
                 return []
             low, high = self.bounds(shard)
-            low = _later(self.spec.filters.get("date_min"), low) or low
-            high = _earlier(self.spec.filters.get("date_max"), high) or high
+            low = later_day(self.spec.filters.get("date_min"), low) or low
+            high = earlier_day(self.spec.filters.get("date_max"), high) or high
             shard = dataclasses.replace(shard, date_min=low, date_max=high)
         days, first = shard.days, shard.date_min
         if days < 2 or first is None:
@@ -382,60 +324,3 @@ def _first_day(frame: pd.DataFrame, field: str) -> dt.date | None:
     if field not in frame.columns or not len(frame) or pd.isna(frame[field].iloc[0]):
         return None
     return pd.Timestamp(frame[field].iloc[0]).date()
-
-
-def _merge_status(
-    status: Mapping[int, Mapping[str, Any]] | None, extra: Sequence[tuple[int, str, int]]
-) -> dict[int, dict[str, list[int]]]:
-    """The user's ``{bit: {"on"|"off": databox ids}}`` with a shard's ``(bit, state, databox)``."""
-    merged: dict[int, dict[str, list[int]]] = {}
-    for bit, states in (status or {}).items():
-        for state, ids in states.items():
-            merged.setdefault(int(bit), {})[state] = [ids] if isinstance(ids, int) else list(ids)
-    for bit, state, databox in extra:
-        merged.setdefault(bit, {}).setdefault(state, []).append(databox)
-    return merged
-
-
-def _later(a: Any, b: dt.date | None) -> dt.date | None:
-    a = _to_date(a)
-    return max(a, b) if a and b else (a or b)
-
-
-def _earlier(a: Any, b: dt.date | None) -> dt.date | None:
-    a = _to_date(a)
-    return min(a, b) if a and b else (a or b)
-
-
-def _to_date(value: Any) -> dt.date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    return dt.datetime.strptime(str(value), "%Y/%m/%d").date()
-
-
-def _day(value: dt.date | None) -> str:
-    return value.strftime("%Y%m%d") if value else ""
-
-
-def _parse_day(value: str | None) -> dt.date | None:
-    return dt.date.fromisoformat(value) if value else None
-
-
-def without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
-    """``mapping`` less the members ``names``."""
-    return {name: value for name, value in mapping.items() if name not in names}
-
-
-def to_plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [to_plain(v) for v in value]
-        return sorted(items, key=str) if isinstance(value, set | frozenset) else items
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    return value

@@ -22,6 +22,7 @@ import pandas as pd
 
 from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
+from mediaframe.cache.manifest import PlannedShard, ShardEntry
 from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
@@ -161,8 +162,9 @@ class EarlyShards:
     and when pages and the cap are the same size most shards are fetched that way): the thread
     that counted it writes it at once, and its frame is delivered once the planner proves the
     shard a leaf. Queued behind the other counts, every such shard was written at the end of
-    planning, which is then the end of the harvest. A shard finished by a run killed before it
-    saved its plan is kept when a one-hit count says it has not changed.
+    planning, which is then the end of the harvest. A shard finished by a run killed while it
+    planned is kept: for free when the whole search kept its total (``trusted``), else when a
+    one-hit count says it has not changed.
     """
 
     def __init__(
@@ -174,15 +176,18 @@ class EarlyShards:
     ) -> None:
         self._new_task, self._runner, self._pool = new_task, runner, pool
         self._deliver = deliver
-        self._kept: dict[str, dict[str, Any]] = {}
+        self._kept: dict[str, ShardEntry] = {}
+        self._trusted = False
         self._held: dict[str, pd.DataFrame] = {}  # written, not yet proven leaves
         #: Shards written or started, by id: their outcomes to come.
-        self.futures: dict[str, Future] = {}
+        self.futures: dict[str, Future[ShardEntry]] = {}
         #: Kept shards, by id: their entries in the store.
-        self.reused: dict[str, dict[str, Any]] = {}
+        self.reused: dict[str, ShardEntry] = {}
 
-    def keep(self, entries: Mapping[str, dict[str, Any]]) -> None:
-        self._kept = dict(entries)
+    def keep(self, entries: Mapping[str, ShardEntry], *, trusted: bool = False) -> None:
+        """Keep these finished shards where the plan finds them again; ``trusted``: take their
+        totals as counts, with no request."""
+        self._kept, self._trusted = dict(entries), trusted
 
     def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
         """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
@@ -191,14 +196,17 @@ class EarlyShards:
 
         def count(shard: Shard, expected: float | None = None) -> Count:
             kept = self._kept.get(shard.id)
+            if kept is not None and self._trusted:
+                self.reused[shard.id] = kept
+                return Count(kept.total, kept.total)
             if kept is not None:
                 counted = counter(shard)  # one hit rather than a page
-                if counted.total == kept["total"]:
+                if counted.total == kept.total:
                     self.reused[shard.id] = kept
                     return counted
             counted = counter(shard, expected)
             if counted.frame is not None and 0 < counted.total <= limit:
-                entry = {"id": shard.id, "shard": shard.to_dict(), "expected": counted.total}
+                entry = PlannedShard(shard.id, shard.to_dict(), counted.total)
                 task = self._new_task(hold)
                 self.futures[shard.id] = finished(task.fetched(entry, counted.frame, counted.total))
             return counted
@@ -213,7 +221,11 @@ class EarlyShards:
             self._deliver(shard.id, self._held.pop(shard.id))
         if shard.id in self.futures or shard.id in self.reused:
             return
-        entry = {"id": shard.id, "shard": shard.to_dict(), "expected": total}
+        kept = self._kept.get(shard.id)
+        if kept is not None and self._trusted and kept.total == total:
+            self.reused[shard.id] = kept  # a leaf of a replayed split, finished before
+            return
+        entry = PlannedShard(shard.id, shard.to_dict(), total)
         task = self._new_task()
         if frame is None:
             self.futures[shard.id] = self._runner.submit(task, entry)
@@ -282,35 +294,33 @@ class ShardTask:
     #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
     deliver: Deliver | None = None
 
-    def __call__(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+    def __call__(self, entry: PlannedShard) -> ShardEntry:
         started = time.monotonic()
-        shard = Shard.from_dict(entry["shard"])
+        shard = Shard.from_dict(entry.shard)
         try:
             try:
-                frame, total, requests = self._fetch(shard, partial=entry.get("stuck", False))
+                frame, total, requests = self._fetch(shard, partial=entry.stuck)
             except ShardOverCap:
                 return self._replan(shard, started)
         except PagingFault as fault:
             # Kept (deduplicated) for allow_incomplete, but never reused by a resume.
             return self._written(
-                entry["id"],
+                entry.id,
                 fault.frame,
                 started,
                 total=fault.total,
                 requests=fault.requests,
                 fault=fault.reason,
             )
-        return self._written(entry["id"], frame, started, total=total, requests=requests)
+        return self._written(entry.id, frame, started, total=total, requests=requests)
 
-    def fetched(self, entry: Mapping[str, Any], frame: pd.DataFrame, total: int) -> dict[str, Any]:
+    def fetched(self, entry: PlannedShard, frame: pd.DataFrame, total: int) -> ShardEntry:
         """Write a shard whose every hit came with its count (the request was the planner's)."""
-        return self._written(
-            entry["id"], frame, time.monotonic(), total=total, requests=0, probed=True
-        )
+        return self._written(entry.id, frame, time.monotonic(), total=total, probed=True)
 
     def _written(
         self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any
-    ) -> dict[str, Any]:
+    ) -> ShardEntry:
         seconds = time.monotonic() - started
         outcome = self.store.write_shard(
             shard_id, frame, seconds=seconds, worker=_worker(), **facts
@@ -330,7 +340,7 @@ class ShardTask:
             partial=partial,
         )
 
-    def _replan(self, shard: Shard, started: float) -> dict[str, Any]:
+    def _replan(self, shard: Shard, started: float) -> ShardEntry:
         # The shard grew past the cap since it was planned: split it again and fetch the parts.
         counter = ShardCounter(self.page, self.spec)
         counter.capped_engine = self.capped_engine

@@ -23,11 +23,10 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest.engine import concat_frames, harvest, in_row_order
-from mediaframe.harvest.plan import Page, Spec, Statuses
-from mediaframe.harvest.progress import shown_while
+from mediaframe.cache.manifest import Manifest
+from mediaframe.harvest.engine import EngineOptions, concat_frames, in_row_order
+from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import Combine
 
 __all__ = ["can_sync", "sync"]
 
@@ -35,13 +34,12 @@ __all__ = ["can_sync", "sync"]
 MAX_STRAGGLERS = 500
 
 
-def can_sync(spec: Spec, manifest: Mapping[str, Any] | None) -> bool:
+def can_sync(spec: Spec, manifest: Manifest | None) -> bool:
     """Whether ``spec``'s cached harvest can be synced rather than fetched again."""
     return bool(
         manifest
-        and manifest.get("complete")
-        and manifest.get("high_water")
-        and manifest.get("spec") == spec.identity()
+        and manifest.high_water
+        and manifest.spec == spec.identity()
         # the changed pass filters on updated_on, which a user's own date filter would fight
         and not spec.filters.get("date_field")
     )
@@ -55,11 +53,8 @@ def sync(
     store: HarvestStore,
     *,
     flatten: Callable[[list[dict[str, Any]]], pd.DataFrame],
-    combine: Combine,
     lag: dt.timedelta,
-    bases: tuple[int, ...] = (),
-    statuses: Statuses | None = None,
-    **options: Any,
+    options: EngineOptions,
 ) -> tuple[pd.DataFrame, HarvestReport] | None:
     """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way.
 
@@ -71,65 +66,54 @@ def sync(
     fetch_item : ``fetch_item(databox_id, item_id)`` reads one record (or story) by key;
         ``flatten`` makes a frame of those.
     lag : how far before the high-water mark the changed pass starts.
-    options : passed to each pass's :func:`~mediaframe.harvest.harvest` (per_page, ...).
+    options : how each pass is harvested (its ``combine`` joins the passes too).
     """
-    manifest = store.load_manifest()
-    if not can_sync(spec, manifest):
-        return None
-    assert manifest is not None
-    cached, provenance = store.read_data(manifest.get("data_files"))
-    key = list(spec.key_columns)
-    since = pd.Timestamp(manifest["high_water"]) - pd.Timedelta(lag)
-    display = options.pop("progress", None)
-    common = {"bases": bases, "statuses": statuses, **options}
-
-    changed_spec = dataclasses.replace(
-        spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
-    )
-    with shown_while(display, "syncing: changed") as shown:
-        changed, changed_report = harvest(
-            page,
-            changed_spec,
-            _scratch(store, "changed"),
-            combine=combine,
-            progress=shown,
-            **common,
+    with store.writing():
+        manifest = store.manifest()
+        if manifest is None or not can_sync(spec, manifest):
+            return None
+        cached, provenance = store.read_data(manifest)
+        key = list(spec.key_columns)
+        assert manifest.high_water is not None
+        since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
+        changed_spec = dataclasses.replace(
+            spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
         )
-    with shown_while(display, "syncing: keys") as shown:
-        keys, keys_report = harvest(
-            page_keys,
-            spec,
-            _scratch(store, "keys"),
-            combine=concat_frames,
-            progress=shown,
-            **common,
+        changed, changed_report = options.harvest(
+            page, changed_spec, _scratch(store, "changed"), doing="syncing: changed"
         )
-    present = _key_index(keys, key)
-    kept = cached[_key_index(cached, key).isin(present)]
-    removed = len(cached) - len(kept)
-    stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
-    if len(stragglers) > MAX_STRAGGLERS:
-        return None
-    fetched = [
-        dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
-    ]
-    parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
-    merged = in_row_order([combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order))
+        keys_options = dataclasses.replace(options, combine=concat_frames)
+        keys, keys_report = keys_options.harvest(
+            page_keys, spec, _scratch(store, "keys"), doing="syncing: keys"
+        )
+        present = _key_index(keys, key)
+        kept = cached[_key_index(cached, key).isin(present)]
+        removed = len(cached) - len(kept)
+        stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
+        if len(stragglers) > MAX_STRAGGLERS:
+            return None
+        fetched = [
+            dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
+        ]
+        parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
+        merged = in_row_order(
+            [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
+        )
 
-    report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
-    report.fetched = report.total_results = len(merged)
-    report.requests = changed_report.requests + keys_report.requests + len(fetched)
-    report.complete = changed_report.complete and keys_report.complete
-    report.synced = {
-        "changed": len(changed),
-        "removed": removed,
-        "added_by_key": len(fetched),
-        "since": since.isoformat(),
-    }
-    _write(store, manifest, provenance, merged, report, spec)
-    for name in ("changed", "keys"):
-        _scratch(store, name).remove()
-    return merged, report
+        report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
+        report.fetched = report.total_results = len(merged)
+        report.requests = changed_report.requests + keys_report.requests + len(fetched)
+        report.complete = changed_report.complete and keys_report.complete
+        report.synced = {
+            "changed": len(changed),
+            "removed": removed,
+            "added_by_key": len(fetched),
+            "since": since.isoformat(),
+        }
+        _write(store, provenance, merged, report, spec)
+        for name in ("changed", "keys"):
+            _scratch(store, name).remove()
+        return merged, report
 
 
 def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd.Series:
@@ -155,7 +139,6 @@ def _key_index(frame: pd.DataFrame, key: list[str]) -> pd.MultiIndex:
 
 def _write(
     store: HarvestStore,
-    manifest: dict[str, Any],
     provenance: Mapping[str, Any],
     merged: pd.DataFrame,
     report: HarvestReport,
@@ -163,7 +146,9 @@ def _write(
 ) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
-    manifest["data_files"] = store.write_data(merged, provenance, sort_by=spec.row_order)
+    high_water = None
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
-        manifest["high_water"] = pd.Timestamp(merged["updated_on"].max()).isoformat()
-    store.save_manifest(manifest)
+        high_water = pd.Timestamp(merged["updated_on"].max()).isoformat()
+    store.publish(
+        merged, provenance, spec=spec.identity(), sort_by=spec.row_order, high_water=high_water
+    )

@@ -93,8 +93,8 @@ def test_cache_hit_then_offline_then_refresh(capped, settings):
 def test_damaged_cache_is_refetched_never_used(capped, settings):
     client = connect(capped, settings)
     first = client.records(record_type="audio")
-    data = client.cache_path("records", record_type="audio") + "/data"
-    victim = next(p for p in __import__("pathlib").Path(data).rglob("*.parquet"))
+    folder = __import__("pathlib").Path(client.cache_path("records", record_type="audio"))
+    victim = next(folder.glob("data-*/**/*.parquet"))
     victim.write_bytes(victim.read_bytes()[:-100] + b"x" * 100)
     with pytest.raises(CacheCorruptError):
         client.records(record_type="audio", offline=True)

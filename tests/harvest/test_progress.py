@@ -66,7 +66,7 @@ def test_rows_are_shown_while_the_plan_is_still_being_made(capped, settings, mon
     def recording(display, doing):
         return Recording("harvesting records", "records", [])
 
-    monkeypatch.setattr("mediaframe.harvest.collect.shown_while", recording)
+    monkeypatch.setattr("mediaframe.harvest.engine.shown_while", recording)
     frame = connect(capped, settings).records(progress=True)
     planning = [done for phase, done, _ in events if phase == "planning"]
     assert planning and planning[-1] > 0, events

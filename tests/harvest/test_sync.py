@@ -5,7 +5,7 @@ import datetime as dt
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.harvest import Spec, harvest
+from mediaframe.harvest import EngineOptions, Spec, harvest
 from mediaframe.harvest.sync import can_sync, sync
 
 from .fake import FakeService, combine, flatten
@@ -32,10 +32,8 @@ def run_sync(service, path, spec=None):
         spec or Spec("records"),
         HarvestStore(str(path)),
         flatten=flatten,
-        combine=combine,
         lag=dt.timedelta(minutes=5),
-        bases=(1, 2, 3),
-        per_page=50,
+        options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
     )
 
 
@@ -71,7 +69,7 @@ def test_sync_declines_when_a_full_harvest_is_needed(tmp_path):
     service = FakeService.build(200, cap=100)
     assert run_sync(service, tmp_path / "none") is None, "nothing cached yet"
     first_harvest(service, tmp_path / "h")
-    manifest = HarvestStore(str(tmp_path / "h")).load_manifest()
+    manifest = HarvestStore(str(tmp_path / "h")).manifest()
     assert can_sync(Spec("records"), manifest)
     dated = Spec("records", filters={"date_field": "created_on", "date_min": "2020/01/01"})
     assert not can_sync(dated, manifest)

@@ -64,9 +64,7 @@ def test_a_harvest_of_records_with_3000_technical_names_gives_the_reference_fram
     technical = [name for name in frame.columns if name.startswith("tech")]
     assert len(technical) == NAMES
     pd.testing.assert_frame_equal(frame, reference)  # columns, dtypes, order and values
-    cached, _ = HarvestStore(str(tmp_path / "h")).read_data(
-        HarvestStore(str(tmp_path / "h")).load_manifest()["data_files"]
-    )
+    cached, _ = HarvestStore(str(tmp_path / "h")).read_data()  # checked against its manifest
     pd.testing.assert_frame_equal(cached, reference)
 
 

@@ -1,0 +1,208 @@
+"""What a cached harvest stores beside its data, as dataclasses read back with their shape checked.
+
+Three documents, each JSON on disk:
+
+* :class:`Manifest` (``manifest.json``) — the published dataset: which ``data-<version>/``
+  folder holds it, its files' checks, its high-water mark. Replacing it is the one step that
+  publishes a new dataset.
+* :class:`PlanFile` (``plan.json``) — a harvest in progress: its plan, so that a resume pages
+  only what is unfinished, and the splits proven so far while it was still planning.
+* :class:`ShardEntry` (``shards/<id>.json``) — one finished shard: its file, checksum and facts.
+
+A document of the wrong shape (a list, a missing member, a member of the wrong type) is damage:
+:func:`decode` raises :class:`~mediaframe.exceptions.CacheCorruptError` naming the member, never a
+bare ``KeyError`` or ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import orjson
+
+from mediaframe.exceptions import CacheCorruptError
+
+__all__ = [
+    "Manifest",
+    "PlanFile",
+    "PlannedShard",
+    "ProvenSplit",
+    "ShardEntry",
+    "decode",
+    "encode",
+]
+
+#: Bumped whenever these documents change incompatibly; older caches are then fetched again.
+SCHEMA_VERSION = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardEntry:
+    """One finished shard: written after its file, so its presence means the file is whole."""
+
+    id: str
+    file: str
+    rows: int
+    sha256: str
+    total: int
+    requests: int = 0
+    seconds: float = 0.0
+    worker: str | None = None
+    #: Every hit came with the planner's count: no request of its own.
+    probed: bool = False
+    #: The shard grew past the cap while it waited and was split again into this many leaves.
+    replanned: int = 0
+    #: Leaves of such a split that stayed above the cap (fetched partially).
+    stuck: list[str] = dataclasses.field(default_factory=list)
+    #: Why its pages could not be trusted, if they could not: never reused by a resume.
+    fault: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedShard:
+    """A shard of the plan: its id, its bounds (:meth:`Shard.to_dict`) and its counted hits."""
+
+    id: str
+    shard: dict[str, Any]
+    expected: int
+    #: Above the cap and unsplittable: fetched for what the cap lets through.
+    stuck: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ProvenSplit:
+    """A shard proven to be partitioned by its children: their counts add up to its own."""
+
+    #: The dimension the split was made on (bases, dates, type, status: 0 to 3).
+    level: int
+    total: int
+    children: list[PlannedShard]
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanFile:
+    """A harvest in progress, saved as soon as its root is counted and updated as it plans."""
+
+    spec: dict[str, Any]
+    provenance: dict[str, Any]
+    total: int
+    cap: int | None
+    capped_engine: bool
+    #: Leaves proven so far (all of them once ``planned``), stuck shards included.
+    leaves: list[PlannedShard] = dataclasses.field(default_factory=list)
+    #: Splits proven so far, by the id of the shard split: a resume replays them for free.
+    splits: dict[str, ProvenSplit] = dataclasses.field(default_factory=dict)
+    #: Every shard counted so far, by id: a resume asks none of them again.
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: Planning finished: ``leaves`` is the whole plan.
+    planned: bool = False
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def plan(self) -> list[PlannedShard]:
+        return [leaf for leaf in self.leaves if not leaf.stuck]
+
+    @property
+    def stuck(self) -> list[PlannedShard]:
+        return [leaf for leaf in self.leaves if leaf.stuck]
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """The published dataset of a harvest folder."""
+
+    spec: dict[str, Any]
+    #: The folder of the dataset, relative to the harvest folder: ``data-<version>``.
+    data: str
+    #: Size and CRC-32 of every file of the dataset, by path relative to ``data``.
+    data_files: dict[str, str]
+    #: When it was published (ISO 8601, UTC, microseconds): a writer that waited for the lock
+    #: takes a dataset published after it was called rather than fetching it again.
+    published_at: str
+    #: The latest ``updated_on`` fetched: the next incremental sync starts from it.
+    high_water: str | None = None
+    #: Whether the harvest proved complete (``allow_incomplete`` publishes partial results).
+    complete: bool = True
+    rows: int = 0
+    #: Who fetched it from where: server, user, kind, query, filters (never a token).
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+
+D = TypeVar("D")
+
+
+def encode(document: Any) -> bytes:
+    """A document as JSON (orjson writes dataclasses natively: no copy into dicts first)."""
+    return orjson.dumps(document)
+
+
+def decode(cls: type[D], data: bytes | Mapping[str, Any], where: str) -> D:
+    """The document ``cls`` from JSON bytes (or a decoded mapping), its shape checked.
+
+    Raises
+    ------
+    CacheCorruptError
+        ``data`` is not JSON, not an object, lacks a member or holds one of the wrong type.
+    """
+    if isinstance(data, bytes | bytearray | memoryview):
+        try:
+            data = orjson.loads(data)
+        except orjson.JSONDecodeError as err:
+            raise CacheCorruptError(f"{where} is not valid JSON ({err})") from None
+    return _build(cls, data, where)
+
+
+def is_current(data: bytes) -> bool:
+    """Whether a stored document was written in this schema version (else: start afresh)."""
+    try:
+        loaded = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return True  # damage, told by decode
+    return not isinstance(loaded, dict) or loaded.get("schema_version") == SCHEMA_VERSION
+
+
+def _build(cls: Any, data: Any, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise CacheCorruptError(f"{where} should be an object, not {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name not in data:
+            required = field.default is dataclasses.MISSING
+            if required and field.default_factory is dataclasses.MISSING:
+                raise CacheCorruptError(f"{where} lacks its member {field.name!r}")
+            continue
+        values[field.name] = _check(hints[field.name], data[field.name], f"{where}: {field.name}")
+    return cls(**values)
+
+
+def _check(hint: Any, value: Any, where: str) -> Any:
+    """``value`` as of type ``hint`` (dataclasses built, containers checked member by member)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        hint = next(arg for arg in args if arg is not type(None))
+        return _check(hint, value, where)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise CacheCorruptError(f"{where} should be a list, not {type(value).__name__}")
+        return [_check(args[0], item, where) for item in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise CacheCorruptError(f"{where} should be an object, not {type(value).__name__}")
+        return {key: _check(args[1], item, f"{where}.{key}") for key, item in value.items()}
+    if hint is Any:
+        return value
+    expected = (int, float) if hint is float else hint
+    if not isinstance(value, expected) or (isinstance(value, bool) and hint is not bool):
+        raise CacheCorruptError(f"{where} should be {hint.__name__}, not {value!r:.40}")
+    return value

@@ -1,0 +1,82 @@
+"""Resume that saves work: proven splits and finished shards are checkpointed as planning goes,
+so a resume costs the unfinished part plus a small constant, and a harvest whose token is
+revoked every few requests converges."""
+
+import pytest
+
+import mediaframe as mf
+from mediaframe.cache import HarvestStore
+from mediaframe.config import Settings
+from mediaframe.exceptions import TokenRejectedError
+
+from .fake import FakeService
+from .test_engine import Crash, keys, run
+
+
+def crash_after(service, tmp_path, requests, per_page):
+    """Run a harvest that dies at its ``requests``-th search; how many searches it made."""
+    calls = {"n": 0}
+
+    def flaky(**params):
+        calls["n"] += 1
+        if calls["n"] == requests:
+            raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1, per_page=per_page)
+    return calls["n"]
+
+
+@pytest.mark.parametrize("per_page", [100, 40])  # killed while planning; while paging
+def test_a_resume_costs_only_what_is_unfinished(tmp_path, per_page):
+    _, fresh = run(FakeService.build(3000, cap=100), tmp_path / "fresh", per_page=per_page)
+    service = FakeService.build(3000, cap=100)
+    spent = crash_after(service, tmp_path, fresh.requests // 2, per_page)
+    saved = HarvestStore(str(tmp_path / "h")).load_plan()
+    assert saved is not None and saved.splits, "the proven splits were checkpointed"
+    before = service.requests
+    frame, report = run(service, tmp_path, per_page=per_page)
+    assert keys(frame) == service.truth() and report.complete
+    assert service.requests - before == report.requests
+    # the unfinished part, plus a few requests (a count of the whole, a bounds probe or two)
+    assert report.requests <= fresh.requests - spent + 5, (report.requests, fresh.requests, spent)
+
+
+def test_a_resume_with_a_moved_total_checks_what_it_keeps(tmp_path):
+    service = FakeService.build(3000, cap=100)
+    crash_after(service, tmp_path, 120, 100)
+    finished = HarvestStore(str(tmp_path / "h")).finished_shards()
+    victim = HarvestStore(str(tmp_path / "h")).read_shard(next(iter(finished.values())))
+    gone = (int(victim.databox_id.iloc[0]), int(victim.record_id.iloc[0]))
+    service.records = [r for r in service.records if (r["databox_id"], r["record_id"]) != gone]
+    frame, report = run(service, tmp_path, per_page=100)
+    assert gone not in keys(frame) and keys(frame) == service.truth() and report.complete
+
+
+def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=2000, seed=9, cap=100)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=2, backoff=0.01
+    )
+    fresh = mf.connect(emu.base_url, token=emu.token, settings=settings).records(
+        cache_dir=str(tmp_path / "fresh")
+    )
+    needed = mf.HarvestReport.from_frame(fresh).requests
+    every = needed // 6
+    emu.set_faults(revoke_after=every)
+    attempt = 0
+    for attempt in range(1, 30):  # noqa: B007  (counted)
+        client = mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+        try:
+            frame = client.records()
+        except TokenRejectedError:
+            continue
+        break
+    else:
+        pytest.fail("the harvest never converged")
+    assert mf.HarvestReport.from_frame(frame).complete
+    assert keys(frame) == keys(emu.ground_truth())
+    # each attempt costs a constant (who the user is, a count of the whole) and loses at most
+    # the pages of the shards in flight (two at a time, under three pages each)
+    assert attempt <= needed // (every - 8) + 2, f"{attempt} attempts of {every} requests"
