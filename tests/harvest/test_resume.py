@@ -54,7 +54,13 @@ def test_a_resume_with_a_moved_total_checks_what_it_keeps(tmp_path):
     assert gone not in keys(frame) and keys(frame) == service.truth() and report.complete
 
 
-def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(fresh_emulator, tmp_path):
+def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(
+    fresh_emulator, tmp_path, flavour
+):
+    if flavour == "current":
+        # An uncapped server's search is one shard, and a resume keeps whole shards: progress
+        # within one shard across revocations needs page checkpoints, which do not exist yet.
+        pytest.skip("resume keeps whole shards; an uncapped server's harvest is one shard")
     emu = fresh_emulator(records=2000, seed=9, cap=100)
     settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
         cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=2, backoff=0.01
