@@ -130,6 +130,13 @@ def test_report_and_safe_exports(records: pd.DataFrame, tmp_path: Path) -> None:
     assert back.shape[0] == 2
 
 
+@pytest.fixture(scope="session")
+def flavour() -> str:
+    """The contract's server only: IPython's test shell starts once per process, and the
+    accessor and magics read frames, whose shapes per generation the frames tests cover."""
+    return "contract"
+
+
 # --- the IPython extension ----------------------------------------------------------------------
 
 
