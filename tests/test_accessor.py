@@ -130,13 +130,6 @@ def test_report_and_safe_exports(records: pd.DataFrame, tmp_path: Path) -> None:
     assert back.shape[0] == 2
 
 
-@pytest.fixture(scope="session")
-def flavour() -> str:
-    """The contract's server only: IPython's test shell starts once per process, and the
-    accessor and magics read frames, whose shapes per generation the frames tests cover."""
-    return "contract"
-
-
 # --- the IPython extension ----------------------------------------------------------------------
 
 
@@ -152,8 +145,19 @@ def ip():
     shell.run_line_magic("unload_ext", "mediaframe")
 
 
+@pytest.fixture(scope="module")
+def contract_emulator() -> Iterator[Emulator]:
+    """The contract's server only: IPython's test shell starts once per process, so these
+    tests cannot run once per server generation (the frames tests cover the shapes)."""
+    with Emulator(records=2000, seed=7) as emu:
+        yield emu
+
+
 @pytest.fixture
-def served(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+def served(
+    contract_emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Emulator:
+    emulator = contract_emulator
     monkeypatch.setenv("MEDIAFRAME_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("MEDIAFRAME_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEDIAFRAME_PROGRESS", "0")
