@@ -140,6 +140,8 @@ def technical(
     number or a text but not both, as many of each as the rewrites counted.
     """
     entries = pc.list_flatten(lists)
+    if entries.type.num_fields != 3:  # an entry with a member besides its name and value
+        raise Unreadable("technical values", "an entry has members besides name and value")
     names, numbers, texts = entries.flatten()
     is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
     is_text = texts.is_valid().to_numpy(zero_copy_only=False)
