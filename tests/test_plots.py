@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 
 import matplotlib
 import numpy as np
@@ -16,14 +15,8 @@ import mediaframe as mf
 from mediaframe import plots
 from mediaframe.emulator import Emulator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
+# every test draws off-screen and has its figures closed after it (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("pyplot")
 
 
 @pytest.fixture(scope="module")
@@ -188,9 +181,9 @@ def test_rights_of_no_collection_warns(client: mf.Client) -> None:
         plots.rights(client.me().collections.iloc[0:0])
 
 
-def test_draws_on_the_given_axes_and_leaves_rcparams(records: pd.DataFrame) -> None:
+def test_draws_on_the_given_axes_and_leaves_rcparams(records: pd.DataFrame, pyplot) -> None:
     before = dict(matplotlib.rcParams)
-    _fig, ax = plt.subplots()
+    _fig, ax = pyplot.subplots()
     assert plots.media_types(records, ax=ax) is ax
     assert plots.timeline(records, ax=ax) is ax
     assert dict(matplotlib.rcParams) == before
