@@ -298,6 +298,31 @@ def test_preview_and_plot_show_the_selection(client: mf.Client) -> None:
     assert bytes(view.plot.value).startswith(b"\x89PNG")
 
 
+def test_facets_keep_their_place_when_values_are_selected(client: mf.Client) -> None:
+    picker = FacetFilter(client, debounce=0)
+    view = picker.widget and picker._view
+    order = list(view.facets.children)
+    assert len(order) > 2
+    picker.select("Type_Name", "audio")
+    picker.select("Collection_Name", "Sound archive")
+    assert list(view.facets.children) == order
+
+
+def test_the_plots_title_fits_in_its_image(client: mf.Client) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mediaframe.widgets import view as view_module
+
+    figure = view_module._plot_figure(client.facets(), "Collection_Name")
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "Records per Collection_Name (server counts)" in texts
+    drawn = figure.get_tightbbox(renderer).transformed(figure.dpi_scale_trans)  # in pixels
+    assert figure.bbox.x0 <= drawn.x0 and drawn.x1 <= figure.bbox.x1
+    assert figure.bbox.y0 <= drawn.y0 and drawn.y1 <= figure.bbox.y1
+
+
 def test_long_value_lists_get_a_search_box(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     view = picker.widget and picker._view

@@ -15,6 +15,8 @@ from mediaframe.exceptions import MediaframeError
 from mediaframe.widgets.selection import DATE_FIELDS, Selection
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from mediaframe.widgets.facet_filter import Answer, FacetFilter
 
 __all__ = ["View"]
@@ -158,7 +160,7 @@ class View:
     def _show_facets(self, facets: pd.DataFrame, selection: Selection) -> None:
         # Widgets are kept per facet and per value and updated in place: a refresh rebuilds
         # nothing the user already sees, so it stays quick and keeps focus and scroll.
-        shown = []
+        shown = set()
         for facet, rows in facets.groupby("facet", observed=True, sort=False):
             name = str(facet)
             chosen = selection.values.get(name, {})
@@ -171,8 +173,10 @@ class View:
             find.layout.display = None if len(items) > SEARCHABLE else "none"
             find.placeholder = f"find among {len(items)} values"
             _filter_rows(items, find.value)
-            shown.append(box)
-        self.facets.children = shown
+            shown.add(name)
+        # in the order they first appeared: the server lists a facet with selected values
+        # last, and a list that jumps away from the value just clicked loses the user
+        self.facets.children = [box for name, box in self.boxes.items() if name in shown]
 
     def _facet_box(self, facet: str) -> Any:
         w = self.w
@@ -244,6 +248,12 @@ def _preview_html(page: pd.DataFrame) -> str:
 
 
 def _plot_png(facets: pd.DataFrame, name: str | None) -> bytes:
+    buffer = io.BytesIO()
+    _plot_figure(facets, name).savefig(buffer, format="png", dpi=80)
+    return buffer.getvalue()
+
+
+def _plot_figure(facets: pd.DataFrame, name: str | None) -> Figure:
     from matplotlib.figure import Figure  # no pyplot: nothing is shown or kept but this image
 
     from mediaframe.plots import facet_counts
@@ -252,6 +262,8 @@ def _plot_png(facets: pd.DataFrame, name: str | None) -> bytes:
     axes = figure.subplots()
     if name is not None:
         facet_counts(facets, name, ax=axes)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
-    return buffer.getvalue()
+        # The axes sit right of long value labels: their own title would run off this small
+        # figure. The figure's title is centred on all of it, and the layout makes room for it.
+        figure.suptitle(axes.get_title(), fontsize="medium")
+        axes.set_title("")
+    return figure
