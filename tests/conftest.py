@@ -18,6 +18,14 @@ from mediaframe.emulator import Emulator
 from mediaframe.emulator.flavours import FLAVOURS
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-screenshots",
+        action="store_true",
+        help="let the browser tests (tests/ui) rewrite the screenshots of docs/img/",
+    )
+
+
 @pytest.fixture(scope="session", params=FLAVOURS)
 def flavour(request: pytest.FixtureRequest) -> str:
     """The server generation the end-to-end fixtures speak (every test runs on each)."""
