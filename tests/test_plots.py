@@ -59,6 +59,8 @@ def test_collections_named_from_me_and_equal_to_the_facet_counts(
     facets = client.facets()
     by_collection = facets[facets["facet"] == "Collection_Name"].set_index("value")["count"]
     assert _bars(ax) == {name: float(count) for name, count in by_collection.items()}
+    # client.me() itself names them too, as plots.rights takes it
+    assert _bars(plots.collections(records, names=client.me())) == _bars(ax)
 
 
 def test_collections_without_names_say_base_and_style_reaches_the_bars(
