@@ -227,6 +227,7 @@ def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "(type:image)" in bundle["text/html"] and "959" in bundle["text/html"]
     assert repr(picker) == "<FacetFilter '(type:image)': 959 records>"
+    assert bundle["text/plain"] == repr(picker)  # not the widget's "VBox(children=(…"
 
 
 # --- the widgets, driven like a user would ------------------------------------------------------
