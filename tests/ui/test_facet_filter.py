@@ -221,6 +221,8 @@ def test_harvest_all_fetches_every_record_past_the_cap(page: Screen, server: mf.
     expect(page.page.locator(".mf-total")).to_contain_text(
         f"harvested {hits(server)} records (complete)", timeout=60_000
     )
+    # with its progress bar, finished, under the widget
+    expect(page.page.locator(".mf-facet-filter")).to_contain_text("harvesting records (done): 100%")
 
 
 def _screenshot(screen: Screen, request: pytest.FixtureRequest) -> None:
