@@ -270,6 +270,36 @@ def test_clicking_values_in_the_widget_drives_the_state(client: mf.Client) -> No
     assert view_box is picker.widget
 
 
+def test_a_click_while_a_refresh_is_shown_is_not_lost(
+    client: mf.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen in the browser: the debounce timer's thread shows an answer (drawing its plot) while
+    # the kernel's thread handles the user's next click; that click must count.
+    from mediaframe.widgets import view as view_module
+
+    picker = FacetFilter(client, debounce=0.01)
+    assert picker.widget is not None  # the view is built
+    drawing, release = threading.Event(), threading.Event()
+    draw = view_module._plot_png
+
+    def slow_plot(facets, name):
+        drawing.set()
+        release.wait(10)
+        return draw(facets, name)
+
+    monkeypatch.setattr(view_module, "_plot_png", slow_plot)
+    picker.select("Type_Name", "audio")  # its answer is shown by the timer, slowly
+    assert drawing.wait(10)
+    rushes = _value_row(picker, "Collection_Name", "Video rushes").children[0]
+    click = threading.Thread(target=setattr, args=(rushes, "value", True))
+    click.start()  # the kernel's thread: waits for the refresh being shown, then counts
+    release.set()
+    click.join(10)
+    picker.wait()
+    assert picker.query == '(type:audio) AND (collection:"Video rushes")'
+    assert rushes.value is True
+
+
 def test_a_bad_date_range_is_said_in_the_widget(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     view = picker.widget and picker._view

@@ -6,6 +6,7 @@ import datetime as dt
 import html
 import io
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,10 @@ class View:
             raise ImportError(f"FacetFilter's display needs ipywidgets: {_INSTALL}") from err
         self.w = w
         self.picker = picker
-        self._quiet = False  # set while the view writes values, so observers ignore them
+        # Set while the view writes values, so the observers ignore those echoes. Per thread: a
+        # refresh is shown from the debounce timer's thread while the kernel's own thread may be
+        # handling a click, and that click is the user's, never to be dropped.
+        self._writing = threading.local()
         selection = picker.selection
         self.search = w.Text(
             value=selection.query,
@@ -89,7 +93,7 @@ class View:
     # -- from the user --------------------------------------------------------------------------
 
     def _user(self, action: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        if self._quiet:
+        if getattr(self._writing, "active", False):
             return
         try:
             action(*args, **kwargs)
@@ -128,14 +132,11 @@ class View:
 
     def show(self, answer: Answer | None, error: str | None) -> None:
         picker = self.picker
-        self._quiet = True
+        self._writing.active = True
         try:
             self.error.value = _error_html(error) if error else ""
             if answer is None:  # nothing answered yet: the error says why
                 return
-            self.total.value = _total_html(answer)
-            self.harvest_button.layout.display = None if answer.capped else "none"
-            self.code.value = _code_html(picker.code)
             self.preview.value = _preview_html(answer.page)
             self._show_plot(answer.facets, picker.plot_facet)
             self._show_facets(answer.facets, picker.selection)
@@ -144,8 +145,12 @@ class View:
             self.date_field.value = selection.date_field
             self.date_min.value = _date(selection.date_min)
             self.date_max.value = _date(selection.date_max)
+            self.code.value = _code_html(picker.code)
+            self.harvest_button.layout.display = None if answer.capped else "none"
+            # last, replacing "asking the server": once it shows, all of the answer is on screen
+            self.total.value = _total_html(answer)
         finally:
-            self._quiet = False
+            self._writing.active = False
 
     def _show_plot(self, facets: pd.DataFrame, facet: str | None) -> None:
         names = list(facets["facet"].dropna().unique())
