@@ -74,9 +74,9 @@ def counts(client: mf.Client, facet: str, query: str = "") -> dict[str, str]:
     return {str(v): f"{int(n):,}" for v, n in zip(rows["value"], rows["count"], strict=True)}
 
 
-def hits(client: mf.Client, query: str = "") -> str:
-    """The server's total for ``query``, as the page writes it."""
-    return f"{client.api.search_v2(query, per_page=1)['total_results']:,}"
+def hits(client: mf.Client, query: str = "", **filters: str) -> str:
+    """The server's total for ``query`` and ``filters``, as the page writes it."""
+    return f"{client.api.search_v2(query, per_page=1, **filters)['total_results']:,}"
 
 
 # --- what a user sees, located by role and label ------------------------------------------------
@@ -124,6 +124,7 @@ def _reset(screen: Screen) -> None:
         query.press("Enter")
     screen.page.get_by_role("button", name="clear all").click()
     expect(code(screen)).to_have_text("df = client.records()", timeout=FOLLOW)
+    expect(screen.page.get_by_label("from", exact=True)).to_have_value("")
     expect(screen.page.locator(".mf-facet-filter input[type=checkbox]:checked")).to_have_count(0)
 
 
@@ -214,6 +215,21 @@ def test_a_query_without_hits_says_no_records(page: Screen) -> None:
     expect(total(page)).to_have_text("0", timeout=FOLLOW)
     expect(code(page)).to_have_text("df = client.records('(zebra-crossing-nowhere)')")
     expect(preview(page)).to_have_text("no records")
+
+
+def test_a_date_range_narrows_the_total(page: Screen, server: mf.Client) -> None:
+    page.page.get_by_label("from", exact=True).fill("2020-01-01")
+    since = {"date_field": "created_on", "date_min": "2020/01/01"}
+    expect(total(page)).to_have_text(hits(server, **since), timeout=FOLLOW)
+    expect(code(page)).to_have_text(
+        "df = client.records(date_field='created_on', date_min='2020/01/01')"
+    )
+    page.page.get_by_label("dates", exact=True).select_option("updated_on")
+    since["date_field"] = "updated_on"
+    expect(total(page)).to_have_text(hits(server, **since), timeout=FOLLOW)
+    page.page.get_by_label("to", exact=True).fill("2019-12-31")  # ends before it starts
+    expect(page.page.locator(".mf-error")).to_contain_text("after date_max", timeout=FOLLOW)
+    expect(total(page)).to_have_text(hits(server, **since))  # the last good range stays
 
 
 def test_harvest_all_fetches_every_record_past_the_cap(page: Screen, server: mf.Client) -> None:
