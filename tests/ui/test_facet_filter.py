@@ -215,6 +215,11 @@ def test_a_query_without_hits_says_no_records(page: Screen) -> None:
     expect(total(page)).to_have_text("0", timeout=FOLLOW)
     expect(code(page)).to_have_text("df = client.records('(zebra-crossing-nowhere)')")
     expect(preview(page)).to_have_text("no records")
+    # a query the server refuses: its error in the widget, the last answer kept
+    query.fill('title:"unclosed')
+    query.press("Enter")
+    expect(page.page.locator(".mf-error")).to_contain_text("BadRequestError", timeout=FOLLOW)
+    expect(preview(page)).to_have_text("no records")
 
 
 def test_a_date_range_narrows_the_total(page: Screen, server: mf.Client) -> None:
