@@ -77,6 +77,7 @@ class View:
         self._plotted: tuple | None = None  # what the plot shows
         self.boxes: dict[str, Any] = {}  # facet -> its box
         self.rows: dict[tuple[str, str], Any] = {}  # (facet, value) -> its checkbox and count
+        self._clicked: dict[tuple[str, str], bool] = {}  # boxes clicked, not yet applied
         self.box = w.VBox(
             [
                 w.HBox([self.search, self.clear_all]),
@@ -105,8 +106,16 @@ class View:
         self._user(self.picker.dates, low, high, field=self.date_field.value)
 
     def _toggle(self, facet: str, value: str, change: Any) -> None:
-        action = self.picker.select if change["new"] else self.picker.deselect
-        self._user(action, facet, value)
+        if getattr(self._writing, "active", False):
+            return
+        # Until the filter has it, a refresh being shown leaves this box as the user set it
+        # (else a click during a refresh would flicker: unticked by that refresh, ticked again).
+        self._clicked[(facet, value)] = change["new"]
+        try:
+            action = self.picker.select if change["new"] else self.picker.deselect
+            self._user(action, facet, value)
+        finally:
+            self._clicked.pop((facet, value), None)
 
     def _harvest(self, _button: Any) -> None:
         self.out.clear_output()
@@ -206,7 +215,8 @@ class View:
             box.observe(lambda change: self._toggle(facet, value, change), "value")
             item = w.HBox([box, w.HTML().add_class("mf-count")]).add_class("mf-value")
             self.rows[(facet, value)] = item
-        item.children[0].value = value in chosen
+        if (facet, value) not in self._clicked:
+            item.children[0].value = value in chosen
         item.children[1].value = count
         return item
 
