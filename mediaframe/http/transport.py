@@ -16,6 +16,7 @@ from mediaframe.auth import TOKEN_PARAM, Token, check_base_url, install_redactio
 from mediaframe.auth import token_header as _token_header
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, TokenRejectedError
+from mediaframe.http import deadline
 from mediaframe.http.answers import REPRESENTATIONS, Decode, HeaderRefused, Retry, read_answer
 from mediaframe.http.wire import read_body, release, send
 
@@ -45,7 +46,9 @@ class Transport:
         refresh token); must persist and return the new token.
     settings : timeouts, retries, backoff and token placement; ``Settings.from_env()`` if omitted.
     session : a ``requests.Session`` to send through (tests pass an in-process one). A session
-        made here is closed by :meth:`close`; one passed in is left to its owner.
+        made here reads the status line and headers under the attempt's deadline too
+        (:mod:`mediaframe.http.deadline`) and is closed by :meth:`close`; one passed in keeps
+        its adapters and is left to its owner.
     representation : ``json`` (default), ``yaml`` or ``jsonp`` for v1 routes.
 
     Examples
@@ -75,7 +78,7 @@ class Transport:
         self._token = Token(token) if isinstance(token, str) else token
         self._refresh = refresh
         self._owns_session = session is None
-        self.session = session if session is not None else requests.Session()
+        self.session = session if session is not None else deadline.session()
         forced = self.settings.token_placement
         self._placement: str | None = None if forced == "auto" else forced
         self._lock = threading.Lock()

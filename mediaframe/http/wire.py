@@ -18,6 +18,7 @@ from mediaframe.exceptions import (
     TransportError,
 )
 from mediaframe.http.answers import Retry
+from mediaframe.http.deadline import deadline as within
 
 __all__ = ["read_body", "release", "send"]
 
@@ -48,7 +49,8 @@ def send(
     wait = min(timeout, max(deadline - time.monotonic(), 0.001))
     failure: Exception
     try:
-        response = session.send(prepared, timeout=wait, allow_redirects=False, **environment)
+        with within(deadline):  # the status line and headers too, in sessions made here
+            response = session.send(prepared, timeout=wait, allow_redirects=False, **environment)
     except requests.Timeout as err:
         failure = Retry(timed_out(line, timeout, err))
     except (
