@@ -243,7 +243,7 @@ class Transport:
         elif token is not None:
             # One place only: the form body of a v1 POST, else the query string.
             (data if isinstance(data, list) else query).append((TOKEN_PARAM, token.access_token))
-        log.debug("%s (token: %s)", line, placement if token else "none")
+        log.debug("%s (token placement: %s)", line, placement if token else "no token")
         started = time.monotonic()
         deadline = started + self.settings.timeout
         request = requests.Request(
