@@ -226,6 +226,38 @@ def test_html_escapes_every_value_name_and_provenance_and_fetches_nothing(tmp_pa
     assert "mediaframe version" in page and "generated at" in page
 
 
+def _body_rows(page: str) -> int:
+    return page.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
+
+
+def test_a_huge_frame_makes_a_page_of_bounded_size_that_says_what_it_left_out(tmp_path):
+    from mediaframe.reports.html import MAX_ROWS
+
+    assert MAX_ROWS == 10_000
+    huge = pd.DataFrame({"record_id": range(10 * MAX_ROWS), "title": "a title"})
+    page = to_html(huge, tmp_path / "huge.html").read_text()
+    assert _body_rows(page) == MAX_ROWS
+    assert "Showing the first 10,000 of 100,000 rows: 90,000 rows were left out" in page
+    assert "to_parquet(frame, path)" in page and "-o FILE.parquet" in page
+    assert "Tables longer than 10,000 rows show their first 10,000" in page
+    # the page does not grow with the frame
+    just_over = to_html(huge.head(MAX_ROWS + 1), tmp_path / "over.html").read_text()
+    assert abs(len(page) - len(just_over)) < 100
+
+
+def test_a_page_shows_every_row_of_a_table_under_the_limit_and_all_when_asked(tmp_path):
+    frame = pd.DataFrame({"n": range(25)})
+    whole = to_html(frame, tmp_path / "whole.html").read_text()
+    assert _body_rows(whole) == 25 and "left out" not in whole
+    cut = to_html(frame, tmp_path / "cut.html", max_rows=10).read_text()
+    assert _body_rows(cut) == 10 and "15 rows were left out" in cut
+    every = to_html(frame, tmp_path / "every.html", max_rows=None).read_text()
+    assert _body_rows(every) == 25
+    for bad in (-1, "10", 2.5, True):
+        with pytest.raises(InvalidParameterError, match="max_rows"):
+            to_html(frame, tmp_path / "bad.html", max_rows=bad)
+
+
 def test_html_embeds_figures_as_inline_svg_without_outside_links(tmp_path):
     import matplotlib
 
