@@ -146,6 +146,7 @@ def test_sheet_names_are_valid_unique_and_at_most_31_characters(tmp_path):
 
 
 def test_frames_past_the_row_limit_go_on_over_more_sheets(tmp_path, monkeypatch):
+    # a lowered limit, to read every value back; the real one: the test below
     monkeypatch.setattr(excel_module, "EXCEL_ROWS", 4)  # three data rows a sheet
     to_excel({"big": pd.DataFrame({"n": range(7)})}, tmp_path / "s.xlsx")
     book = openpyxl.load_workbook(tmp_path / "s.xlsx")
@@ -153,6 +154,52 @@ def test_frames_past_the_row_limit_go_on_over_more_sheets(tmp_path, monkeypatch)
     values = [c.value for name in ("big", "big (2)", "big (3)") for c in book[name]["A"][1:]]
     assert values == list(range(7))
     assert all(book[name]["A1"].value == "n" for name in ("big", "big (2)", "big (3)"))
+
+
+def _cells(book_path, sheet: int) -> dict[int, str]:
+    """Row number -> value of column A of a sheet, read from its XML (no spreadsheet library
+    walks a million rows quickly)."""
+    import zipfile
+
+    with zipfile.ZipFile(book_path) as book:
+        xml = book.read(f"xl/worksheets/sheet{sheet}.xml").decode()
+    return {int(row): value for row, value in re.findall(r'<c r="A(\d+)"[^>]*><v>([^<]*)</v>', xml)}
+
+
+def test_the_real_excel_row_limit_is_used_and_a_split_keeps_every_row(tmp_path):
+    import xlsxwriter
+
+    from mediaframe.reports.excel import EXCEL_ROWS
+
+    probe = xlsxwriter.Workbook(str(tmp_path / "probe.xlsx"), {"constant_memory": True})
+    sheet = probe.add_worksheet()
+    assert EXCEL_ROWS == 1_048_576 == sheet.xls_rowmax
+    assert sheet.write_number(EXCEL_ROWS - 1, 0, 1) == 0  # the last row a sheet has...
+    assert sheet.write_number(EXCEL_ROWS, 0, 1) == -1  # ...and none past it
+    probe.close()
+    # one row past a full sheet (header + 1,048,575 rows): the split is at the real limit.
+    # Only the rows at the seams hold a value (the others are empty cells, skipped), so the
+    # workbook stays small and the test quick; every row still goes through the writer.
+    rows = EXCEL_ROWS + 1
+    seams = [0, 1, EXCEL_ROWS - 2, EXCEL_ROWS - 1, EXCEL_ROWS]
+    column = pd.Series(pd.NA, index=range(rows), dtype="Int64")
+    column[seams] = seams
+    path = to_excel({"big": pd.DataFrame({"n": column})}, tmp_path / "big.xlsx")
+    names = openpyxl.load_workbook(path, read_only=True).sheetnames
+    assert names == ["big", "big (2)", "notes"]
+    first, second = _cells(path, 1), _cells(path, 2)
+    # frame row i is on sheet i // (EXCEL_ROWS - 1), at spreadsheet row i % (EXCEL_ROWS - 1) + 2
+    assert {r: v for r, v in first.items() if r > 1} == {
+        2: "0",
+        3: "1",
+        EXCEL_ROWS: str(EXCEL_ROWS - 2),
+    }
+    assert {r: v for r, v in second.items() if r > 1} == {
+        2: str(EXCEL_ROWS - 1),
+        3: str(EXCEL_ROWS),
+    }
+    notes = pd.read_excel(path, sheet_name="notes")["note"].tolist()
+    assert notes == ["rows 1-1,048,575 of 'big'", "rows 1,048,576-1,048,577 of 'big'"]
 
 
 def test_parquet_reads_back_identical_with_its_provenance(hostile, tmp_path):
