@@ -220,6 +220,30 @@ def test_server_errors_are_kept_and_shown_not_raised(client: mf.Client) -> None:
     assert picker.error is None
 
 
+def test_a_server_that_refuses_still_shows_the_widget_and_retry_asks_again(tmp_path) -> None:
+    emu = Emulator(records=200, seed=3, cap=1000)
+    emu.set_faults(fail_rate=1.0)  # every request answered 500
+    settings = Settings.from_env().replace(cache_dir=tmp_path, progress=False, retries=0)
+    session = emu.requests_session()
+    with mf.connect(emu.base_url, token=emu.token, settings=settings, session=session) as client:
+        picker = FacetFilter(client, debounce=0)
+        assert picker.error and "ServerError" in picker.error
+        bundle = picker._repr_mimebundle_()  # displaying it raises nothing
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        assert "no answer from the server" in bundle["text/html"]
+        view = picker._view
+        assert "ServerError" in view.error.value and "(no answer)" in view.total.value
+        assert view.retry.layout.display is None and view.harvest_button.layout.display == "none"
+        with pytest.raises(mf.MediaframeError, match=r"\.refresh\(\) asks again"):
+            _ = picker.total
+        emu.set_faults(fail_rate=0.0)  # the server is back: the retry button asks again
+        view.retry.click()
+        assert picker.error is None
+        assert picker.total == client.api.search_v2("", per_page=1)["total_results"]
+        assert view.error.value == "" and view.retry.layout.display == "none"
+        assert f"{picker.total:,}</span> records" in view.total.value
+
+
 def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     picker.select("Type_Name", "image")
