@@ -118,16 +118,20 @@ def technical(
     Records without the value are left out and counted in the title.
     """
     values = _column(frame, name)
+    present = values.dropna()
+    title = f"{name} of records" + _without(len(values) - len(present))
     if pd.api.types.is_bool_dtype(values.dtype) or not pd.api.types.is_numeric_dtype(values.dtype):
-        return _bars(values, ax=ax, title=f"{name} of records", label=name, style=style)
+        # a technical value is missing where it does not apply (no CameraModel on a sound):
+        # left out, as for numbers, not a "(not set)" bar outgrowing the values themselves
+        why = f"no record has a value for {name!r}"
+        return _bars(present, ax=ax, title=title, label=name, style=style, why=why)
     ax = _axes(ax)
-    present = values.dropna().to_numpy(dtype=float)
-    ax.set_title(f"{name} of records" + _without(len(values) - len(present)))
+    ax.set_title(title)
     ax.set_xlabel(name)
     ax.set_ylabel("records")
-    if present.size == 0:
+    if present.empty:
         return _empty(ax, f"no record has a value for {name!r}")
-    ax.hist(present, bins=bins, **style)
+    ax.hist(present.to_numpy(dtype=float), bins=bins, **style)
     return ax
 
 
@@ -307,7 +311,15 @@ def _per_period(frame: pd.DataFrame, by: str, period: str) -> tuple[pd.Series, i
     return counts, len(dates) - len(present)
 
 
-def _bars(values: pd.Series, *, ax: Axes | None, title: str, label: str, style: dict) -> Axes:
+def _bars(
+    values: pd.Series,
+    *,
+    ax: Axes | None,
+    title: str,
+    label: str,
+    style: dict,
+    why: str | None = None,
+) -> Axes:
     """Horizontal bars of the most frequent values (the rest summed as "other"), top first."""
     counts = values.astype("string").fillna("(not set)").value_counts()
     if len(counts) > TOP:
@@ -319,7 +331,7 @@ def _bars(values: pd.Series, *, ax: Axes | None, title: str, label: str, style: 
     ax.set_xlabel("records")
     ax.set_ylabel(label)
     if counts.empty:
-        return _empty(ax, f"no records to count by {label}")
+        return _empty(ax, why or f"no records to count by {label}")
     ax.barh([str(i) for i in counts.index[::-1]], counts.to_numpy()[::-1], **style)
     return ax
 

@@ -100,8 +100,22 @@ def test_technical_numbers_are_a_histogram_and_text_bars(records: pd.DataFrame) 
     assert sum(p.get_height() for p in ax.patches) == records["FileSize"].notna().sum()
     assert ax.get_xlabel() == "FileSize"
     ax = plots.technical(records, "CameraModel")
-    counts = records["CameraModel"].astype("string").fillna("(not set)").value_counts()
+    counts = records["CameraModel"].value_counts()
     assert _bars(ax) == {str(k): float(v) for k, v in counts.items()}
+    missing = records["CameraModel"].isna().sum()
+    assert missing and ax.get_title() == f"CameraModel of records ({missing} without a value)"
+
+
+@pytest.mark.parametrize("name", ["ISO", "CameraModel"])
+def test_technical_of_an_all_missing_value_warns_for_numbers_and_text(
+    records: pd.DataFrame, name: str
+) -> None:
+    blank = records.assign(
+        **{name: pd.Series(pd.NA, index=records.index, dtype=records[name].dtype)}
+    )
+    with pytest.warns(mf.EmptyPlotWarning, match=f"no record has a value for '{name}'"):
+        ax = plots.technical(blank, name)
+    assert not ax.patches and f"({len(records)} without a value)" in ax.get_title()
 
 
 def test_technical_names_a_missing_column(records: pd.DataFrame) -> None:
