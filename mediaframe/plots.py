@@ -16,6 +16,8 @@ matplotlib is imported when a plot is drawn, not with this module: ``pip install
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -278,9 +280,18 @@ def _axes(ax: Axes | None) -> Axes:
 
 
 def _empty(ax: Axes, why: str) -> Axes:
-    # stacklevel 3: the warning points at the caller of the public plot function.
-    warnings.warn(f"nothing to plot: {why}", EmptyPlotWarning, stacklevel=3)
+    warnings.warn(f"nothing to plot: {why}", EmptyPlotWarning, stacklevel=_outside_stacklevel())
     return ax
+
+
+def _outside_stacklevel() -> int:
+    """The stacklevel of the first caller outside mediaframe: the user's line (``df.media.x()``
+    in a cell), whether the plot was called directly, through a helper or through ``df.media``."""
+    frame, level = sys._getframe(1), 1  # level 1: the caller of this function's caller
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:

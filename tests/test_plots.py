@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -190,6 +191,19 @@ def test_empty_input_warns_and_returns_titled_axes(records: pd.DataFrame, draw) 
         ax = draw(records.iloc[0:0])
     assert isinstance(ax, matplotlib.axes.Axes)
     assert ax.get_title()
+
+
+def test_the_empty_warning_points_at_the_users_line(records: pd.DataFrame) -> None:
+    """Not at a line of mediaframe: a notebook shows the cell's line that drew nothing."""
+    import mediaframe.accessor  # noqa: F401  (df.media)
+
+    empty = records.iloc[0:0]
+    with pytest.warns(mf.EmptyPlotWarning) as caught:
+        plots.timeline(empty)  # warns from the plot function itself
+        plots.media_types(empty)  # from a helper of it
+        empty.media.media_types()  # through the accessor
+        empty.media.technical("CameraModel")
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 4
 
 
 def test_rights_of_no_collection_warns(client: mf.Client) -> None:
