@@ -49,6 +49,8 @@ PERIODS = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
 #: Bars drawn at most by the bar charts of text values; the rest is summed as "other".
 TOP = 20
 _INSTALL = 'pip install "mediaframe[notebook]"'
+#: Inches of figure height per row of a heat map drawn on a new figure (its labels are ~8 pt).
+_ROW_INCHES = 0.2
 
 
 class _HasCollections(Protocol):
@@ -180,15 +182,17 @@ def status_usage(
         for col in frame.columns
         if isinstance(col, str) and col.startswith("status_") and col[7:].isdigit()
     )
-    ax = _axes(ax)
+    share = None
+    if bits and not frame.empty:
+        on = frame[[col for _, col in bits]].astype("boolean").fillna(False).astype(float)
+        share = on.groupby(_collection_labels(frame, names).to_numpy()).mean()
+    ax = _axes(ax, rows=0 if share is None else len(share))
     ax.set_title("Share of records with each status bit on")
     ax.set_xlabel("status bit")
     ax.set_ylabel("collection")
-    if not bits or frame.empty:
+    if share is None:
         why = "no status_<bit> column (harvest with extended=True)" if not bits else "no records"
         return _empty(ax, why)
-    on = frame[[col for _, col in bits]].astype("boolean").fillna(False).astype(float)
-    share = on.groupby(_collection_labels(frame, names).to_numpy()).mean()
     labels = [_bit_label(bit, statuses) for bit, _ in bits]
     _heat_map(ax, share.to_numpy(), rows=list(share.index), columns=labels, style=style)
     return ax
@@ -224,7 +228,7 @@ def rights(frame: pd.DataFrame | _HasCollections, *, ax: Axes | None = None, **s
     columns += [
         c for c in table.columns if c not in columns and pd.api.types.is_bool_dtype(table[c].dtype)
     ]
-    ax = _axes(ax)
+    ax = _axes(ax, rows=len(table))
     ax.set_title("Collection rights")
     ax.set_xlabel("right")
     ax.set_ylabel("collection")
@@ -269,14 +273,18 @@ def feed_activity(
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _axes(ax: Axes | None) -> Axes:
+def _axes(ax: Axes | None, *, rows: int = 0) -> Axes:
+    """``ax``, or the axes of a new figure, as tall as ``rows`` labelled rows need."""
     if ax is not None:
         return ax
     try:
         import matplotlib.pyplot as plt
     except ImportError as err:  # the notebook extra is optional
         raise ImportError(f"mediaframe.plots needs matplotlib: {_INSTALL}") from err
-    return plt.subplots(layout="constrained")[1]
+    width, height = plt.rcParams["figure.figsize"]
+    # a heat map of many collections: a row per label, legible, instead of labels overprinted
+    height = max(height, _ROW_INCHES * rows + 2)
+    return plt.subplots(figsize=(width, height), layout="constrained")[1]
 
 
 def _empty(ax: Axes, why: str) -> Axes:

@@ -206,6 +206,24 @@ def test_the_empty_warning_points_at_the_users_line(records: pd.DataFrame) -> No
     assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 4
 
 
+def test_one_category_and_thousands_of_values(records: pd.DataFrame) -> None:
+    images = records[records["media_type"] == "image"]
+    assert _bars(plots.media_types(images)) == {"image": float(len(images))}
+    many = records.assign(CameraModel=[f"cam {i}" for i in range(len(records))])
+    bars = _bars(plots.technical(many, "CameraModel"))
+    assert len(bars) == plots.TOP and bars["other"] == len(records) - (plots.TOP - 1)
+
+
+def test_a_heat_map_of_many_collections_gets_a_row_per_label(records: pd.DataFrame) -> None:
+    """300 collections on a default 4.8-inch figure overprint their labels into a smear."""
+    many = records.assign(collection=[f"c{i % 300}" for i in range(len(records))], status_4=True)
+    ax = plots.status_usage(many)
+    height = ax.figure.get_size_inches()[1]
+    assert len(ax.get_yticks()) == 300 and height >= 300 * 0.2
+    few = records.assign(collection="one", status_4=True)
+    assert plots.status_usage(few).figure.get_size_inches()[1] == pytest.approx(4.8)
+
+
 def test_rights_of_no_collection_warns(client: mf.Client) -> None:
     with pytest.warns(mf.EmptyPlotWarning):
         plots.rights(client.me().collections.iloc[0:0])
