@@ -188,6 +188,27 @@ def test_a_burst_of_changes_costs_one_refresh(client: mf.Client, searches: list[
     assert picker.total == _facet(client, "Type_Name", "sunset")[["image", "video", "audio"]].sum()
 
 
+def test_two_filters_at_once_keep_to_themselves(client: mf.Client) -> None:
+    """Two widgets in one notebook, on one client, clicked in turn while both are refreshing."""
+    first, second = FacetFilter(client, debounce=0.05), FacetFilter(client, debounce=0.05)
+    views = [picker.widget and picker._view for picker in (first, second)]
+    assert views[0] is not views[1] and views[0].box is not views[1].box
+    _value_row(first, "Type_Name", "image").children[0].value = True
+    _value_row(second, "Collection_Name", "Video rushes").children[0].value = True
+    _value_row(first, "Type_Name", "video").children[0].value = True
+    first.wait(), second.wait()
+    assert first.code == "df = client.records('((type:image) OR (type:video))')"
+    assert second.code == "df = client.records('(collection:\"Video rushes\")')"
+    types = _facet(client, "Type_Name")
+    assert first.total == types["image"] + types["video"]
+    assert second.total == _facet(client, "Collection_Name")["Video rushes"]
+    assert f">{first.total:,}<" in views[0].total.value
+    assert f">{second.total:,}<" in views[1].total.value
+    # a click in one leaves the other's boxes as they were
+    assert not _value_row(second, "Type_Name", "image").children[0].value
+    assert not _value_row(first, "Collection_Name", "Video rushes").children[0].value
+
+
 def test_a_stale_answer_never_overwrites_a_newer_one(
     client: mf.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
