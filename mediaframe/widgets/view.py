@@ -221,7 +221,11 @@ class View:
         if item is None:
             box = w.Checkbox(description=value, indent=False)
             box.observe(lambda change: self._toggle(facet, value, change), "value")
-            item = w.HBox([box, w.HTML().add_class("mf-count")]).add_class("mf-value")
+            # flex 0 0 auto: in the value list's scrolling box (a flex column) a row keeps its
+            # height and the box scrolls; by default rows shrink until their labels are cut
+            item = w.HBox(
+                [box, w.HTML().add_class("mf-count")], layout=w.Layout(flex="0 0 auto")
+            ).add_class("mf-value")
             self.rows[(facet, value)] = item
         if (facet, value) not in self._clicked:
             item.children[0].value = value in chosen
