@@ -34,15 +34,21 @@ __all__ = ["MediaframeMagics", "connect_to", "load_ipython_extension", "search_i
 
 
 def connect_to(target: str, *, token: str | None = None) -> Client:
-    """A client for ``target``: a service URL (with ``token``, or the stored profile of that
-    URL) or the name of a stored profile (see ``mediaframe login``)."""
+    """A client for ``target``: a service URL (with ``token``, else the stored default profile
+    — ``MEDIAFRAME_PROFILE`` or ``default`` — which must be of that URL) or the name of a
+    stored profile (see ``mediaframe login``)."""
     target = target.strip()
     if not target:
         raise ConfigurationError("name a service URL or a stored profile: %mf_connect work")
     if "://" in target:
         if token is not None:
             return connect(target, token=token)
-        return connect(target)
+        try:
+            return connect(target)
+        except ConfigurationError as err:  # no stored login for it: the magic's own way out
+            raise ConfigurationError(
+                f"{err}; or pass a token: %mf_connect {target} --token $token"
+            ) from err
     if token is not None:
         raise ConfigurationError(
             f"--token goes with a service URL, not with the profile {target!r}: "

@@ -190,6 +190,7 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
         ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
         ("%mf_connect work --token abc", "--token goes with a service URL"),
+        ("%mf_connect https://example.org", "or pass a token: %mf_connect https://example.org --"),
         ("%mf_connect https://example.org --name 1x", "'1x' is not a Python name"),
     ],
 )
