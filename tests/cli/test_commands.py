@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 
 import openpyxl
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
+from mediaframe.cli import main
 from mediaframe.reports import read_parquet
 from tests.cli.conftest import runner_for
+from tests.safety.servers import answering, serving
 
 
 def test_records_to_every_format_holds_every_visible_record(run, emulator, tmp_path):
@@ -222,3 +226,55 @@ def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_em
     assert run("records", "-o", str(tmp_path / "r.html")).exit_code == 0
     page = (tmp_path / "r.html").read_text()
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_a_lying_servers_error_cannot_drive_the_terminal(tmp_path):
+    # A server's error text reaches the one-line error on stderr: escape sequences in it could
+    # set the window title, plant a hyperlink or clear the screen; C1 controls too.
+    hostile = {
+        "meta": {
+            "http_code": 400,
+            "error_type": "Bad\x1b]0;PWNED\x07Request",
+            "error_message": "one\ntwo\x9b31m\x1b[2J",
+            "error_details": "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07",
+            "response": {},
+        },
+        "response": {},
+    }
+    body = json.dumps(hostile).encode()
+    with serving(answering("400 Bad Request", body)) as base_url:
+        result = CliRunner().invoke(
+            main,
+            ["me"],
+            env={
+                "MEDIAFRAME_BASE_URL": base_url,
+                "MEDIAFRAME_TOKEN": "abcdef0123456789",
+                "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+                "MEDIAFRAME_CACHE_DIR": str(tmp_path / "cache"),
+                "MEDIAFRAME_RETRIES": "0",
+                "MEDIAFRAME_PROFILE": None,
+            },
+        )
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.stderr), repr(result.stderr)
+    assert "PWNED" in result.stderr and "click" in result.stderr  # shown, made inert
+
+
+def test_a_lying_servers_user_name_cannot_drive_the_terminal(tmp_path):
+    user = {"id": 1, "login": "ada\x1b]0;PWNED\x07", "display_name": "A\x9b2J", "email": None}
+    body = json.dumps({"meta": {"http_code": 200}, "response": {"user": user}}).encode()
+    env = {
+        "MEDIAFRAME_BASE_URL": "",
+        "MEDIAFRAME_TOKEN": "abcdef0123456789",
+        "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+        "MEDIAFRAME_PROFILE": None,
+    }
+    with serving(answering("200 OK", body)) as base_url:
+        env["MEDIAFRAME_BASE_URL"] = base_url
+        plain = CliRunner().invoke(main, ["whoami"], env=env)
+        as_json = CliRunner().invoke(main, ["whoami", "--json"], env=env)
+    assert plain.exit_code == 0 and as_json.exit_code == 0, plain.stderr + as_json.stderr
+    for shown in (plain.stdout, as_json.stdout):
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown), repr(shown)
+    assert json.loads(as_json.stdout) == user  # the JSON still says exactly what the server did
