@@ -278,3 +278,14 @@ def test_a_lying_servers_user_name_cannot_drive_the_terminal(tmp_path):
     for shown in (plain.stdout, as_json.stdout):
         assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown), repr(shown)
     assert json.loads(as_json.stdout) == user  # the JSON still says exactly what the server did
+
+
+def test_ttl_takes_durations_as_people_write_them(run, tmp_path):
+    assert run("records", "--ttl", "1h", "-o", str(tmp_path / "a.parquet")).exit_code == 0
+    for ttl in ("30min", "3600", "2 days"):
+        again = run("records", "--ttl", ttl, "-o", str(tmp_path / "b.parquet"))
+        assert again.exit_code == 0, again.stderr
+        assert read_parquet(tmp_path / "b.parquet").attrs["harvest"]["from_cache"], ttl
+    wrong = run("records", "--ttl", "soon")
+    assert wrong.exit_code == 2 and "ttl='soon' is not a duration" in wrong.stderr
+    assert run("audit", "--ttl", "1h").exit_code == 0
