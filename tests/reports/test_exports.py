@@ -6,6 +6,7 @@ import base64
 import hashlib
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import openpyxl
 import pandas as pd
@@ -368,3 +369,89 @@ def test_svg_may_link_inside_itself_and_embed_images():
 
     svg = '<svg><use xlink:href="#a"/><image xlink:href="data:image/png;base64,AA"/></svg>'
     assert clean_svg(svg) == svg
+
+
+_DIES_MID_WRITE = """
+import os, signal, sys
+import pandas as pd
+from mediaframe.reports import export
+
+def dying(self, path, *args, **kwargs):  # half a file written, then killed, no cleanup at all
+    with open(path, "w") as half:
+        half.write("half,a,file")
+        half.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+pd.DataFrame.to_csv = pd.DataFrame.to_parquet = pd.DataFrame.to_json = dying
+export(pd.DataFrame({"a": [1, 2]}), sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("name", ["x.csv", "x.parquet", "x.json"])
+def test_a_kill_mid_export_leaves_the_earlier_file_whole(tmp_path, name):
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / name
+    export(pd.DataFrame({"a": [7, 8, 9]}), target)
+    earlier = target.read_bytes()
+    died = subprocess.run([sys.executable, "-c", _DIES_MID_WRITE, str(target)], check=False)
+    assert died.returncode == -signal.SIGKILL
+    assert target.read_bytes() == earlier  # not half of the new file
+    # what the kill left is a hidden partial beside it, never the file itself
+    assert [p.name.startswith(f".{name}.") for p in tmp_path.iterdir() if p != target] == [True]
+    export(pd.DataFrame({"a": [1, 2]}), target)  # and the next export goes through
+    assert (
+        len(
+            pd.read_csv(target)
+            if name.endswith("csv")
+            else read_parquet(target)
+            if name.endswith("parquet")
+            else pd.read_json(target)
+        )
+        == 2
+    )
+
+
+_WRITES_MANY_TIMES = """
+import sys
+import pandas as pd
+from mediaframe.reports import to_csv, to_excel
+
+frame = pd.DataFrame({"who": [sys.argv[2]] * 20_000, "n": range(20_000)})
+for _ in range(5):
+    to_csv(frame, sys.argv[1] + ".csv")
+    to_excel({"t": frame.head(2_000)}, sys.argv[1] + ".xlsx")
+"""
+
+
+def test_two_processes_exporting_to_one_name_leave_one_whole_file(tmp_path):
+    # and a reader meanwhile never sees half a file
+    import subprocess
+    import sys
+
+    base = str(tmp_path / "shared")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITES_MANY_TIMES, base, who])
+        for who in ("first", "second")
+    ]
+    seen = 0
+    try:
+        while any(w.poll() is None for w in writers):
+            try:
+                text = Path(base + ".csv").read_bytes()
+            except FileNotFoundError:
+                continue
+            assert text.endswith(b"\r\n") and text.count(b"\r\n") == 20_001, "half a file seen"
+            seen += 1
+        assert [w.wait(timeout=300) for w in writers] == [0, 0] and seen
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    csv = pd.read_csv(base + ".csv")
+    assert len(csv) == 20_000 and csv["who"].nunique() == 1  # one writer's file, whole
+    sheet = pd.read_excel(base + ".xlsx", sheet_name="t")
+    assert len(sheet) == 2_000 and sheet["who"].nunique() == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.csv", "shared.xlsx"]
