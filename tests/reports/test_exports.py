@@ -455,3 +455,64 @@ def test_two_processes_exporting_to_one_name_leave_one_whole_file(tmp_path):
     sheet = pd.read_excel(base + ".xlsx", sheet_name="t")
     assert len(sheet) == 2_000 and sheet["who"].nunique() == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.csv", "shared.xlsx"]
+
+
+_BUNDLE_DIES_MID_FOLDER = """
+import os, signal, sys
+import pandas as pd
+from mediaframe.reports import bundle, exports
+
+class Tables(bundle.Bundle):
+    tables = {name: pd.DataFrame({"v": [sys.argv[2]]}) for name in ("one", "two", "three")}
+    def readme(self):
+        return pd.DataFrame({"table": list(self.tables)})
+
+if sys.argv[3] == "die":
+    real, calls = exports.to_csv, []
+    def dying(frame, path, **options):
+        calls.append(path)
+        if len(calls) == 3:  # two files of the new export written, then killed
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(frame, path, **options)
+    bundle.to_csv = dying
+Tables().to_csv(sys.argv[1])
+"""
+
+
+def test_a_kill_mid_folder_export_leaves_the_earlier_files_unmixed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "audit-csv"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("a file of the user's")
+
+    def run(value: str, how: str) -> int:
+        script = [sys.executable, "-c", _BUNDLE_DIES_MID_FOLDER, str(folder), value, how]
+        return subprocess.run(script, check=False).returncode
+
+    assert run("earlier", "live") == 0
+    earlier = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert run("newer", "die") == -signal.SIGKILL
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == earlier
+    assert run("newer", "live") == 0
+    values = {pd.read_csv(p)["v"][0] for p in folder.glob("*.csv") if p.name != "README.csv"}
+    assert values == {"newer"} and (folder / "mine.txt").exists()
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [
+        p.name for p in folder.iterdir() if p.is_dir()
+    ]  # only the killed run's hidden staging folder is left
+
+
+def test_a_bundle_table_name_cannot_leave_its_folder(tmp_path):
+    from mediaframe.reports.bundle import Bundle
+
+    class Tables(Bundle):
+        tables = {"../escaped": pd.DataFrame({"v": [1]})}  # noqa: RUF012
+
+        def readme(self) -> pd.DataFrame:
+            return pd.DataFrame({"table": ["../escaped"]})
+
+    with pytest.raises(ExportError, match="cannot be a file name"):
+        Tables().to_csv(tmp_path / "out")
+    assert not (tmp_path / "escaped.csv").exists()
