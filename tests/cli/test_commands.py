@@ -162,6 +162,12 @@ def test_a_stored_profile_is_used_when_named(emulator, tmp_path):
     assert login.exit_code == 0, login.stderr
     result = run("--profile", "work", "whoami", MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
     assert result.exit_code == 0 and "[profile work]" in result.stdout
+    # or by MEDIAFRAME_PROFILE, for a scheduler; --profile wins over it
+    env = {"MEDIAFRAME_TOKEN": None, "MEDIAFRAME_BASE_URL": None, "MEDIAFRAME_PROFILE": "work"}
+    by_env = run("records", "--limit", "1", **env)
+    assert by_env.exit_code == 0 and "records of" in by_env.stderr, by_env.stderr
+    other = run("records", "--profile", "home", **env)
+    assert other.exit_code == 2 and "'home'" in other.stderr
 
 
 def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
