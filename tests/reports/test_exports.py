@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -516,3 +518,31 @@ def test_a_bundle_table_name_cannot_leave_its_folder(tmp_path):
     with pytest.raises(ExportError, match="cannot be a file name"):
         Tables().to_csv(tmp_path / "out")
     assert not (tmp_path / "escaped.csv").exists()
+
+
+_BROWSER = next(
+    (b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+)
+
+
+@pytest.mark.skipif(_BROWSER is None, reason="needs a headless Chromium to run the page's script")
+def test_a_pages_tables_sort_in_a_browser(tmp_path):
+    # The page's own sorting script, run by a real browser: numbers as numbers, empty cells last.
+    # The page's CSP allows only its own script, so the test's click comes in without it.
+    to_html({"t": pd.DataFrame({"n": [10, 9, 100, None, 2.5], "s": ["b", "a", "c", "", "d"]})},
+            tmp_path / "p.html")  # fmt: skip
+    page = (tmp_path / "p.html").read_text()
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    click = "document.querySelector('table.mf-sortable th').click();"
+    (tmp_path / "clicked.html").write_text(
+        page.replace("</body>", f"<script>{click}</script></body>")
+    )
+    dom = subprocess.run(
+        [_BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+         (tmp_path / "clicked.html").as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    body = dom[dom.index("<tbody") : dom.index("</tbody>")]
+    first_column = re.findall(r"<td[^>]*>([^<]*)</td>", body)[::2]
+    assert first_column == ["2.5", "9", "10", "100", ""]
+    assert 'aria-sort="ascending"' in dom
