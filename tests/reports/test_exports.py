@@ -546,3 +546,16 @@ def test_a_pages_tables_sort_in_a_browser(tmp_path):
     first_column = re.findall(r"<td[^>]*>([^<]*)</td>", body)[::2]
     assert first_column == ["2.5", "9", "10", "100", ""]
     assert 'aria-sort="ascending"' in dom
+
+
+def test_numbers_in_a_column_of_mixed_values_stay_numbers_in_excel(tmp_path):
+    # an object column (as JSON or a user's frame gives): numbers stay numbers, text stays text
+    mixed = pd.Series([-3, "-3", "=1+1", 2.5, True, float("nan"), None, "ok"], dtype=object)
+    to_excel({"t": pd.DataFrame({"mixed": mixed})}, tmp_path / "m.xlsx")
+    sheet = openpyxl.load_workbook(tmp_path / "m.xlsx")["t"]
+    cells = [sheet.cell(row, 1) for row in range(2, 10)]
+    assert [(c.value, c.data_type) for c in cells] == [
+        (-3, "n"), ("-3", "s"), ("=1+1", "s"), (2.5, "n"), (True, "b"),
+        (None, "n"), (None, "n"), ("ok", "s"),
+    ]  # fmt: skip
+    assert cells[2].quotePrefix and not cells[0].quotePrefix
