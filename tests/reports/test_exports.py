@@ -559,3 +559,23 @@ def test_numbers_in_a_column_of_mixed_values_stay_numbers_in_excel(tmp_path):
         (None, "n"), (None, "n"), ("ok", "s"),
     ]  # fmt: skip
     assert cells[2].quotePrefix and not cells[0].quotePrefix
+
+
+def test_a_figure_labelled_by_a_server_is_embedded_whatever_the_svg_font_setting(monkeypatch):
+    # a collection named like a handler ('online=1') must not break the page, nor put its text
+    # into the SVG, even for a user who set svg.fonttype to 'none' (editable text)
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mediaframe.reports.html import svg_of
+
+    monkeypatch.setitem(matplotlib.rcParams, "svg.fonttype", "none")
+    figure, axes = plt.subplots()
+    axes.barh(["online=1", "<script>x</script>", 'a" onload="alert(1)'], [1, 2, 3])
+    try:
+        svg = svg_of(figure)
+    finally:
+        plt.close(figure)
+    assert "online" not in svg and "script" not in svg and "onload" not in svg
+    assert matplotlib.rcParams["svg.fonttype"] == "none"  # the user's setting is left alone
