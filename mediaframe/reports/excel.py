@@ -25,10 +25,12 @@ from mediaframe.exceptions import ExportError, InvalidParameterError
 from mediaframe.reports.cells import FormulaPolicy, plain_text, risky
 from mediaframe.reports.files import atomic_path
 
-__all__ = ["EXCEL_CELL_CHARS", "EXCEL_ROWS", "sheet_names", "to_excel"]
+__all__ = ["EXCEL_CELL_CHARS", "EXCEL_COLUMNS", "EXCEL_ROWS", "sheet_names", "to_excel"]
 
 #: Rows in a worksheet, header included.
 EXCEL_ROWS = 1_048_576
+#: Columns in a worksheet: past it, xlsxwriter drops cells without a word.
+EXCEL_COLUMNS = 16_384
 #: Characters in a cell.
 EXCEL_CELL_CHARS = 32_767
 _SHEET_CHARS = 31
@@ -70,6 +72,12 @@ def to_excel(
     import xlsxwriter
 
     titled = _titled(frames)
+    for title, frame in titled:
+        if len(frame.columns) > EXCEL_COLUMNS:
+            raise ExportError(
+                f"{title!r} has {len(frame.columns):,} columns and an Excel sheet holds "
+                f"{EXCEL_COLUMNS:,}: write .parquet or .csv, or select the columns you need"
+            )
     notes: list[dict[str, str]] = []
     with atomic_path(path) as partial:
         book = xlsxwriter.Workbook(

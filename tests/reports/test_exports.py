@@ -579,3 +579,16 @@ def test_a_figure_labelled_by_a_server_is_embedded_whatever_the_svg_font_setting
         plt.close(figure)
     assert "online" not in svg and "script" not in svg and "onload" not in svg
     assert matplotlib.rcParams["svg.fonttype"] == "none"  # the user's setting is left alone
+
+
+def test_a_frame_wider_than_a_sheet_is_refused_rather_than_cut(tmp_path):
+    # xlsxwriter drops the cells past column 16,384 without a word: the export would lose data
+    wide = pd.DataFrame([range(excel_module.EXCEL_COLUMNS + 1)])
+    wide.columns = [f"c{i}" for i in wide.columns]
+    (tmp_path / "w.xlsx").write_text("earlier")
+    with pytest.raises(ExportError, match=r"16,385 columns .* holds 16,384: write .parquet"):
+        to_excel({"wide": wide}, tmp_path / "w.xlsx")
+    assert (tmp_path / "w.xlsx").read_text() == "earlier"
+    to_excel({"fits": wide.iloc[:, : excel_module.EXCEL_COLUMNS]}, tmp_path / "w.xlsx")
+    sheet = openpyxl.load_workbook(tmp_path / "w.xlsx", read_only=True)["fits"]
+    assert sheet.max_column == excel_module.EXCEL_COLUMNS
