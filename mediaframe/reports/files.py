@@ -18,6 +18,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``, renamed over it once the body succeeds.
 
     A failure (or a kill) leaves any earlier file at ``path`` as it was, never half of a new one.
+    A symbolic link is followed (the file it names is replaced, the link kept); a stream such as
+    ``/dev/stdout`` or a named pipe is written directly.
 
     Raises
     ------
@@ -25,6 +27,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         The folder does not exist or the file cannot be written.
     """
     target = Path(path)
+    if target.is_symlink():
+        # a link to the export (latest.csv -> 2024-11.csv) stays a link: the file it names is
+        # the one replaced
+        target = Path(os.path.realpath(target))
+    if target.exists() and not target.is_file() and not target.is_dir():
+        # a stream (/dev/stdout, a named pipe): nothing to rename over, written as it comes
+        yield target
+        return
     if target.is_dir():
         raise ExportError(f"{target} is a folder: give a file name, e.g. {target / 'export.csv'}")
     if not target.parent.is_dir():

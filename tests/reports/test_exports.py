@@ -592,3 +592,27 @@ def test_a_frame_wider_than_a_sheet_is_refused_rather_than_cut(tmp_path):
     to_excel({"fits": wide.iloc[:, : excel_module.EXCEL_COLUMNS]}, tmp_path / "w.xlsx")
     sheet = openpyxl.load_workbook(tmp_path / "w.xlsx", read_only=True)["fits"]
     assert sheet.max_column == excel_module.EXCEL_COLUMNS
+
+
+def test_an_export_through_a_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
+    (tmp_path / "2024-11.csv").write_text("earlier")
+    (tmp_path / "latest.csv").symlink_to("2024-11.csv")
+    to_csv(pd.DataFrame({"a": [1]}), tmp_path / "latest.csv")
+    assert (tmp_path / "latest.csv").is_symlink()
+    assert (tmp_path / "2024-11.csv").read_bytes() == b"a\r\n1\r\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2024-11.csv", "latest.csv"]
+
+
+def test_an_export_to_a_named_pipe_is_streamed_into_it(tmp_path):
+    import os
+    import threading
+
+    pipe = tmp_path / "out.csv"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    to_csv(pd.DataFrame({"a": [1, 2]}), pipe)
+    reader.join(10)
+    assert got == [b"a\r\n1\r\n2\r\n"] and pipe.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
