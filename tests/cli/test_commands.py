@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import openpyxl
@@ -295,3 +296,37 @@ def test_ttl_takes_durations_as_people_write_them(run, tmp_path):
     wrong = run("records", "--ttl", "soon")
     assert wrong.exit_code == 2 and "ttl='soon' is not a duration" in wrong.stderr
     assert run("audit", "--ttl", "1h").exit_code == 0
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
+    # a scheduler or a user interrupting a slow call: no traceback, the documented exit code
+    import signal
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    from tests.safety.servers import drip
+
+    arrived, dripping = threading.Event(), drip(byte_every=0.2, total=200)
+
+    def behave(sock):
+        arrived.set()  # the command is inside its call, waiting on the answer
+        dripping(sock)
+
+    command = [str(Path(sys.executable).parent / "mediaframe"), "me"]
+    with serving(behave) as base_url:
+        env = {
+            **os.environ,
+            "MEDIAFRAME_BASE_URL": base_url,
+            "MEDIAFRAME_TOKEN": "abcdef0123456789",
+            "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+            "MEDIAFRAME_TIMEOUT": "60",
+        }
+        env.pop("MEDIAFRAME_PROFILE", None)
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as proc:
+            assert arrived.wait(60), "the command never called the server"
+            proc.send_signal(signal.SIGINT)
+            stderr = proc.stderr.read()
+            assert proc.wait(timeout=30) == 130
+    assert stderr == "Interrupted.\n"
