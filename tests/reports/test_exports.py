@@ -616,3 +616,13 @@ def test_an_export_to_a_named_pipe_is_streamed_into_it(tmp_path):
     reader.join(10)
     assert got == [b"a\r\n1\r\n2\r\n"] and pipe.is_fifo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_a_long_file_name_is_written_and_a_name_too_long_is_an_export_error(tmp_path):
+    # the partial beside a 250-byte name must still fit the 255 bytes a name may have
+    long = tmp_path / ("é" * 123 + ".csv")  # 250 bytes
+    to_csv(pd.DataFrame({"a": [1]}), long)
+    assert long.read_bytes() == b"a\r\n1\r\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [long.name]
+    with pytest.raises(ExportError, match="cannot write"):
+        to_csv(pd.DataFrame({"a": [1]}), tmp_path / ("x" * 300 + ".csv"))
