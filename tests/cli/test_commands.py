@@ -212,6 +212,11 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout
     assert f"p: {emulator.base_url}" in result.stdout
     assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout
+    # a password inside MEDIAFRAME_BASE_URL is not printed: info says the URL will be refused
+    leaky = run("info", MEDIAFRAME_BASE_URL="https://ada:s3cret-pw@assets.example.org")
+    assert leaky.exit_code == 0, leaky.stderr
+    assert "s3cret-pw" not in leaky.stdout and "ada" not in leaky.stdout
+    assert "MEDIAFRAME_BASE_URL=https://***@assets.example.org (refused:" in leaky.stdout
 
 
 def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_emulator, tmp_path):
