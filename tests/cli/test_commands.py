@@ -333,5 +333,5 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
             assert arrived.wait(60), "the command never called the server"
             proc.send_signal(signal.SIGINT)
             stderr = proc.stderr.read()
-            assert proc.wait(timeout=30) == 130
+            assert proc.wait(timeout=30) == 130, stderr
     assert stderr == "Interrupted.\n"
