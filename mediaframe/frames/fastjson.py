@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -124,16 +124,18 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     text in another, is renamed byte-wise first: text values become ``text``, numbers keep
     ``value``. pyarrow reads every number as a float; a name whose numbers are all whole is
     ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which a
-    regular-expression scan finds. What falls back: nested unknown members, a member of another
-    type than declared (records() then mends or warns), a technical name repeated in a record
-    or spelled with escapes, integers at or beyond 2**53 among technical values, dates pyarrow
-    reads differently from pandas, invalid UTF-8.
+    regular-expression scan finds (run only for such a name outside the contract's stable
+    technical names, whose dtype is declared). What falls back: nested unknown members, a
+    member of another type than declared (records() then mends or warns), a technical name
+    repeated in a record or spelled with escapes, integers at or beyond 2**53 among technical
+    values, dates pyarrow reads differently from pandas, invalid UTF-8.
 
     Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
     a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever
-    matches structure, never text. The renamed text values are counted from the length change,
-    the numbers by a count; both are checked against what pyarrow parsed, and a wrong cut
-    between two records leaves a piece that is not JSON, which pyarrow refuses.
+    matches structure, never text. The renamed text values are counted from the length change
+    and checked against the texts pyarrow parsed (an entry with a ``text`` of its own differs);
+    a text value the rename missed, or a repeated member, makes pyarrow refuse the piece, and a
+    wrong cut between two records leaves a piece that is not JSON, which pyarrow refuses too.
 
     Examples
     --------
@@ -279,77 +281,80 @@ def _native(body: bytes, opening: int, end: int, layout: _Layout | None) -> pd.D
     """The records frame from the array at ``body[opening:end]``; :class:`Unreadable` if unsure."""
     if layout is None:  # an empty array
         return records([])
-    struct, names, counts = _read_pieces(body, opening, end, layout)
+    struct, whole_floats, texts = _read_pieces(body, opening, end, layout)
     try:
         members, unknown = fromarrow.members(struct)
     except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
         raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
     for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
         members[member] = pc.coalesce(members[member], members.pop(alias))
-    columns = {}
-    for column in RECORDS.columns:
-        columns[column.name] = fromarrow.convert(members[column.path], column)
+    columns = fromarrow.convert_all(members, RECORDS.columns)
     dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
     lists = members[_TECHNICAL].combine_chunks()
-    technical = fromarrow.technical(lists, len(struct), counts, names, taken=set(dynamic))
+    technical = fromarrow.technical(lists, len(struct), texts, whole_floats, taken=set(dynamic))
     return assemble(RECORDS, columns, {**dynamic, **technical})
 
 
 def _read_pieces(
     body: bytes, opening: int, end: int, layout: _Layout
-) -> tuple[pa.ChunkedArray, set[str], dict[str, int]]:
-    """Rewrite, parse and scan the records; the records as structs, the technical names holding
-    a float written whole, and the counts of technical numbers and texts.
+) -> tuple[pa.ChunkedArray, Callable[[], set[str]], int]:
+    """Rewrite, parse and scan the records; the records as structs, what tells the technical
+    names holding a float written whole, and how many technical values are text.
 
     A big answer is cut between two records into pieces of about ``_PIECE`` bytes: pyarrow
     parses pieces (without the GIL, on the other core) while the next is rewritten and scanned,
-    rather than every parse waiting for the whole rewrite.
+    rather than every parse waiting for the whole rewrite. A page is parsed inline (a thread
+    would cost more than it saves) and scanned for whole floats only if a name needs it.
     """
     patterns = _patterns(layout.colon)
+    big = end - opening >= _PIECE
     names: set[str] = set()
-    counts = {"numbers": 0, "texts": 0}
+    texts = 0
     parsing: list[Future] = []
     with ThreadPoolExecutor(max_workers=2) as pool:
         for first, last in _pieces(body, opening + 1, end - 1, layout):
             data = b"".join((_OPEN, memoryview(body)[first:last], _CLOSE))
             renamed = data.replace(patterns.text_value, patterns.text)
-            # a page is parsed inline: a thread would cost more than it saves
-            parsing.append(run_on(pool if end - opening >= _PIECE else None, _parse, renamed))
-            names.update(_whole_float_names(renamed, patterns.whole_float))
-            counts["numbers"] += renamed.count(patterns.number)
-            counts["texts"] += (len(data) - len(renamed)) // patterns.shrink
+            parsing.append(run_on(pool if big else None, _parse, renamed))
+            if big:  # scanned while the pieces before are parsed
+                names.update(_whole_float_names(renamed))
+            texts += (len(data) - len(renamed)) // patterns.shrink
         chunks = [future.result() for future in parsing]
     if len({chunk.type for chunk in chunks}) > 1:
         raise Unreadable("unknown member", "pieces of the answer hold different unknown members")
-    return pa.chunked_array(chunks), names, counts
+    if big:
+        return pa.chunked_array(chunks), lambda: names, texts
+    return (
+        pa.chunked_array(chunks),
+        functools.cache(lambda: _whole_float_names(body, opening, end)),
+        texts,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class _Patterns:
-    """The byte patterns of technical values, written with this server's colon."""
+    """The byte patterns of technical text values, written with this server's colon."""
 
     text_value: bytes
     text: bytes
-    number: bytes
-    whole_float: re.Pattern[bytes]
     shrink: int
 
 
 @functools.lru_cache(maxsize=8)
 def _patterns(colon: bytes) -> _Patterns:
-    """Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed,
-    every ``value`` left is a number (or something pyarrow then refuses), and those are counted.
+    """Text values are renamed ``text``, so that ``value`` holds only numbers: a text value left
+    unrenamed (another colon) makes pyarrow refuse the piece; an entry holding ``text`` of its
+    own makes the count of texts differ from the renames."""
+    return _Patterns(b'"value"' + colon + b'"', b'"text"' + colon + b'"', 1)
 
-    A number written as a float (a point or an exponent) whose value may be whole: zeros after
-    the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
-    so a fraction may round away). Integers never match.
-    """
-    number = b'"value"' + colon
-    whole = re.compile(
-        re.escape(number)
-        + rb"-?(?:[0-9]+(?:\.[0-9]*)?[eE]|[0-9]+\.0+(?=\s*[,}])|(?=[0-9]*\.)[0-9.]{17})"
-    )
-    return _Patterns(number + b'"', b'"text"' + colon + b'"', number, whole, 1)
+
+#: A number written as a float (a point or an exponent) whose value may be whole: zeros after
+#: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
+#: so a fraction may round away). Integers and text values never match; any whitespace around
+#: the colon does. Possessive quantifiers: a number is scanned once, without backtracking.
+_WHOLE_FLOAT = re.compile(
+    rb'"value"\s*+:\s*+-?+(?:(?=[0-9.]{17})[0-9]*+\.|[0-9]++(?:[eE]|\.(?:[0-9]*+[eE]|0++\s*+[,}])))'
+)
 
 
 def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
@@ -391,7 +396,8 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
             ),
             memory_pool=pa.system_memory_pool(),
         )
-        table.validate(full=True)  # the parser lets invalid UTF-8 through; orjson refuses it
+        if not data.isascii():  # the parser lets invalid UTF-8 through; orjson refuses it
+            table.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
     return table
@@ -419,9 +425,11 @@ def _as_text(field: pa.Field) -> pa.Field:
     return field
 
 
-def _whole_float_names(data: bytes, whole_float: re.Pattern[bytes]) -> set[str]:
-    """Technical names holding a number written as a float that may be whole (rare)."""
-    return {_entry_name(data, found.start()) for found in whole_float.finditer(data)}
+def _whole_float_names(data: bytes, start: int = 0, stop: int | None = None) -> set[str]:
+    """Technical names holding a number written as a float that may be whole (rare), in
+    ``data[start:stop]``."""
+    found = _WHOLE_FLOAT.finditer(data, start, len(data) if stop is None else stop)
+    return {_entry_name(data, match.start()) for match in found}
 
 
 def _entry_name(data: bytes, at: int) -> str:
@@ -435,7 +443,11 @@ def _entry_name(data: bytes, at: int) -> str:
         entry = json.loads(window)
     except ValueError:
         entry = None
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+    if (
+        not isinstance(entry, dict)
+        or set(entry) != {"name", "value"}
+        or not isinstance(entry["name"], str)
+    ):
         raise Unreadable("technical values", "a float written whole sits in an unusual entry")
     return entry["name"]
 

@@ -140,6 +140,8 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     """
     if values is None:
         return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
+    if str(getattr(values, "dtype", "")) == dtype:
+        return values  # already so (a Series costs more than the check)
     series = pd.Series(values, copy=False)
     if str(series.dtype) == dtype:
         return values

@@ -7,6 +7,7 @@ answer, or raises :class:`Unreadable`: the caller then takes the decoded route.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from mediaframe.frames.arrays import TIMESTAMP
 from mediaframe.frames.schema import RECORDS, Column
 from mediaframe.frames.technical import column_name
 
-__all__ = ["Unreadable", "convert", "dynamic", "members", "technical"]
+__all__ = ["Unreadable", "convert", "convert_all", "dynamic", "members", "technical"]
 
 _TECHNICAL = "technical_informations"
 _UTC_MICROSECONDS = pa.timestamp("us", "UTC")
@@ -79,6 +80,32 @@ def dynamic(values: pa.ChunkedArray, name: str) -> Any:
     raise Unreadable("unknown member", f"{name!r} holds {kind} (records() keeps those raw)")
 
 
+def convert_all(members: dict[str, pa.ChunkedArray], columns: Iterable[Column]) -> dict[str, Any]:
+    """Every declared column by name, as :func:`convert` gives it; the dates of all columns are
+    read in one cast (a page pays each compute call's fixed cost once, not once per column)."""
+    converted: dict[str, Any] = {}
+    dates: list[Column] = []
+    for column in columns:
+        if column.dtype == TIMESTAMP and not column.required:
+            dates.append(column)
+        else:
+            converted[column.name] = convert(members[column.path], column)
+    if dates:
+        chunks = [chunk for column in dates for chunk in members[column.path].chunks]
+        try:
+            stamps = _stamps(pa.chunked_array(chunks, pa.string()), "a date")
+        except Unreadable:  # one column at a time, to name the member
+            for column in dates:
+                converted[column.name] = convert(members[column.path], column)
+            return converted
+        start = 0
+        for column in dates:
+            n = len(members[column.path])
+            converted[column.name] = _UTC_DTYPE.__from_arrow__(stamps.slice(start, n))
+            start += n
+    return converted
+
+
 def convert(values: pa.ChunkedArray, column: Column) -> Any:
     """A declared column from its pyarrow array; :class:`Unreadable` where records() may differ."""
     if column.required and values.null_count:
@@ -101,14 +128,17 @@ def _timestamps(values: pa.ChunkedArray, member: str) -> Any:
 
     pyarrow refuses anything but a full date-time with an offset, which then falls back.
     """
+    return _UTC_DTYPE.__from_arrow__(_stamps(values, member))  # a quarter of to_pandas()'s cost
+
+
+def _stamps(values: pa.ChunkedArray, member: str) -> pa.ChunkedArray:
     placeholder = pc.or_(pc.starts_with(values, "-"), pc.starts_with(values, "0000"))
     if pc.any(placeholder).as_py():
         values = pc.if_else(placeholder, pa.scalar(None, pa.string()), values)
     try:
-        stamps = values.cast(_UTC_MICROSECONDS)
+        return values.cast(_UTC_MICROSECONDS)
     except pa.ArrowInvalid as error:
         raise Unreadable("dates", f"{member!r}: {str(error)[:120]}") from None
-    return _UTC_DTYPE.__from_arrow__(stamps)  # a quarter of what to_pandas() costs
 
 
 def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
@@ -120,7 +150,10 @@ def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
     codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
     codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)] if len(rank) else -1)
     categories = encoded.dictionary.take(pa.array(order)).to_pylist() or [""]
-    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(categories)))
+    # the codes are in range by construction: pandas need not check them again
+    return pd.Categorical.from_codes(
+        codes, dtype=_category_dtype(tuple(categories)), validate=False
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -131,28 +164,31 @@ def _category_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
 
 
 def technical(
-    lists: pa.ListArray, n: int, counts: dict[str, int], whole_floats: set[str], *, taken: set[str]
+    lists: pa.ListArray,
+    n: int,
+    texts: int,
+    whole_floats: Callable[[], set[str]],
+    *,
+    taken: set[str],
 ) -> dict[str, Any]:
     """One typed column per technical name, keyed by its records column name (prefixed
     ``technical_`` when a declared column or an unknown member in ``taken`` has the name).
 
     Every entry must be ``{"name": <string>, "value": <number or string>}``: a name, and a
-    number or a text but not both, as many of each as the rewrites counted.
+    number or a text but not both, with as many texts as the rewrite renamed. ``whole_floats``
+    gives the names holding a float written whole; it is asked only when a name's type depends
+    on it (numbers only, all whole, not one of the contract's stable names).
     """
     entries = pc.list_flatten(lists)
     if entries.type.num_fields != 3:  # an entry with a member besides its name and value
         raise Unreadable("technical values", "an entry has members besides name and value")
-    names, numbers, texts = entries.flatten()
+    names, numbers, all_texts = entries.flatten()
     is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
-    is_text = texts.is_valid().to_numpy(zero_copy_only=False)
-    if (
-        entries.null_count
-        or names.null_count
-        or np.any(is_number == is_text)
-        or counts["numbers"] != is_number.sum()
-        or counts["texts"] != is_text.sum()
-    ):
+    is_text = all_texts.is_valid().to_numpy(zero_copy_only=False)
+    if entries.null_count or names.null_count or np.any(is_number == is_text):
         raise Unreadable("technical values", "an entry is not a name with one number or text")
+    if texts != is_text.sum():
+        raise Unreadable("technical values", "an entry holds a text member of its own")
     parents = pc.list_parent_indices(lists).to_numpy()
     encoded = names.dictionary_encode()
     dictionary = encoded.dictionary.to_pylist()
@@ -167,16 +203,38 @@ def technical(
         if np.any(rows[1:] == rows[:-1]) or named in columns:
             # a record repeats the name, or two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
+        numbers_of, texts_of = values[positions], is_text[positions]
+        floats = False  # with text among the values, numbers are rendered as text anyway
+        if not texts_of.any():
+            stable = _STABLE.get(named)
+            column = None if stable is None else _stable_numbers(n, rows, numbers_of, stable)
+            if column is not None:
+                columns[named] = column
+                continue
+            floats = _fractional(numbers_of) or name in whole_floats()
         columns[named] = _technical_column(
-            n,
-            rows,
-            values[positions],
-            texts,
-            positions,
-            is_text[positions],
-            name in whole_floats or _fractional(values[positions]),
+            n, rows, numbers_of, all_texts, positions, texts_of, floats
         )
     return columns
+
+
+#: The technical columns always in one dtype (assemble() casts the others to it).
+_STABLE = dict(RECORDS.stable)
+
+
+def _stable_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, dtype: str) -> Any:
+    """A stable technical column of numbers only, directly in the dtype assemble() would cast
+    it to: ``Float64``, or ``Int64`` unless a number is fractional. ``None`` for numbers beyond
+    2**53 or a text column, left to the general rule."""
+    if dtype not in ("Int64", "Float64") or np.any(np.abs(numbers) >= 2**53):
+        return None
+    floats = dtype == "Float64" or _fractional(numbers)
+    data = np.zeros(n, dtype=np.float64 if floats else np.int64)
+    mask = np.ones(n, dtype=bool)
+    data[rows] = numbers
+    mask[rows] = False
+    kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
+    return kind(data, mask)
 
 
 def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
