@@ -24,6 +24,7 @@ of ``available_results``. ``api_version`` is informational and never checked.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import re
 import threading
@@ -443,20 +444,25 @@ class API:
         the ``mediaframe.routes`` logger.
         """
         params = search_params(query, **filters)
-        if extended:
-            answer = self.search_with(params, extended=True)
-            results = answer.pop("results", None) or {}
-            items = results.get("records") or []
-            _check_extended(items)
-            frame = frames.records(items, self.structure())
-            return answer, _read_as(frame, "extended", "extended records take the decoded route")
-        answer = self.transport.request("POST", "/api/v1/search/", params, decode=read_records)
+        structure = self.structure() if extended else None
+        answer = self.transport.request(
+            "POST",
+            "/api/v1/search/",
+            params,
+            decode=functools.partial(read_records, structure=structure),
+            extended=extended,
+        )
         if isinstance(answer, RecordsPage):
             info, frame = answer.info, answer.frame
+            if extended and len(frame) and not answer.described:
+                _warn_not_extended()
         else:  # YAML or JSONP: read the decoded envelope
             info = normalise_search(answer)
             results = info.pop("results", None) or {}
-            frame = frames.records(results.get("records") or [])
+            items = results.get("records") or []
+            if extended:
+                _check_extended(items)
+            frame = frames.records(items, structure)
             _read_as(frame, "representation", "the answer is YAML or JSONP, not JSON")
         read = frame.attrs[READ]
         if read["native"]:
@@ -682,13 +688,17 @@ def _check_extended(items: list[Any]) -> None:
     if items and not any(
         isinstance(item, dict) and ("caption" in item or "status" in item) for item in items
     ):
-        warnings.warn(
-            "extended records were asked for, but the server sent records without caption or "
-            "status: it does not support extended records, so caption_*/status_* columns are "
-            "all missing",
-            MetadataWarning,
-            stacklevel=3,
-        )
+        _warn_not_extended(stacklevel=4)
+
+
+def _warn_not_extended(*, stacklevel: int = 3) -> None:
+    warnings.warn(
+        "extended records were asked for, but the server sent records without caption or "
+        "status: it does not support extended records, so caption_*/status_* columns are "
+        "all missing",
+        MetadataWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _feed_paging(

@@ -235,6 +235,8 @@ def test_every_server_flavour(flavour, settings):
         demo = connect(emu, settings)
         frame = demo.records(extended=True)
         assert len(frame) == len(emu.ground_truth())
+        reads = mf.HarvestReport.from_frame(frame).page_reads
+        assert reads["native"] > 0 and not reads.get("decoded"), reads  # every page natively
         expected = truth(emu, frame)
         assert frame["caption_Title"].tolist() == expected["caption_Title"].tolist()
         assert frame["status_5"].tolist() == expected["status_5"].tolist()

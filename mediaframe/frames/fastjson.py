@@ -26,6 +26,7 @@ import pyarrow.json as pj
 from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
 from mediaframe.frames import fromarrow
 from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import assemble
 from mediaframe.frames.fromarrow import Unreadable
 from mediaframe.frames.records import records
@@ -73,19 +74,25 @@ class RecordsPage:
     Attributes
     ----------
     info : the members of ``response`` other than ``results``.
-    frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer.
+    frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer
+        (with the structure's ``caption_*``/``status_*`` columns when one was given).
     native : read from the bytes by pyarrow (``True``) or decoded and flattened (``False``).
     fallback : why the decoded route was taken, as ``(kind, detail)``; ``None`` when native.
         ``frame.attrs[READ]`` says the same.
+    described : some record carries ``caption`` or ``status`` (extended records); a server
+        that ignores the extended media type sends none.
     """
 
     info: dict[str, Any]
     frame: pd.DataFrame
     native: bool
     fallback: tuple[str, str] | None = None
+    described: bool = False
 
 
-def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
+def records_json(
+    body: bytes, structure: Structure | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Read a v1 search answer from its raw JSON bytes into the records frame.
 
     The frame is identical, dtypes included, to :func:`~mediaframe.frames.records` of the
@@ -96,6 +103,9 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     Parameters
     ----------
     body : the HTTP body of ``/api/v1/search/`` (the whole JSON envelope), as bytes.
+    structure : for an extended answer (captions, status bits), the caption fields and status
+        bits that become ``caption_<Field>``/``status_<bit>`` columns, as in
+        :func:`~mediaframe.frames.records`.
 
     Returns
     -------
@@ -145,11 +155,11 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     >>> info["total_results"], frame[["databox_id", "record_id"]].to_numpy().tolist()
     (1, [[1, 7]])
     """
-    page = read_records(body)
+    page = read_records(body, structure)
     return page.info, page.frame
 
 
-def read_records(body: bytes) -> RecordsPage:
+def read_records(body: bytes, structure: Structure | None = None) -> RecordsPage:
     """:func:`records_json`, also saying whether the page was read natively, and if not why."""
     if isinstance(body, bytearray | memoryview):
         body = bytes(body)
@@ -160,16 +170,27 @@ def read_records(body: bytes) -> RecordsPage:
         )
     try:
         info, opening, end, layout = _locate(body)
-        frame = _native(body, opening, end, layout)
+        frame, described = _native(body, opening, end, layout, structure)
     except Unreadable as why:
-        info, frame = _decoded(body)
+        info, items = _decoded(body)
+        frame = records(items, structure)
         frame.attrs[READ] = {"native": False, "kind": why.kind, "detail": why.detail}
-        return RecordsPage(info, frame, native=False, fallback=(why.kind, why.detail))
+        fallback = (why.kind, why.detail)
+        return RecordsPage(info, frame, False, fallback, described=_described(items))
     frame.attrs[READ] = {"native": True}
-    return RecordsPage(info, frame, native=True)
+    return RecordsPage(info, frame, native=True, described=described)
 
 
-def _decoded(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
+def _described(items: list[Any]) -> bool:
+    """Whether a decoded record carries ``caption`` or ``status``."""
+    return any(
+        isinstance(item, dict)
+        and (item.get("caption") is not None or item.get("status") is not None)
+        for item in items
+    )
+
+
+def _decoded(body: bytes) -> tuple[dict[str, Any], list[Any]]:
     """The reference route: decode everything with orjson, flatten with :func:`records`."""
     try:
         document = orjson.loads(body)
@@ -178,7 +199,7 @@ def _decoded(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     parts = _search_parts(document)
     if parts is None or not isinstance(parts[1], list):
         raise _not_an_answer(body, "is not a search envelope with a response.results.records list")
-    return parts[0], records(parts[1])
+    return parts[0], parts[1]
 
 
 def _not_an_answer(body: bytes, problem: str) -> ResponseFormatError:
@@ -277,26 +298,50 @@ def _skeleton(body: bytes, opening: int, end: int) -> dict[str, Any] | None:
 # -------------------------------------------------------------------- reading natively
 
 
-def _native(body: bytes, opening: int, end: int, layout: _Layout | None) -> pd.DataFrame:
-    """The records frame from the array at ``body[opening:end]``; :class:`Unreadable` if unsure."""
+def _native(
+    body: bytes, opening: int, end: int, layout: _Layout | None, structure: Structure | None
+) -> tuple[pd.DataFrame, bool]:
+    """The records frame from the array at ``body[opening:end]``, and whether a record carries
+    ``caption`` or ``status``; :class:`Unreadable` if unsure."""
     if layout is None:  # an empty array
-        return records([])
-    struct, whole_floats, texts = _read_pieces(body, opening, end, layout)
+        return records([], structure), False
+    schema = _SCHEMA if structure is None else _EXTENDED_SCHEMA
+    struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
     try:
-        members, unknown = fromarrow.members(struct)
+        return _frame(struct, whole_floats, texts, structure)
     except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
         raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
+
+
+def _frame(
+    struct: pa.ChunkedArray,
+    whole_floats: Callable[[], set[str]],
+    texts: int,
+    structure: Structure | None,
+) -> tuple[pd.DataFrame, bool]:
+    """The records frame of the parsed records (see :func:`_native`)."""
+    known = fromarrow.KNOWN if structure is None else fromarrow.KNOWN_EXTENDED
+    members, unknown = fromarrow.members(struct, known)
     for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
         members[member] = pc.coalesce(members[member], members.pop(alias))
     columns = fromarrow.convert_all(members, RECORDS.columns)
     dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
+    taken = set(dynamic)
+    n = len(struct)
+    if structure is not None:  # the texts renamed in captions and metadata
+        texts -= fromarrow.extended_texts(members)
     lists = members[_TECHNICAL].combine_chunks()
-    technical = fromarrow.technical(lists, len(struct), texts, whole_floats, taken=set(dynamic))
-    return assemble(RECORDS, columns, {**dynamic, **technical})
+    technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
+    if structure is None:
+        return assemble(RECORDS, columns, {**dynamic, **technical}), False
+    extended = fromarrow.extended(members, n, structure)  # last: it may warn
+    extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
+    described = any(members[m].null_count < n for m in ("caption", "status"))
+    return assemble(RECORDS, columns, {**dynamic, **technical, **extended}), described
 
 
 def _read_pieces(
-    body: bytes, opening: int, end: int, layout: _Layout
+    body: bytes, opening: int, end: int, layout: _Layout, schema: pa.Schema
 ) -> tuple[pa.ChunkedArray, Callable[[], set[str]], int]:
     """Rewrite, parse and scan the records; the records as structs, what tells the technical
     names holding a float written whole, and how many technical values are text.
@@ -315,7 +360,7 @@ def _read_pieces(
         for first, last in _pieces(body, opening + 1, end - 1, layout):
             data = b"".join((_OPEN, memoryview(body)[first:last], _CLOSE))
             renamed = data.replace(patterns.text_value, patterns.text)
-            parsing.append(run_on(pool if big else None, _parse, renamed))
+            parsing.append(run_on(pool if big else None, _parse, renamed, schema))
             if big:  # scanned while the pieces before are parsed
                 names.update(_whole_float_names(renamed))
             texts += (len(data) - len(renamed)) // patterns.shrink
@@ -372,7 +417,7 @@ def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tup
         first = cut.start(1)
 
 
-def _parse(data: bytes) -> pa.StructArray:
+def _parse(data: bytes, schema: pa.Schema) -> pa.StructArray:
     """pyarrow's reading of one piece (``{"records": [...]}``) as an array of record structs.
 
     Unknown members are inferred; one that pyarrow takes for a timestamp is read again as the
@@ -380,7 +425,7 @@ def _parse(data: bytes) -> pa.StructArray:
     default (mimalloc), which hands freed pages back to the system within milliseconds: every
     parse then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
     """
-    table = _read(data, _SCHEMA)
+    table = _read(data, schema)
     if _holds_timestamps(table.schema.field("records").type):
         table = _read(data, pa.schema([_as_text(table.schema.field("records"))]))
     return pc.list_flatten(table.column("records")).combine_chunks()
@@ -396,9 +441,11 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
             ),
             memory_pool=pa.system_memory_pool(),
         )
-        if not data.isascii():  # the parser lets invalid UTF-8 through; orjson refuses it
-            table.validate(full=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        # pyarrow's reader has built inconsistent arrays from odd nesting (a list of nulls in
+        # an inferred member), and lets invalid UTF-8 through (orjson refuses it): the cheap
+        # check finds the first, the full one (needless for ASCII bytes) the second
+        table.validate(full=not data.isascii())
+    except pa.ArrowException as error:
         raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
     return table
 
@@ -452,8 +499,10 @@ def _entry_name(data: bytes, at: int) -> str:
     return entry["name"]
 
 
-def _declared_schema() -> pa.Schema:
-    """A piece as pyarrow must find it: every declared member (and older spelling) typed."""
+def _declared_schema(*, extended: bool = False) -> pa.Schema:
+    """A piece as pyarrow must find it: every declared member (and older spelling) typed; for
+    extended records also their captions, status bits, metadata values and subdefs (their
+    other members inferred). Caption and metadata values are renamed like technical ones."""
     tree: dict[str, Any] = {}
     for column in RECORDS.columns:
         *parents, member = column.path.split(".")
@@ -464,6 +513,11 @@ def _declared_schema() -> pa.Schema:
     for alias, member in RECORDS.aliases.items():
         tree[alias] = tree[member]
     tree[_TECHNICAL] = pa.list_(_TECHNICAL_ENTRY)
+    if extended:
+        value = [("value", pa.float64()), ("text", pa.string())]
+        tree["caption"] = pa.list_(pa.struct([("name", pa.string()), *value]))
+        tree["metadata"] = pa.list_(pa.struct(value))
+        tree["status"] = pa.list_(pa.struct([("bit", pa.int64()), ("state", pa.bool_())]))
 
     def struct(node: dict[str, Any]) -> pa.StructType:
         return pa.struct(
@@ -473,7 +527,10 @@ def _declared_schema() -> pa.Schema:
             ]
         )
 
+    if extended:
+        tree["subdefs"] = pa.list_(struct(tree["thumbnail"]))
     return pa.schema([("records", pa.list_(struct(tree)))])
 
 
 _SCHEMA = _declared_schema()
+_EXTENDED_SCHEMA = _declared_schema(extended=True)

@@ -16,10 +16,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.captions import Structure, typed_caption
+from mediaframe.frames.records import EXTENDED_MEMBERS
 from mediaframe.frames.schema import RECORDS, Column
 from mediaframe.frames.technical import column_name
 
-__all__ = ["Unreadable", "convert", "convert_all", "dynamic", "members", "technical"]
+__all__ = [
+    "KNOWN",
+    "KNOWN_EXTENDED",
+    "Unreadable",
+    "convert",
+    "convert_all",
+    "dynamic",
+    "extended",
+    "extended_texts",
+    "members",
+    "technical",
+]
 
 _TECHNICAL = "technical_informations"
 _UTC_MICROSECONDS = pa.timestamp("us", "UTC")
@@ -30,7 +43,9 @@ _PANDAS_TYPES = {
     pa.bool_(): pd.BooleanDtype(),
 }
 #: Member paths a records piece is declared with (the rest is unknown).
-KNOWN = {column.path for column in RECORDS.columns} | set(RECORDS.aliases) | {_TECHNICAL}
+KNOWN = frozenset({column.path for column in RECORDS.columns} | set(RECORDS.aliases) | {_TECHNICAL})
+#: ... and of extended records, whose extended members become columns of their own or are left.
+KNOWN_EXTENDED = KNOWN | set(EXTENDED_MEMBERS)
 
 
 class Unreadable(Exception):
@@ -46,12 +61,12 @@ _NESTED = dict(RECORDS.nested)
 
 
 def members(
-    struct: pa.ChunkedArray,
+    struct: pa.ChunkedArray, known: frozenset[str] = KNOWN
 ) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
     """Every declared member by dotted path, and every unknown one by its dynamic column name
     (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
     null."""
-    known: dict[str, pa.ChunkedArray] = {}
+    found: dict[str, pa.ChunkedArray] = {}
     unknown: dict[str, pa.ChunkedArray] = {}
 
     def walk(kind: pa.StructType, children: list[pa.ChunkedArray], path: str) -> None:
@@ -59,13 +74,13 @@ def members(
             where = f"{path}.{field.name}" if path else field.name
             if where in _NESTED:
                 walk(field.type, child.flatten(), where)
-            elif where in KNOWN:
-                known[where] = child
+            elif where in known:
+                found[where] = child
             else:
                 unknown[_NESTED.get(path, "") + field.name] = child
 
     walk(struct.type, struct.flatten(), "")
-    return known, unknown
+    return found, unknown
 
 
 def dynamic(values: pa.ChunkedArray, name: str) -> Any:
@@ -304,3 +319,105 @@ def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
     out[whole] = list(map(str, numbers[whole].astype(np.int64).tolist()))
     out[other] = list(map(repr, numbers[other].tolist()))
     return pa.array(out, type=pa.string())
+
+
+# ------------------------------------------------------------------- extended records
+
+
+def extended(members: dict[str, pa.ChunkedArray], n: int, structure: Structure) -> dict[str, Any]:
+    """The ``caption_*`` and ``status_*`` columns of extended records, as
+    :func:`~mediaframe.frames.captions.extended_columns` gives them.
+
+    A caption value that is a number or an array, an entry without its name (or bit), a name or
+    bit repeated in a record: :class:`Unreadable`, and records() says what it makes of them.
+    Every check comes before the first caption is typed, so that a page that falls back has
+    not warned already.
+    """
+    caption = _fields(members["caption"], "caption")
+    if caption["name"].null_count or caption["value"].null_count != len(caption["value"]):
+        raise Unreadable("captions", "a caption entry has no name, or a value that is not text")
+    names = _by_key(caption["name"], caption["rows"], "caption")
+    status = _fields(members["status"], "status")
+    if status["bit"].null_count:
+        raise Unreadable("captions", "a status entry has no bit")
+    bits = _by_key(status["bit"], status["rows"], "status")
+    columns: dict[str, Any] = {}
+    states = status["state"]
+    for bit, (rows, positions) in bits.items():
+        data = np.zeros(n, dtype=bool)
+        mask = np.ones(n, dtype=bool)
+        taken = states.take(pa.array(positions))
+        data[rows] = pc.fill_null(taken, False).to_numpy(zero_copy_only=False)
+        mask[rows] = taken.is_null().to_numpy(zero_copy_only=False)
+        columns[f"status_{bit}"] = pd.arrays.BooleanArray(data, mask)
+    for bit in structure.bits:
+        if f"status_{bit}" not in columns:
+            columns[f"status_{bit}"] = pd.array([None] * n, dtype="boolean")
+    for name, (rows, positions) in names.items():
+        columns[f"caption_{name}"] = _caption(
+            name, structure.fields.get(name, "string"), n, rows, caption["text"], positions
+        )
+    for name, kind in structure.fields.items():
+        if f"caption_{name}" not in columns:
+            columns[f"caption_{name}"] = _caption(name, kind, n, np.empty(0, np.int64), None, None)
+    return columns
+
+
+def extended_texts(members: dict[str, pa.ChunkedArray]) -> int:
+    """How many text values the captions and metadata of extended records hold (the rewrite
+    renamed them with the technical ones)."""
+    texts = 0
+    for member in ("caption", "metadata"):
+        entries = pc.list_flatten(members[member].combine_chunks())
+        texts += _fields_of(entries)["text"].is_valid().to_numpy(zero_copy_only=False).sum()
+    return int(texts)
+
+
+def _fields(values: pa.ChunkedArray, member: str) -> dict[str, Any]:
+    """The entries of a list-of-objects member by field, and each entry's row (``rows``)."""
+    lists = values.combine_chunks()
+    entries = pc.list_flatten(lists)
+    if entries.null_count:
+        raise Unreadable("captions", f"a {member!r} entry is null")
+    return {**_fields_of(entries), "rows": pc.list_parent_indices(lists).to_numpy()}
+
+
+def _fields_of(entries: pa.StructArray) -> dict[str, pa.Array]:
+    return dict(zip([field.name for field in entries.type], entries.flatten(), strict=True))
+
+
+def _by_key(
+    keys: pa.Array, rows: np.ndarray, member: str
+) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """Each key's rows and entry positions; :class:`Unreadable` if a record repeats a key."""
+    encoded = keys.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    found = {}
+    for code, key in enumerate(dictionary):
+        positions = order[bounds[code] : bounds[code + 1]]
+        where = rows[positions]
+        if np.any(where[1:] == where[:-1]):
+            raise Unreadable("captions", f"{member} {key!r} repeated in a record")
+        found[key] = (where, positions)
+    return found
+
+
+def _caption(
+    name: str,
+    kind: str,
+    n: int,
+    rows: np.ndarray,
+    texts: pa.Array | None,
+    positions: np.ndarray | None,
+) -> Any:
+    """One caption column: texts placed at their rows, typed as the structure says."""
+    index = np.full(n, -1, dtype=np.int64)
+    if texts is not None and positions is not None:
+        index[rows] = positions
+        placed = texts.take(pa.array(index, mask=index < 0))
+    else:
+        placed = pa.nulls(n, pa.string())
+    if kind == "string":
+        return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
+    return typed_caption(name, placed.to_pylist(), kind)

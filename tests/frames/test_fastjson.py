@@ -78,9 +78,9 @@ def fallbacks(monkeypatch):
     calls = []
     decoded = fastjson._decoded
 
-    def spy(body: bytes):
+    def spy(body: bytes, *args: Any):
         calls.append(body)
-        return decoded(body)
+        return decoded(body, *args)
 
     monkeypatch.setattr(fastjson, "_decoded", spy)
     return calls
