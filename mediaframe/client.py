@@ -342,13 +342,13 @@ class Client:
         """One record as a one-row frame, with the columns of :meth:`records`."""
         structure = self._structure(extended)
         record = self.api.record(databox_id, record_id, extended=bool(structure)).get("record")
-        return frames.records([record] if record else [], structure)
+        return self.api.fill_base_ids(frames.records([record] if record else [], structure))
 
     def story(self, databox_id: int, story_id: int) -> pd.DataFrame:
         """One story as a one-row frame, with the columns of :meth:`stories`
         (:meth:`story_records` gives its records)."""
         story = self.api.story(databox_id, story_id).get("story")
-        return frames.stories([story] if story else [])
+        return self.api.fill_base_ids(frames.stories([story] if story else []))
 
     def story_records(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -369,7 +369,7 @@ class Client:
 
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             stories = list(pool.map(read, keys))
-        frame = frames.story_members(stories, structure)
+        frame = self.api.fill_base_ids(frames.story_members(stories, structure))
         frame.attrs.update(found.attrs)
         return frame
 
@@ -387,7 +387,7 @@ class Client:
         else:
             ids = [basket_id]
         contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
-        return frames.basket_records(contents, structure)
+        return self.api.fill_base_ids(frames.basket_records(contents, structure))
 
     def _structure(self, extended: bool) -> frames.Structure | None:
         """The structure extended columns are read with (checks the ``extended`` option)."""
@@ -430,7 +430,7 @@ class Client:
         captions and status bits if ``extended``, as in :meth:`records`)."""
         structure = self._structure(extended)
         entries = self._feed_entries(offset_start, per_page, extended=bool(structure))
-        return frames.feed_items(entries, structure)
+        return self.api.fill_base_ids(frames.feed_items(entries, structure))
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""

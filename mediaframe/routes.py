@@ -399,6 +399,8 @@ class API:
         self.transport = transport
         self._structure: tuple[pd.DataFrame, frames.Structure] | None = None
         self._structure_lock = threading.Lock()
+        self._collections: pd.DataFrame | None = None
+        self._collections_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -472,7 +474,7 @@ class API:
                 "search page of %d records decoded, not read natively (%s: %s)",
                 len(frame), read["kind"], read["detail"],
             )  # fmt: skip
-        return info, frame
+        return info, self.fill_base_ids(frame)
 
     def search_stories_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -482,7 +484,20 @@ class API:
         which this frame does not hold)."""
         answer = self.search(query, extended=extended, **{**filters, "search_type": 1})
         results = answer.pop("results", None) or {}
-        return answer, frames.stories(results.get("stories") or [])
+        return answer, self.fill_base_ids(frames.stories(results.get("stories") or []))
+
+    def fill_base_ids(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (records, stories, or frames holding their columns) with each missing
+        ``base_id`` read from its databox and collection in ``/me/`` (asked once, then kept):
+        servers of the legacy generation send no ``base_id``, and filters, plots and reports
+        go by it (:func:`mediaframe.frames.with_base_ids`)."""
+        if "base_id" not in frame.columns or not frame["base_id"].isna().any():
+            return frame
+        with self._collections_lock:
+            if self._collections is None:
+                self._collections = frames.collections(self.me().get("collections") or [])
+            collections = self._collections
+        return frames.with_base_ids(frame, collections)
 
     def search_v2_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
