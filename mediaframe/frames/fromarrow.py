@@ -243,7 +243,11 @@ def _stable_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, dtype: str) -
     2**53 or a text column, left to the general rule."""
     if dtype not in ("Int64", "Float64") or np.any(np.abs(numbers) >= 2**53):
         return None
-    floats = dtype == "Float64" or _fractional(numbers)
+    return _placed_numbers(n, rows, numbers, floats=dtype == "Float64" or _fractional(numbers))
+
+
+def _placed_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, *, floats: bool) -> Any:
+    """``numbers`` at ``rows`` of a ``Float64`` (else ``Int64``) column of ``n``; NA elsewhere."""
     data = np.zeros(n, dtype=np.float64 if floats else np.int64)
     mask = np.ones(n, dtype=bool)
     data[rows] = numbers
@@ -291,12 +295,7 @@ def _technical_column(
         # the float pyarrow read may have rounded an integer's digits away
         raise Unreadable("technical values", "an integer at or beyond 2**53")
     if not is_text.any():
-        data = np.zeros(n, dtype=np.float64 if floats else np.int64)
-        mask = np.ones(n, dtype=bool)
-        data[rows] = numbers
-        mask[rows] = False
-        kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
-        return kind(data, mask)
+        return _placed_numbers(n, rows, numbers, floats=floats)
     texts = all_texts.take(positions)
     if not is_text.all():
         # Text beside numbers: the numbers become text too, written as arrays.render_text does.
