@@ -490,13 +490,17 @@ class API:
         """``frame`` (records, stories, or frames holding their columns) with each missing
         ``base_id`` read from its databox and collection in ``/me/`` (asked once, then kept):
         servers of the legacy generation send no ``base_id``, and filters, plots and reports
-        go by it (:func:`mediaframe.frames.with_base_ids`)."""
+        go by it (:func:`mediaframe.frames.with_base_ids`). The last ``/me/`` this API read
+        serves, so a harvest, which reads the user's rights first, asks nothing more."""
         if "base_id" not in frame.columns or not frame["base_id"].isna().any():
             return frame
         with self._collections_lock:
-            if self._collections is None:
-                self._collections = frames.collections(self.me().get("collections") or [])
             collections = self._collections
+        if collections is None:  # not asked yet: once, then kept (me() keeps what it read)
+            self.me()
+            with self._collections_lock:
+                collections = self._collections
+        assert collections is not None
         return frames.with_base_ids(frame, collections)
 
     def search_v2_frame(
@@ -513,7 +517,10 @@ class API:
 
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
-        return normalise_me(self.transport.get("/api/v1/me/"))
+        answer = normalise_me(self.transport.get("/api/v1/me/"))
+        with self._collections_lock:  # what fill_base_ids() reads, without asking again
+            self._collections = frames.collections(answer.get("collections") or [])
+        return answer
 
     def feeds_content(
         self,
