@@ -126,7 +126,7 @@ def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any
     return pd.DataFrame(ordered, copy=False)
 
 
-#: Numbers from this magnitude on lose digits as floats.
+#: Numbers beyond this magnitude may have lost digits as floats (2**53 itself is exact).
 _EXACT = 2**53
 
 
@@ -155,7 +155,7 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     if any(type(v) is bool for v in scalars):
         return values  # true/false are not numbers here: the column keeps them
     numbers = pd.to_numeric(series, errors="coerce")
-    if (numbers.notna() != present).any() or (numbers[present].abs() >= _EXACT).any():
+    if (numbers.notna() != present).any() or (numbers[present].abs() > _EXACT).any():
         return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
     if dtype == "Int64" and not (numbers[present] == numbers[present].round()).all():
         dtype = "Float64"
