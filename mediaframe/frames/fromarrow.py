@@ -352,13 +352,16 @@ def extended(members: dict[str, pa.ChunkedArray], n: int, structure: Structure) 
     for bit in structure.bits:
         if f"status_{bit}" not in columns:
             columns[f"status_{bit}"] = pd.array([None] * n, dtype="boolean")
-    for name, (rows, positions) in names.items():
-        columns[f"caption_{name}"] = _caption(
-            name, structure.fields.get(name, "string"), n, rows, caption["text"], positions
-        )
-    for name, kind in structure.fields.items():
-        if f"caption_{name}" not in columns:
-            columns[f"caption_{name}"] = _caption(name, kind, n, np.empty(0, np.int64), None, None)
+    # the structure's fields first, then the others as records first hold them: the order
+    # records() types them in, hence of their warnings
+    for name in [*structure.fields, *(name for name in names if name not in structure.fields)]:
+        kind = structure.fields.get(name, "string")
+        if name in names:
+            rows, positions = names[name]
+            column = _caption(name, kind, n, rows, caption["text"], positions)
+        else:  # a field no record of the page holds
+            column = _caption(name, kind, n, np.empty(0, np.int64), None, None)
+        columns[f"caption_{name}"] = column
     return columns
 
 

@@ -226,3 +226,12 @@ def test_well_formed_extended_answers_are_read_natively(body):
     rewritten = json.dumps(document, indent=4 if pretty else None).replace("/", "\\/").encode()
     page = assert_same(rewritten)
     assert page is not None and page.native, page and page.fallback
+
+
+def test_caption_warnings_come_in_the_decoded_route_s_order():
+    # the structure's fields in its order, whatever order the records hold them in
+    items = catalogue_items(2, 3)
+    items[0] = extend(items[0], [{"name": "Rating", "value": "high"}], [])
+    items[1] = extend(items[1], [{"name": "Date", "value": "circa 1900"}], [])
+    page = assert_same(dumps(envelope(items)))
+    assert page is not None and page.native
