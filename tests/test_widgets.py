@@ -188,6 +188,27 @@ def test_a_burst_of_changes_costs_one_refresh(client: mf.Client, searches: list[
     assert picker.total == _facet(client, "Type_Name", "sunset")[["image", "video", "audio"]].sum()
 
 
+def test_two_filters_at_once_keep_to_themselves(client: mf.Client) -> None:
+    """Two widgets in one notebook, on one client, clicked in turn while both are refreshing."""
+    first, second = FacetFilter(client, debounce=0.05), FacetFilter(client, debounce=0.05)
+    views = [picker.widget and picker._view for picker in (first, second)]
+    assert views[0] is not views[1] and views[0].box is not views[1].box
+    _value_row(first, "Type_Name", "image").children[0].value = True
+    _value_row(second, "Collection_Name", "Video rushes").children[0].value = True
+    _value_row(first, "Type_Name", "video").children[0].value = True
+    first.wait(), second.wait()
+    assert first.code == "df = client.records('((type:image) OR (type:video))')"
+    assert second.code == "df = client.records('(collection:\"Video rushes\")')"
+    types = _facet(client, "Type_Name")
+    assert first.total == types["image"] + types["video"]
+    assert second.total == _facet(client, "Collection_Name")["Video rushes"]
+    assert f">{first.total:,}<" in views[0].total.value
+    assert f">{second.total:,}<" in views[1].total.value
+    # a click in one leaves the other's boxes as they were
+    assert not _value_row(second, "Type_Name", "image").children[0].value
+    assert not _value_row(first, "Collection_Name", "Video rushes").children[0].value
+
+
 def test_a_stale_answer_never_overwrites_a_newer_one(
     client: mf.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,6 +241,30 @@ def test_server_errors_are_kept_and_shown_not_raised(client: mf.Client) -> None:
     assert picker.error is None
 
 
+def test_a_server_that_refuses_still_shows_the_widget_and_retry_asks_again(tmp_path) -> None:
+    emu = Emulator(records=200, seed=3, cap=1000)
+    emu.set_faults(fail_rate=1.0)  # every request answered 500
+    settings = Settings.from_env().replace(cache_dir=tmp_path, progress=False, retries=0)
+    session = emu.requests_session()
+    with mf.connect(emu.base_url, token=emu.token, settings=settings, session=session) as client:
+        picker = FacetFilter(client, debounce=0)
+        assert picker.error and "ServerError" in picker.error
+        bundle = picker._repr_mimebundle_()  # displaying it raises nothing
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        assert "no answer from the server" in bundle["text/html"]
+        view = picker._view
+        assert "ServerError" in view.error.value and "(no answer)" in view.total.value
+        assert view.retry.layout.display is None and view.harvest_button.layout.display == "none"
+        with pytest.raises(mf.MediaframeError, match=r"\.refresh\(\) asks again"):
+            _ = picker.total
+        emu.set_faults(fail_rate=0.0)  # the server is back: the retry button asks again
+        view.retry.click()
+        assert picker.error is None
+        assert picker.total == client.api.search_v2("", per_page=1)["total_results"]
+        assert view.error.value == "" and view.retry.layout.display == "none"
+        assert f"{picker.total:,}</span> records" in view.total.value
+
+
 def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     picker.select("Type_Name", "image")
@@ -227,6 +272,7 @@ def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "(type:image)" in bundle["text/html"] and "959" in bundle["text/html"]
     assert repr(picker) == "<FacetFilter '(type:image)': 959 records>"
+    assert bundle["text/plain"] == repr(picker)  # not the widget's "VBox(children=(…"
 
 
 # --- the widgets, driven like a user would ------------------------------------------------------
@@ -269,6 +315,38 @@ def test_clicking_values_in_the_widget_drives_the_state(client: mf.Client) -> No
     assert view_box is picker.widget
 
 
+def test_a_click_while_a_refresh_is_shown_is_not_lost(
+    client: mf.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen in the browser: the debounce timer's thread shows an answer (drawing its plot) while
+    # the kernel's thread handles the user's next click; that click must count.
+    from mediaframe.widgets import view as view_module
+
+    picker = FacetFilter(client, debounce=0.01)
+    assert picker.widget is not None  # the view is built
+    drawing, release = threading.Event(), threading.Event()
+    draw = view_module._plot_png
+
+    def slow_plot(facets, name):
+        drawing.set()
+        release.wait(10)
+        return draw(facets, name)
+
+    monkeypatch.setattr(view_module, "_plot_png", slow_plot)
+    picker.select("Type_Name", "audio")  # its answer is shown by the timer, slowly
+    assert drawing.wait(10)
+    rushes = _value_row(picker, "Collection_Name", "Video rushes").children[0]
+    seen: list[bool] = []
+    rushes.observe(lambda change: seen.append(change["new"]), "value")
+    click = threading.Thread(target=setattr, args=(rushes, "value", True))
+    click.start()  # the kernel's thread: waits for the refresh being shown, then counts
+    release.set()
+    click.join(10)
+    picker.wait()
+    assert picker.query == '(type:audio) AND (collection:"Video rushes")'
+    assert seen == [True]  # never unticked by the refresh shown meanwhile
+
+
 def test_a_bad_date_range_is_said_in_the_widget(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     view = picker.widget and picker._view
@@ -296,6 +374,31 @@ def test_preview_and_plot_show_the_selection(client: mf.Client) -> None:
     picker.select("Type_Name", "audio")
     assert view.preview.value.count("</tr>") == 11  # header and ten records
     assert bytes(view.plot.value).startswith(b"\x89PNG")
+
+
+def test_facets_keep_their_place_when_values_are_selected(client: mf.Client) -> None:
+    picker = FacetFilter(client, debounce=0)
+    view = picker.widget and picker._view
+    order = list(view.facets.children)
+    assert len(order) > 2
+    picker.select("Type_Name", "audio")
+    picker.select("Collection_Name", "Sound archive")
+    assert list(view.facets.children) == order
+
+
+def test_the_plots_title_fits_in_its_image(client: mf.Client) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mediaframe.widgets import view as view_module
+
+    figure = view_module._plot_figure(client.facets(), "Collection_Name")
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "Records per Collection_Name (server counts)" in texts
+    drawn = figure.get_tightbbox(renderer).transformed(figure.dpi_scale_trans)  # in pixels
+    assert figure.bbox.x0 <= drawn.x0 and drawn.x1 <= figure.bbox.x1
+    assert figure.bbox.y0 <= drawn.y0 and drawn.y1 <= figure.bbox.y1
 
 
 def test_long_value_lists_get_a_search_box(client: mf.Client) -> None:
