@@ -305,6 +305,7 @@ def test_ttl_takes_durations_as_people_write_them(run, tmp_path):
 
 def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
     # a scheduler or a user interrupting a slow call: no traceback, the documented exit code
+    import functools
     import signal
     import subprocess
     import sys
@@ -329,7 +330,12 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
             "MEDIAFRAME_TIMEOUT": "60",
         }
         env.pop("MEDIAFRAME_PROFILE", None)
-        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as proc:
+        # a shell without job control starts background jobs with SIGINT ignored, and a child
+        # inherits that: give it the default disposition, as a terminal would
+        restore = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+        with subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=restore
+        ) as proc:
             assert arrived.wait(60), "the command never called the server"
             proc.send_signal(signal.SIGINT)
             stderr = proc.stderr.read()
