@@ -257,6 +257,38 @@ def test_every_server_flavour(flavour, settings):
         assert len(demo.basket_records()) and len(demo.story_records())
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_every_flavour_gives_the_other_calls_of_the_issue(flavour, settings):
+    """What a user tries beyond the harvests, once per server generation: suggestions, the
+    status filter and its option, date bounds alone, the stable technical columns, one story,
+    feed items."""
+    with Emulator(records=500, seed=9, cap=100, flavour=flavour) as emu:
+        client = connect(emu, settings)
+        hits = len(client.records("sunset"))
+        with pytest.warns(mf.NoHitsWarning) as caught:
+            none = client.records("sunsett")
+        said = f"no record matches 'sunsett'; the server suggests 'sunset' ({hits:,} hits)"
+        assert [str(w.message) for w in caught] == [said]
+        assert [s["hits"] for s in mf.HarvestReport.from_frame(none).suggestions] == [hits]
+        for frame in (none, client.records(record_type="audio")):
+            assert {n: str(frame[n].dtype) for n in TECHNICAL} == dict(TECHNICAL)
+        truth = emu.ground_truth()
+        on = (truth.status.to_numpy(dtype="int64") >> 4) & 1 == 1
+        every = client.records(status={4: {"on": [1]}})
+        assert len(every) == int(((truth.databox_id != 1) | on).sum())
+        only = client.records(status={4: {"on": [1]}}, status_only=True)
+        assert set(only.databox_id) == {1}
+        assert len(only) == int(((truth.databox_id == 1) & on).sum())
+        bounded = client.records(date_min="2020/01/01", date_max="2020/12/31")
+        assert len(bounded) and bounded["created_on"].dt.year.eq(2020).all()
+        assert "filtered on created_on" in mf.HarvestReport.from_frame(bounded).notes[0]
+        stories = client.stories()
+        story = client.story(int(stories.databox_id[0]), int(stories.story_id[0]))
+        assert list(story.columns) == list(stories.columns) and len(story) == 1
+        items = client.feed_items(extended=True)
+        assert len(items) and items["status_4"].dtype == "boolean"
+
+
 def test_the_contracts_technical_names_are_always_columns_in_one_dtype(emu, settings):
     client = connect(emu, settings)
     for frame in (

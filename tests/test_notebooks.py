@@ -133,3 +133,15 @@ def test_readme_test_command_is_cis_and_says_how_to_get_chromium() -> None:
 
 def _stdout(cell: nbformat.NotebookNode) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+
+
+def test_the_audit_notebook_reads_status_bits_from_one_extended_harvest() -> None:
+    """Issue 14: the audit used to run one harvest per status bit; it must harvest once, with
+    ``extended=True``, and read every bit from the ``status_<bit>`` columns."""
+    import re
+
+    notebook = nbformat.read(ROOT / "notebooks" / "03-collection-audit.ipynb", as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    harvests = re.findall(r"\.(?:records|stories|story_records)\(([^)]*)\)", code)
+    assert harvests == ["extended=True"], harvests
+    assert "status=" not in code and "status_" in code

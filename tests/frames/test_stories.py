@@ -53,3 +53,18 @@ def test_a_bad_nested_record_is_named_by_its_story():
         story_record_frame(bad)
     with pytest.raises(MalformedItemError, match=r"story #0 .*'records' is not an array"):
         story_records([{"databox_id": 1, "story_id": 5, "records": {"a": 1}}])
+
+
+def test_the_documented_access_to_colon_names_works(payload):
+    """docs/metadata.md decides to keep ``dc:title`` and documents how to reach it: every line
+    of that block runs on a stories frame and does what it says."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "metadata.md").read_text(encoding="utf-8")
+    section = doc.split("## Column names such as `dc:title`", 1)[1]
+    lines = section.split("```python\n", 1)[1].split("```", 1)[0].splitlines()
+    frame = stories(items(payload))
+    results = [eval(line.split("#")[0], {"stories": frame}) for line in lines if line.strip()]
+    assert results[0].tolist() == frame["dc:title"].tolist()
+    assert len(results[1]) == int((frame["dc:creator"] == "Anna Schmidt").sum())
+    assert "dc_title" in results[2].columns and "dc:title" not in results[2].columns
