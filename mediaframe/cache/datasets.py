@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import posixpath
 import uuid
@@ -90,6 +91,31 @@ def to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
     return pa.Table.from_arrays(
         arrays, names=[str(name) for name in df.columns], metadata={META_KEY: metadata}
     )
+
+
+def to_ipc(df: pd.DataFrame, provenance: Mapping[str, Any]) -> bytes:
+    """``df`` as one Arrow IPC file: a checkpoint (staging only, no parquet encoding to pay)."""
+    buffer = io.BytesIO()
+    table = to_table(df, frame_metadata(df, provenance))
+    with pa.ipc.new_file(buffer, table.schema) as writer:
+        writer.write_table(table)
+    return buffer.getvalue()
+
+
+def from_ipc(data: bytes, where: str) -> pd.DataFrame:
+    """The frame :func:`to_ipc` wrote, identical.
+
+    Raises
+    ------
+    CacheCorruptError
+        ``data`` is not such a file.
+    """
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+        meta = json.loads(table.schema.metadata[META_KEY])
+    except (pa.ArrowException, KeyError, TypeError, ValueError) as err:
+        raise CacheCorruptError(f"{where} cannot be read ({err})") from err
+    return restore_frame(table, meta)
 
 
 def write_frame(

@@ -7,6 +7,7 @@
     plan.json                 a harvest in progress: its plan and the splits proven so far
     shards/<shard>.arrow      each finished shard (Arrow IPC), written atomically as it completes
     shards/<shard>.json       its entry: rows, SHA-256, total; written after the file
+    shards/<shard>.pages/     pages of a shard still being paged (see :mod:`mediaframe.cache.pages`)
     .writer                   lock file: one writer (harvest or sync) at a time
     .readers                  lock file: readers share it; old versions go only when none holds it
 
@@ -25,7 +26,6 @@ import datetime as dt
 import errno
 import fcntl
 import hashlib
-import io
 import json
 import os
 import posixpath
@@ -36,19 +36,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pandas as pd
-import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe.cache.datasets import (
-    META_KEY,
     file_checks,
     filesystem,
-    frame_metadata,
+    from_ipc,
     read_frame,
     refuse_secrets,
     remove_tree,
-    restore_frame,
-    to_table,
+    to_ipc,
     write_error,
     write_frame,
 )
@@ -60,6 +57,7 @@ from mediaframe.cache.manifest import (
     encode,
     is_current,
 )
+from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
@@ -344,12 +342,7 @@ class HarvestStore:
         The entry is written last: a shard counts as finished only once its entry exists, so a
         crash between the two leaves an unfinished shard, never a half-written finished one.
         """
-        # Staging only (for resume), so Arrow's own file format: no parquet encoding to pay.
-        buffer = io.BytesIO()
-        table = to_table(df, frame_metadata(df, {"shard": shard_id}))
-        with pa.ipc.new_file(buffer, table.schema) as writer:
-            writer.write_table(table)
-        data = buffer.getvalue()
+        data = to_ipc(df, {"shard": shard_id})
         self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
         entry = ShardEntry(
             id=shard_id,
@@ -390,14 +383,10 @@ class HarvestStore:
             raise CacheCorruptError(f"shard file {entry.file} is missing") from err
         if _digest(data) != entry.sha256:
             raise CacheCorruptError(f"shard file {entry.file} does not match its checksum")
-        try:
-            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-            meta = json.loads(table.schema.metadata[META_KEY])
-        except (pa.ArrowException, KeyError, ValueError) as err:
-            raise CacheCorruptError(f"shard file {entry.file} cannot be read ({err})") from err
-        if table.num_rows != entry.rows:
+        frame = from_ipc(data, f"shard file {entry.file}")
+        if len(frame) != entry.rows:
             raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
-        return restore_frame(table, meta)
+        return frame
 
     def has_shard(self, entry: ShardEntry) -> bool:
         """Whether a finished shard's file is present and matches its checksum.
@@ -410,6 +399,25 @@ class HarvestStore:
                 return _digest(handle.read()) == entry.sha256
         except OSError:
             return False
+
+    def pages(self, shard_id: str) -> PageCheckpoints:
+        """The page checkpoints of one shard still being paged."""
+        return PageCheckpoints(self, shard_id)
+
+    def write_checkpoint(self, name: str, data: bytes) -> None:
+        """Write the checkpoint file ``name`` (relative to the folder) atomically, unflushed."""
+        self._write_atomic(self._path(name), data)
+
+    def read_checkpoint(self, name: str) -> bytes | None:
+        """The bytes of the checkpoint file ``name``; ``None`` if missing or unreadable."""
+        try:
+            return self._read_bytes(name)
+        except CacheCorruptError:
+            return None
+
+    def remove_checkpoint(self, name: str) -> None:
+        """Remove the checkpoint file or folder ``name`` (missing is fine)."""
+        self._remove(name)
 
     def clear_shards(self) -> None:
         """Drop the staged shards: renamed aside at once, removed on a thread of their own (a

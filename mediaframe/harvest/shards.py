@@ -23,6 +23,7 @@ import pandas as pd
 from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlannedShard, ShardEntry
+from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
@@ -85,11 +86,15 @@ def fetch_shard(
     capped_engine: bool,
     combine: Combine,
     partial: bool = False,
+    pages: PageCheckpoints | None = None,
 ) -> tuple[pd.DataFrame, int, int]:
     """Page every hit of one shard; returns ``(frame, total, requests)``.
 
     A shard whose pages repeat a key, or whose total moved while it was paged (offsets then
-    shift, and a live record falls between two pages), is paged again, up to twice.
+    shift, and a live record falls between two pages), is paged again, up to twice. With
+    ``pages``, each page but the last is kept as it comes, and paging goes on from the pages an
+    interrupted run kept (its requests are not counted again) unless the shard's total has
+    moved since.
 
     Raises
     ------
@@ -100,14 +105,17 @@ def fetch_shard(
         The pages still disagree after paging again; it carries the distinct rows read.
     """
     requests = 0
-    for _ in range(1 + _REPAGES):
-        frame, totals, spent = _page_through(
-            page, spec, shard, per_page, capped_engine, combine, partial
-        )
+    for attempt in range(1 + _REPAGES):
+        if attempt and pages is not None:
+            pages.discard()  # pages of a paging that disagreed are never resumed from
+        paging = _Paging(page, spec, shard, per_page, capped_engine, partial, pages)
+        frame, totals, spent = paging.through(combine, resume=attempt == 0)
         requests += spent
         fault = paging_fault(frame, totals, spec.key_columns)
         if fault is None:
             return frame, totals[-1], requests
+    if pages is not None:
+        pages.discard()
     raise PagingFault(
         f"shard {shard.id}: {fault}",
         frame.drop_duplicates(list(spec.key_columns)),
@@ -116,32 +124,54 @@ def fetch_shard(
     )
 
 
-def _page_through(
-    page: Page,
-    spec: Spec,
-    shard: Shard,
-    per_page: int,
-    capped_engine: bool,
-    combine: Combine,
-    partial: bool,
-) -> tuple[pd.DataFrame, list[int], int]:
-    """One pass over a shard's pages: ``(frame, every page's total, requests)``."""
-    params = {**spec.params(shard), "sort": spec.paging_sort, "ord": "asc"}
-    parts: list[pd.DataFrame] = []
-    totals: list[int] = []
-    offset = 0
-    while True:
-        response, frame = page(**params, offset_start=offset, per_page=per_page)
+@dataclasses.dataclass
+class _Paging:
+    """One pass over a shard's pages, from where an interrupted run's kept pages end."""
+
+    page: Page
+    spec: Spec
+    shard: Shard
+    per_page: int
+    capped_engine: bool
+    partial: bool
+    pages: PageCheckpoints | None
+
+    def through(self, combine: Combine, *, resume: bool) -> tuple[pd.DataFrame, list[int], int]:
+        """``(frame, every page's total, requests)``."""
+        kept = self.pages.restore() if resume and self.pages is not None else []
+        parts = [frame for _, frame in kept]
+        totals = [entry.total for entry, _ in kept]
+        offset = sum(entry.rows for entry, _ in kept)
+        requests = 0
+        while True:
+            frame, total = self._read(offset)
+            requests += 1
+            if kept and requests == 1 and total != totals[0]:
+                # the shard moved while the harvest was down: the kept pages' offsets shifted
+                assert self.pages is not None
+                self.pages.discard()
+                kept, parts, totals, offset = [], [], [], 0
+                frame, total = self._read(offset)
+                requests += 1
+            totals.append(total)
+            if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
+                parts.append(frame)
+            last = not len(frame) or offset + len(frame) >= total
+            if self.pages is not None and not last:
+                self.pages.save(offset, frame, total)
+            offset += len(frame)
+            if last:
+                break
+        return combine(parts), totals, requests
+
+    def _read(self, offset: int) -> tuple[pd.DataFrame, int]:
+        params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
+        response, frame = self.page(**params, offset_start=offset, per_page=self.per_page)
         total = int_member(response, "total_results")
-        totals.append(total)
-        if capped_engine and not partial and int_member(response, "available_results") < total:
+        over = int_member(response, "available_results") < total
+        if self.capped_engine and not self.partial and over:
             raise ShardOverCap(total)
-        if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
-            parts.append(frame)
-        offset += len(frame)
-        if not len(frame) or offset >= total:
-            break
-    return combine(parts), totals, len(totals)
+        return frame, total
 
 
 def paging_fault(frame: pd.DataFrame, totals: list[int], key: tuple[str, ...]) -> str | None:
@@ -297,10 +327,12 @@ class ShardTask:
     def __call__(self, entry: PlannedShard) -> ShardEntry:
         started = time.monotonic()
         shard = Shard.from_dict(entry.shard)
+        pages = self.store.pages(entry.id)
         try:
             try:
-                frame, total, requests = self._fetch(shard, partial=entry.stuck)
+                frame, total, requests = self._fetch(shard, partial=entry.stuck, pages=pages)
             except ShardOverCap:
+                pages.discard()
                 return self._replan(shard, started)
         except PagingFault as fault:
             # Kept (deduplicated) for allow_incomplete, but never reused by a resume.
@@ -312,7 +344,9 @@ class ShardTask:
                 requests=fault.requests,
                 fault=fault.reason,
             )
-        return self._written(entry.id, frame, started, total=total, requests=requests)
+        outcome = self._written(entry.id, frame, started, total=total, requests=requests)
+        pages.discard()  # the shard's own checkpoint now holds its pages
+        return outcome
 
     def fetched(self, entry: PlannedShard, frame: pd.DataFrame, total: int) -> ShardEntry:
         """Write a shard whose every hit came with its count (the request was the planner's)."""
@@ -329,7 +363,9 @@ class ShardTask:
             self.deliver(shard_id, frame)
         return outcome
 
-    def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
+    def _fetch(
+        self, shard: Shard, *, partial: bool = False, pages: PageCheckpoints | None = None
+    ) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
             self.page,
             self.spec,
@@ -338,6 +374,7 @@ class ShardTask:
             capped_engine=self.capped_engine,
             combine=self.combine,
             partial=partial,
+            pages=pages,
         )
 
     def _replan(self, shard: Shard, started: float) -> ShardEntry:
