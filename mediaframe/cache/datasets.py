@@ -15,7 +15,7 @@ import json
 import posixpath
 import uuid
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -125,8 +125,11 @@ def write_frame(
     provenance: Mapping[str, Any],
     partition_cols: Iterable[str] = PARTITIONS,
     sort_by: Iterable[str] = (),
+    on_written: Callable[[int], object] | None = None,
 ) -> None:
     """Write ``df`` as a parquet dataset at ``path``, replacing what was there atomically.
+
+    ``on_written`` is told the rows of each file as it is written (a progress display).
 
     The frame is partitioned by those of ``partition_cols`` it has (hive layout); a frame with
     none of them becomes one file. Partitioning regroups rows, so a frame must be sorted by
@@ -144,10 +147,12 @@ def write_frame(
     staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         if partitions:
-            _write_partitions(df, fs, staging, partitions, metadata)
+            _write_partitions(df, fs, staging, partitions, metadata, on_written)
         else:
             fs.makedirs(staging, exist_ok=True)
             _write_file(to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
+            if on_written is not None:
+                on_written(len(df))
         _swap_in(fs, staging, root)
     except OSError as err:
         with contextlib.suppress(OSError):
@@ -167,6 +172,7 @@ def _write_partitions(
     staging: str,
     partitions: list[str],
     metadata: bytes,
+    on_written: Callable[[int], object] | None,
 ) -> None:
     # Partition by partition, so that only a slice of the frame is ever copied into Arrow; two at
     # a time, as parquet encoding leaves the GIL.
@@ -185,6 +191,8 @@ def _write_partitions(
         fs.makedirs(posixpath.join(staging, folder), exist_ok=True)
         table = to_table(part.drop(columns=partitions), metadata)
         _write_file(table, fs, posixpath.join(staging, folder, "part-0.parquet"))
+        if on_written is not None:
+            on_written(len(rows))
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="mediaframe-write") as pool:
         for done in [pool.submit(write, values, rows) for values, rows in groups.items()]:

@@ -32,7 +32,7 @@ import posixpath
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -222,17 +222,25 @@ class HarvestStore:
         spec: Mapping[str, Any],
         sort_by: Iterable[str] = (),
         high_water: str | None = None,
+        on_written: Callable[[int], object] | None = None,
     ) -> Manifest:
         """Write ``df`` as a new version and publish it in one atomic step; returns its manifest.
 
         The old version stays readable until the new manifest replaces it, and is removed only
         once no reader holds it (else by a later writer's sweep). The plan and shards of the
-        harvest that made ``df`` are cleared after publication.
+        harvest that made ``df`` are cleared after publication. ``on_written`` is told the rows
+        of each file as it is written.
         """
         with self.writing():
             stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
             version = f"{_DATA_PREFIX}{stamp}"
-            write_frame(df, self._url(version), provenance=provenance, sort_by=sort_by)
+            write_frame(
+                df,
+                self._url(version),
+                provenance=provenance,
+                sort_by=sort_by,
+                on_written=on_written,
+            )
             reached("data-written")
             self._flush_tree(self._path(version))
             reached("data-synced")

@@ -177,13 +177,14 @@ def harvest(
         outcomes.update(_page(todo, early, runner, new_task(), shown))
         report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
         joined = joiner.parts()
+    shown.writing()
     report.requests += counter.requests
     report.page_reads = reads.summary()
     held = set() if executor is not None else {leaf.id for leaf in todo}
     frame = _assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
     _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
-    _publish(store, the_plan, frame, report, spec)
+    _publish(store, the_plan, frame, report, spec, shown)
     return frame, report
 
 
@@ -390,6 +391,7 @@ def _publish(
     frame: pd.DataFrame,
     report: HarvestReport,
     spec: Spec,
+    shown: Progress,
 ) -> None:
     """Publish the dataset in one step; the plan and shards it was built from go after."""
     provenance = {
@@ -404,6 +406,7 @@ def _publish(
         spec=spec.identity(),
         sort_by=spec.row_order,
         high_water=_high_water(frame),
+        on_written=shown.written,
     )
 
 

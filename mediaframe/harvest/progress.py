@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol
 
 from mediaframe.exceptions import InvalidParameterError
@@ -37,7 +37,8 @@ class Snapshot:
     #: What is counted: ``"records"`` or ``"stories"``.
     unit: str
     #: ``"planning"`` (counting shards, most of whose pages come with their counts),
-    #: ``"paging"`` (the plan is made; the rest is paged), then ``"done"``.
+    #: ``"paging"`` (the plan is made; the rest is paged), ``"writing"`` (every row is in; the
+    #: result is assembled and written to the cache), then ``"done"``.
     phase: str
     #: Rows of the shards finished so far.
     done: int
@@ -49,6 +50,8 @@ class Snapshot:
     counts: int
     #: Seconds since the display was started.
     elapsed: float
+    #: Rows written to the cache so far, while ``"writing"`` (they move there, not ``done``).
+    written: int = 0
 
 
 class View(Protocol):
@@ -56,7 +59,7 @@ class View(Protocol):
 
     def draw(self, snapshot: Snapshot) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, *, erase: bool = False) -> None: ...
 
 
 class Progress:
@@ -71,7 +74,7 @@ class Progress:
         self.name, self.unit = name, unit
         self._views = views
         self._lock = threading.Lock()
-        self._state = {"done": 0, "shards": 0, "counts": 0}
+        self._state = {"done": 0, "shards": 0, "counts": 0, "written": 0}
         self._rows: dict[str, int] = {}  # by shard id: a shard told twice counts once
         self._total: int | None = None
         self._phase = "planning"
@@ -80,6 +83,8 @@ class Progress:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Progress:
+        if self._thread is not None or self._stop.is_set():
+            return self  # started early, by the call (before who the user is was asked)
         self._started = time.monotonic()
         self._draw()
         if self._views:
@@ -90,14 +95,20 @@ class Progress:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.close(done=exc_info[0] is None)
+
+    def close(self, *, done: bool, erase: bool = False) -> None:
+        """Stop drawing, after a last drawing (``done``: in the phase ``"done"``); ``erase``:
+        with no last drawing, and the bar removed."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if exc_info[0] is None:
+        if done:
             self._phase = "done"
-        self._draw()
+        if not erase:
+            self._draw()
         for view in self._views:
-            view.close()
+            view.close(erase=erase)
 
     # ---------------------------------------------------------------- told by the harvest
 
@@ -126,6 +137,14 @@ class Progress:
                 self._state["done"] -= self._rows.pop(gone)
             self._state["shards"] = len(shards)
         self._total, self._phase = total, "paging"
+
+    def writing(self) -> None:
+        """Every row is in: the result is now assembled and written (``written`` moves)."""
+        self._phase = "writing"
+
+    def written(self, rows: int) -> None:
+        """``rows`` more rows are written to the cache."""
+        self._add("written", rows)
 
     def found(self, shards: int = 1) -> None:
         self._add("shards", shards)
@@ -173,7 +192,7 @@ class Callback:
     def draw(self, snapshot: Snapshot) -> None:
         self._function(snapshot)
 
-    def close(self) -> None:
+    def close(self, *, erase: bool = False) -> None:
         pass
 
 
@@ -191,7 +210,6 @@ class Bar:
             miniters=1,
         )
         self._total: int | None = None
-        self._name = name
 
     def draw(self, snapshot: Snapshot) -> None:
         bar = self._bar
@@ -201,11 +219,16 @@ class Bar:
             bar.start_t = started
             self._total = snapshot.total
         bar.n = snapshot.done
-        bar.set_description_str(f"{self._name} ({snapshot.phase})", refresh=False)
-        bar.set_postfix_str(f"{snapshot.shards} shards, {snapshot.counts} counts", refresh=False)
+        bar.set_description_str(f"{snapshot.name} ({snapshot.phase})", refresh=False)
+        postfix = f"{snapshot.shards} shards, {snapshot.counts} counts"
+        if snapshot.phase in ("writing", "done") and snapshot.total:
+            postfix += f", {snapshot.written / snapshot.total:.0%} written"
+        bar.set_postfix_str(postfix, refresh=False)
         bar.refresh()
 
-    def close(self) -> None:
+    def close(self, *, erase: bool = False) -> None:
+        if erase:
+            self._bar.leave = False  # tqdm clears the line of a bar it does not leave
         self._bar.close()
 
 
@@ -238,17 +261,47 @@ ProgressOption = bool | Callable[[Snapshot], object] | None
 
 @dataclasses.dataclass(frozen=True)
 class Bars:
-    """Makes the displays of one call, each harvest's named (a sync runs two harvests)."""
+    """Makes the displays of one call, each harvest's named (a sync runs two harvests).
+
+    The display of the call's first harvest is started by the call itself (:meth:`started`),
+    before its first request — who the user is, asked to plan — and the harvest takes it over.
+    """
 
     kind: str
     callback: Callable[[Snapshot], object] | None = None
+    _early: dict[str, Progress] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, doing: str) -> Progress:
         """A display for ``doing`` the kind's search: ``"harvesting"``, ``"syncing: keys"``."""
-        verb, _, step = doing.partition(":")
-        name = f"{verb} {self.kind}" + (f":{step}" if step else "")
+        name = self._name(doing)
+        early = self._early.pop("call", None)
+        if early is not None:
+            early.name = name
+            return early
         view: View = Callback(self.callback) if self.callback else Bar(name, self.kind)
         return Progress(name, self.kind, [view])
+
+    def _name(self, doing: str) -> str:
+        verb, _, step = doing.partition(":")
+        return f"{verb} {self.kind}" + (f":{step}" if step else "")
+
+    @contextlib.contextmanager
+    def started(self) -> Iterator[None]:
+        """Show a display from now on, named ``fetching <kind>`` until a harvest takes it over.
+
+        The call starts it before its first request; the first harvest or sync pass it runs
+        takes it over, under its own name. One not taken over (the call was answered from the
+        cache, or failed first) is removed on leaving, without a last drawing.
+        """
+        shown = self("fetching")
+        shown.__enter__()
+        self._early["call"] = shown
+        try:
+            yield
+        finally:
+            if self._early.get("call") is shown:
+                del self._early["call"]
+                shown.close(done=False, erase=True)
 
 
 def shown_while(display: Bars | None, doing: str) -> contextlib.AbstractContextManager[Any]:

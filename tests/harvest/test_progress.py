@@ -44,13 +44,15 @@ def test_a_callback_sees_the_harvest_from_before_its_first_request_to_its_total(
     assert (first.phase, first.counts, first.total, first.done) == ("planning", 0, None, 0)
     assert (last.phase, last.done, last.total) == ("done", len(frame), len(frame))
     assert last.shards == len(mf.HarvestReport.from_frame(frame).shards) > 1
-    assert {s.name for s in seen} == {"harvesting records"}
+    # named for what the call does once it knows (it first asks who the user is)
+    assert [s.name for s in seen[:1]] == ["fetching records"]
+    assert {s.name for s in seen} == {"fetching records", "harvesting records"}
     assert {s.unit for s in seen} == {"records"}
     for before, after in itertools.pairwise(seen):
         assert after.done >= before.done and after.counts >= before.counts
         assert after.elapsed >= before.elapsed
     phases = [s.phase for s in seen]
-    assert phases == sorted(phases, key=["planning", "paging", "done"].index)
+    assert phases == sorted(phases, key=["planning", "paging", "writing", "done"].index)
 
 
 def test_rows_are_shown_while_the_plan_is_still_being_made(capped, settings, monkeypatch):
@@ -80,18 +82,18 @@ def test_a_sync_shows_two_passes_by_name_and_stories_are_counted_as_stories(capp
     seen: list[Snapshot] = []
     client.records(ttl=0, progress=seen.append)
     names = list(dict.fromkeys(s.name for s in seen))
-    assert names == ["syncing records: changed", "syncing records: keys"]
+    assert names == ["fetching records", "syncing records: changed", "syncing records: keys"]
     stories: list[Snapshot] = []
     frame = client.stories(progress=stories.append)
     assert {s.unit for s in stories} == {"stories"}
-    assert {s.name for s in stories} == {"harvesting stories"}
+    assert {s.name for s in stories} == {"fetching stories", "harvesting stories"}
     assert stories[-1].done == stories[-1].total == len(frame)
 
 
 def test_the_text_bar_names_its_unit_and_phase(capped, settings, capfd):
     connect(capped, settings).stories(progress=True)
     err = capfd.readouterr().err
-    assert "harvesting stories (planning)" in err and "harvesting stories (done)" in err
+    assert "fetching stories (planning)" in err and "harvesting stories (done)" in err
     assert "stories/s" in err and "storie/s" not in err and "storie " not in err
     assert "100%" in err
 
@@ -162,3 +164,81 @@ def test_a_shard_counts_once_and_an_abandoned_split_stops_counting():
         "paging",
         100,
     )
+
+
+def test_the_display_starts_before_the_call_asks_who_the_user_is(capped, settings, monkeypatch):
+    events: list[str] = []
+    client = connect(capped, settings)
+    me_raw = client.me_raw
+
+    def asked() -> object:
+        events.append("who the user is")
+        return me_raw()
+
+    monkeypatch.setattr(client, "me_raw", asked)
+    client.records(progress=lambda snapshot: events.append(snapshot.phase))
+    assert events[0] == "planning" and "who the user is" in events, events[:3]
+    assert events[-1] == "done"
+
+
+class Recorded(Progress):
+    """Records the state after every change the harvest tells it of (no drawing, no clock)."""
+
+    def __init__(self) -> None:
+        super().__init__("harvesting records", "records", [])
+        self.updates: list[Snapshot] = []
+
+    def _record(self) -> None:
+        self.updates.append(self.snapshot())
+
+    def _add(self, name: str, amount: int) -> None:
+        super()._add(name, amount)
+        self._record()
+
+    def fetched(self, shard_id: str, rows: int) -> None:
+        super().fetched(shard_id, rows)
+        self._record()
+
+    def writing(self) -> None:
+        super().writing()
+        self._record()
+
+
+def test_the_bar_moves_through_planning_and_the_cache_write_and_ends_whole_once(tmp_path):
+    from .fake import FakeService, combine
+    from .test_engine import STATUSES
+
+    service = FakeService.build(3000, cap=100)
+    shown = Recorded()
+    frame, _ = mf.harvest.harvest(
+        service,
+        mf.harvest.Spec("records"),
+        mf.cache.HarvestStore(str(tmp_path / "h")),
+        combine=combine,
+        bases=(1, 2, 3),
+        statuses=STATUSES,
+        per_page=100,
+        progress=shown,
+    )
+    updates = shown.updates
+    total = len(frame)
+    done = [u.done for u in updates]
+    assert done == sorted(done) and max(done) == total, "monotonic, up to the total"
+    reached = done.index(total)
+    assert all(u.done == total for u in updates[reached:]), "reaches its total once, stays"
+    planning = [u for u in updates if u.phase == "planning"]
+    assert len({(u.counts, u.done) for u in planning}) > 10, "moves while planning"
+    writing = [u for u in updates if u.phase == "writing"]
+    written = [u.written for u in writing]
+    assert len(set(written)) >= 3 and written == sorted(written), "moves while writing"
+    assert written[-1] == total and all(u.total == total for u in updates if u.counts > 1)
+
+
+def test_a_call_answered_from_the_cache_leaves_no_bar(capped, settings, capfd):
+    client = connect(capped, settings)
+    client.stories(progress=False)
+    client.stories(progress=True)
+    err = capfd.readouterr().err
+    # shown while the cache was looked up, then wiped: the line ends blank, nothing left
+    assert "fetching stories" in err and "harvesting" not in err
+    assert err.endswith("\r") and not err.rsplit("\r", 2)[-2].strip()
