@@ -63,6 +63,9 @@ class ShardEntry:
     stuck: list[str] = dataclasses.field(default_factory=list)
     #: Why its pages could not be trusted, if they could not: never reused by a resume.
     fault: str | None = None
+    #: How its pages were read, when it was paged in another process (a Dask worker):
+    #: ``{"native": n, "decoded": m, "reasons": {...}}``, added to the report's ``page_reads``.
+    page_reads: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
 

@@ -139,8 +139,8 @@ def harvest(
     """
     started = time.monotonic()
     shown = progress if progress is not None else Progress(spec.kind, spec.kind, [])
-    # How pages were read (natively or decoded) is counted in this process: Dask workers get
-    # the plain page function, and their pages go uncounted.
+    # How pages were read (natively or decoded): counted in this process for its threads, and
+    # by each shard task on a Dask worker, into the shard's entry (added below).
     reads = PageReads()
     counted = reads.counting(page)
     counter = ShardCounter(shown.counting(counted), spec, page_size=per_page)
@@ -161,7 +161,16 @@ def harvest(
             # a shard's rows are shown once written, even before the planner proves it a leaf
             if deliver is not None:
                 deliver = _shown_on_delivery(shown, deliver)
-            return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+            return ShardTask(
+                page,
+                spec,
+                store,
+                per_page,
+                counter.capped_engine,
+                combine,
+                deliver,
+                count_reads=executor is not None,
+            )
 
         early = EarlyShards(new_task, runner, pool, deliver)
         planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
@@ -176,6 +185,8 @@ def harvest(
         todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
         outcomes.update(_page(todo, early, runner, new_task(), shown))
         report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
+        for leaf in todo:
+            reads.merge(outcomes[leaf.id].page_reads)
         joined = joiner.parts()
     shown.writing()
     report.requests += counter.requests

@@ -52,6 +52,16 @@ class PageReads:
 
         return read
 
+    def merge(self, summary: Mapping[str, Any] | None) -> None:
+        """Add the counts of another :meth:`summary` (pages read in another process)."""
+        if not summary:
+            return
+        with self._lock:
+            self.native += int(summary.get("native") or 0)
+            self.decoded += int(summary.get("decoded") or 0)
+            for kind, detail in dict(summary.get("reasons") or {}).items():
+                self.reasons.setdefault(str(kind), str(detail))
+
     def summary(self) -> dict[str, Any]:
         """``{"native": n, "decoded": m, "reasons": {kind: first detail}}``."""
         with self._lock:

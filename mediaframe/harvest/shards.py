@@ -35,6 +35,7 @@ from mediaframe.harvest.plan import (
     plan,
     repeated_keys,
 )
+from mediaframe.harvest.reads import PageReads
 
 __all__ = [
     "Combine",
@@ -323,8 +324,16 @@ class ShardTask:
     combine: Combine
     #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
     deliver: Deliver | None = None
+    #: Count how pages are read, into the shard's entry: set where the harvest's own counter
+    #: cannot see them (a Dask worker's process).
+    count_reads: bool = False
 
     def __call__(self, entry: PlannedShard) -> ShardEntry:
+        if self.count_reads:
+            reads = PageReads()
+            task = dataclasses.replace(self, page=reads.counting(self.page), count_reads=False)
+            outcome = task(entry)
+            return dataclasses.replace(outcome, page_reads=reads.summary())
         started = time.monotonic()
         shard = Shard.from_dict(entry.shard)
         pages = self.store.pages(entry.id)
