@@ -79,7 +79,7 @@ class PageEntry:
     rows: int
     #: The shard's ``total_results`` on this page: pages of one shard agree, or are dropped.
     total: int
-    sha256: str
+    crc32: str
     schema_version: int = SCHEMA_VERSION
 
 

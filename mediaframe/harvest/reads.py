@@ -48,6 +48,9 @@ class PageReads:
         def read(**params: Any) -> tuple[Mapping[str, Any], pd.DataFrame]:
             response, frame = page(**params)
             self.add(frame.attrs.get(READ))
+            # Read: the harvest needs it no more, and pandas deep-copies a frame's attrs into
+            # every Series taken from it (each column, in each join and write of the page).
+            frame.attrs = {}
             return response, frame
 
         return read
