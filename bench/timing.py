@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import mediaframe as mf
 from mediaframe.config import Settings
@@ -110,7 +110,9 @@ def client_for(server: dict[str, Any], folder: Path, **settings: Any) -> mf.Clie
     ``settings`` say otherwise), that has already asked who its user is: any first call asks
     that once, and it is no part of what a benchmark times."""
     chosen = Settings(config_dir=folder / "config", cache_dir=folder / "cache", progress=False)
-    client = mf.connect(server["base_url"], token=server["token"], settings=chosen.replace(**settings))
+    client = mf.connect(
+        server["base_url"], token=server["token"], settings=chosen.replace(**settings)
+    )
     client.me_raw()
     return client
 
@@ -120,6 +122,18 @@ def timed(work: Callable[[], T]) -> tuple[float, T]:
     started = time.perf_counter()
     result = work()
     return time.perf_counter() - started, result
+
+
+class Stamps(list[tuple[float, T]], Generic[T]):
+    """What it is called with, each stamped with the seconds since it was made (a progress
+    callback's record: make it just before the call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = time.perf_counter()
+
+    def __call__(self, item: T) -> None:
+        self.append((time.perf_counter() - self.started, item))
 
 
 def best_of(runs: int, *works: Callable[[], object]) -> list[float]:

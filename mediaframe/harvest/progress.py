@@ -278,7 +278,7 @@ class Bars:
         if early is not None:
             early.name = name
             return early
-        view: View = Callback(self.callback) if self.callback else Bar(name, self.kind)
+        view: View = Callback(self.callback) if self.callback is not None else Bar(name, self.kind)
         return Progress(name, self.kind, [view])
 
     def _name(self, doing: str) -> str:

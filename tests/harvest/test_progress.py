@@ -242,3 +242,13 @@ def test_a_call_answered_from_the_cache_leaves_no_bar(capped, settings, capfd):
     # shown while the cache was looked up, then wiped: the line ends blank, nothing left
     assert "fetching stories" in err and "harvesting" not in err
     assert err.endswith("\r") and not err.rsplit("\r", 2)[-2].strip()
+
+
+def test_a_callback_that_is_an_empty_collection_is_still_called(capped, settings, capfd):
+    class Stamps(list):
+        def __call__(self, snapshot: Snapshot) -> None:
+            self.append(snapshot)
+
+    stamps = Stamps()  # empty, so falsy, until its first snapshot
+    connect(capped, settings).stories(progress=stamps)
+    assert stamps and stamps[-1].phase == "done" and capfd.readouterr().err == ""
