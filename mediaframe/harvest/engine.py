@@ -389,9 +389,9 @@ def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
 
 
 def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[..., None]:
-    def found(*leaf: Any) -> None:
-        shown.found()
-        start(*leaf)
+    def found(shard: Shard, *rest: Any) -> None:
+        shown.found(shard.id)
+        start(shard, *rest)
 
     return found
 

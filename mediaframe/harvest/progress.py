@@ -26,6 +26,9 @@ __all__ = ["Bars", "Progress", "Snapshot", "bars", "shown_while"]
 
 #: Seconds between two drawings of the state.
 _PACE = 0.25
+#: Seconds after the last drawing past which the harvest's own threads draw, as they tell of
+#: progress: the drawing thread is then late (starved of the GIL on a loaded machine).
+_LATE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +70,14 @@ class Progress:
 
     Use it as a context manager around the harvest: it is drawn at once on entering (before
     the first request), then every quarter of a second, and a last time on leaving. The
-    ``counted``/``found``/``fetched`` calls are cheap and thread-safe; they never draw.
+    ``counting``/``found``/``fetched``/``written`` calls are cheap and thread-safe; when the
+    drawing thread is late (a loaded machine can keep a thread from the GIL for a second and
+    more), the harvest thread that tells of progress draws instead, so the display keeps up
+    with the work. Drawings never overlap.
+
+    Rows count once their shard is both written and proven a leaf: a shard written under a
+    split the planner then gives up (its parts did not add up) never counts, so ``done`` only
+    grows, and reaches the total once.
     """
 
     def __init__(self, name: str, unit: str, views: list[View]) -> None:
@@ -76,6 +86,9 @@ class Progress:
         self._lock = threading.Lock()
         self._state = {"done": 0, "shards": 0, "counts": 0, "written": 0}
         self._rows: dict[str, int] = {}  # by shard id: a shard told twice counts once
+        self._proven: set[str] = set()  # shards proven leaves: their rows count
+        self._drawing = threading.Lock()
+        self._drawn_at = 0.0
         self._total: int | None = None
         self._phase = "planning"
         self._started = time.monotonic()
@@ -133,31 +146,56 @@ class Progress:
         up) stop counting: they are not part of the result.
         """
         with self._lock:
-            for gone in self._rows.keys() - set(shards):
-                self._state["done"] -= self._rows.pop(gone)
+            for shard_id in set(shards) - self._proven:
+                self._prove(shard_id)
             self._state["shards"] = len(shards)
         self._total, self._phase = total, "paging"
+        self._keep_up()
 
     def writing(self) -> None:
         """Every row is in: the result is now assembled and written (``written`` moves)."""
         self._phase = "writing"
+        self._keep_up()
 
     def written(self, rows: int) -> None:
         """``rows`` more rows are written to the cache."""
         self._add("written", rows)
 
-    def found(self, shards: int = 1) -> None:
-        self._add("shards", shards)
+    def found(self, shard_id: str) -> None:
+        """Shard ``shard_id`` is proven a leaf of the plan: its rows count (now, or once in)."""
+        with self._lock:
+            if shard_id not in self._proven:
+                self._prove(shard_id)
+                self._state["shards"] += 1
+        self._keep_up()
 
     def fetched(self, shard_id: str, rows: int) -> None:
         """Shard ``shard_id`` is in with ``rows`` rows (as soon as written, while planning too)."""
         with self._lock:
-            self._state["done"] += rows - self._rows.get(shard_id, 0)
+            if shard_id in self._proven:
+                self._state["done"] += rows - self._rows.get(shard_id, 0)
             self._rows[shard_id] = rows
+        self._keep_up()
+
+    def _prove(self, shard_id: str) -> None:  # under the lock
+        self._proven.add(shard_id)
+        self._state["done"] += self._rows.get(shard_id, 0)
 
     def _add(self, name: str, amount: int) -> None:
         with self._lock:
             self._state[name] += amount
+        self._keep_up()
+
+    def _keep_up(self) -> None:
+        """Draw from the calling thread if the drawing thread is late (and nobody draws)."""
+        if self._thread is None or time.monotonic() - self._drawn_at < _LATE:
+            return
+        if self._drawing.acquire(blocking=False):
+            try:
+                if not self._stop.is_set():
+                    self._draw_now()
+            finally:
+                self._drawing.release()
 
     # ---------------------------------------------------------------- drawn
 
@@ -178,13 +216,19 @@ class Progress:
             self._draw()
 
     def _draw(self) -> None:
+        with self._drawing:
+            self._draw_now()
+
+    def _draw_now(self) -> None:
+        self._drawn_at = time.monotonic()
         snapshot = self.snapshot()
         for view in self._views:
             view.draw(snapshot)
 
 
 class Callback:
-    """Snapshots handed to a function of the user's (called on the drawing thread)."""
+    """Snapshots handed to a function of the user's: called on the drawing thread (or on a
+    harvest thread when that one is late), never twice at once."""
 
     def __init__(self, function: Callable[[Snapshot], object]) -> None:
         self._function = function
