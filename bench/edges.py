@@ -6,6 +6,7 @@ Prints, for each hostile server, how long the call was held, how many bytes cros
 and the peak Python memory (tracemalloc) of the call:
 
 - a server dripping one byte a second (``timeout``, ``retries=0``): held about ``timeout``;
+- a server dripping its status line and headers one byte a second: held about ``timeout`` too;
 - an endless chunked body: cut at the size limit;
 - a gzip bomb (``--bomb-mib`` decompressed from well under 1 MiB on the wire): cut at the
   limit, counted after decompression.
@@ -41,6 +42,14 @@ def drip(sock: socket.socket) -> int:
     _head(sock, "Content-Length: 3600")
     for _ in range(3600):  # an hour, if nobody hangs up
         sock.sendall(b" ")
+        time.sleep(1)
+    return 3600
+
+
+def drip_head(sock: socket.socket) -> int:
+    head = b"HTTP/1.1 200 OK\r\nX-Padding: " + b"." * 3600 + b"\r\n\r\n"
+    for byte in head[:3600]:  # an hour of status line and headers, if nobody hangs up
+        sock.sendall(bytes([byte]))
         time.sleep(1)
     return 3600
 
@@ -115,6 +124,7 @@ def main() -> None:
     )
     print(f"timeout {args.timeout} s, retries 0, limit {args.limit_mib} MiB")
     measure("drip, 1 byte/s", drip, settings)
+    measure("header drip, 1 byte/s", drip_head, settings)
     measure("endless chunked body", endless, settings.replace(timeout=120.0))
     behaviour, packed = bomb(args.bomb_mib << 20)
     name = f"gzip bomb {packed / 2**10:.0f} KiB->{args.bomb_mib} MiB"

@@ -7,6 +7,7 @@ import inspect
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,7 +33,7 @@ _FEED_PAGE = 20
 def connect(
     base_url: str | None = None,
     *,
-    token: str | None = None,
+    token: str | Token | None = None,
     client_id: str | None = None,
     client_secret: str | None = None,
     username: str | None = None,
@@ -46,7 +47,8 @@ def connect(
 
     Credentials are taken from the first of:
 
-    1. ``token=`` (with ``base_url``): a token you already have;
+    1. ``token=`` (with ``base_url``): a token you already have (with ``client_id=`` too, a
+       :class:`~mediaframe.auth.Token` holding a refresh token is refreshed when it expires);
     2. ``username=``/``password=`` (with ``base_url`` and ``client_id``): the password grant;
        with ``profile=`` the token is also stored under that name;
     3. the stored profile ``profile`` (default ``MEDIAFRAME_PROFILE``, else ``default``), as
@@ -80,9 +82,11 @@ def connect(
             raise ConfigurationError("token= needs base_url= too: connect(base_url, token=...)")
         return Client(
             base_url,
-            token=Token(token),
+            token=token if isinstance(token, Token) else Token(token),
             settings=settings,
             session=session,
+            client_id=client_id,
+            client_secret=client_secret,
             representation=representation,
         )
     if username is not None or password is not None:
@@ -141,19 +145,18 @@ def _connect_with_password(
         session=session,
         timeout=settings.timeout,
     )
-    if profile is not None:
-        stored = Profile(check_base_url(base_url), token, client_id, client_secret)
-        TokenStore(settings.config_dir).save(profile, stored)
-    return Client(
+    client = Client(
         base_url,
         token=token,
         settings=settings,
         session=session,
-        profile=profile,
         client_id=client_id,
         client_secret=client_secret,
         representation=representation,
     )
+    if profile is not None:
+        client.save_profile(profile)
+    return client
 
 
 def _refuse_extra(**given: Any) -> None:
@@ -265,9 +268,29 @@ class Client:
             timeout=self.settings.timeout,
         )
         if self.profile is not None:
-            stored = Profile(self.base_url, fresh, self._client_id, self._client_secret)
-            TokenStore(self.settings.config_dir).save(self.profile, stored)
+            self._store(self.profile, fresh)
         return fresh
+
+    def save_profile(self, name: str) -> Path:
+        """Store this connection (its service, token and OAuth client) as the profile ``name``,
+        file mode 0600, as ``mediaframe login`` does; ``connect(profile=name)`` finds it again,
+        and a refreshed token is stored there from now on. Returns the profile's file.
+
+        Examples
+        --------
+        >>> client = mf.connect(url, client_id=..., username="ada", password=...)  # doctest: +SKIP
+        >>> client.save_profile("work")                                         # doctest: +SKIP
+        """
+        token = self.transport.token
+        if token is None:
+            raise ConfigurationError("this connection has no token to store")
+        path = self._store(name, token)
+        self.profile = name
+        return path
+
+    def _store(self, name: str, token: Token) -> Path:
+        profile = Profile(self.base_url, token, self._client_id, self._client_secret)
+        return TokenStore(self.settings.config_dir).save(name, profile)
 
     # -- DataFrames ------------------------------------------------------------------------
 

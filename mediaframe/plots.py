@@ -53,8 +53,8 @@ class _HasCollections(Protocol):
     collections: pd.DataFrame
 
 
-#: Collection names: ``me().collections`` (``base_id``, ``name``), or ``{base_id: name}``.
-Names: TypeAlias = "pd.DataFrame | Mapping[int, str] | None"
+#: Collection names: ``me()``, ``me().collections`` (``base_id``, ``name``) or ``{base_id: name}``.
+Names: TypeAlias = "_HasCollections | pd.DataFrame | Mapping[int, str] | None"
 
 
 # --- records --------------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def collections(
     """Records per collection, as horizontal bars.
 
     Collections are named from a ``collection`` column when the frame has one, else from
-    ``names`` (``client.me().collections`` or ``{base_id: name}``), else ``base <id>``.
+    ``names`` (``client.me()``, its ``collections`` or ``{base_id: name}``), else ``base <id>``.
     """
     labels = _collection_labels(frame, names)
     return _bars(labels, ax=ax, title="Records per collection", label="collection", style=style)
@@ -328,14 +328,21 @@ def _collection_labels(frame: pd.DataFrame, names: Names) -> pd.Series:
     if "collection" in frame.columns:
         return frame["collection"].astype("string").fillna("(no collection)")
     base = _column(frame, "base_id")
-    if isinstance(names, pd.DataFrame):
-        names = dict(zip(names["base_id"], names["name"], strict=True))
-    known = {int(k): str(v) for k, v in (names or {}).items()}
+    known = _names(names)
     return pd.Series(
         [known.get(int(b), f"base {int(b)}") if pd.notna(b) else "(no base)" for b in base],
         index=frame.index,
         dtype="string",
     )
+
+
+def _names(names: Names) -> dict[int, str]:
+    if names is None:
+        return {}
+    if isinstance(names, Mapping):
+        return {int(k): str(v) for k, v in names.items()}
+    table = names if isinstance(names, pd.DataFrame) else names.collections  # or client.me()
+    return {int(b): str(n) for b, n in zip(table["base_id"], table["name"], strict=True)}
 
 
 def _bit_label(bit: int, statuses: pd.DataFrame | None) -> str:

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from mediaframe.emulator import Emulator
 from mediaframe.emulator.flavours import FLAVOURS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-screenshots",
+        action="store_true",
+        help="let the browser tests (tests/ui) rewrite the screenshots of docs/img/",
+    )
 
 
 @pytest.fixture(scope="session", params=FLAVOURS)
@@ -72,3 +81,19 @@ def fresh_emulator(flavour: str) -> Iterator[Callable[..., Emulator]]:
 def inprocess_emulator() -> Emulator:
     """An emulator with 2,000 records (seed 7), not served: use .requests_session() or .app."""
     return Emulator(records=2000, seed=7)
+
+
+@pytest.fixture
+def pyplot() -> Iterator[ModuleType]:
+    """matplotlib's pyplot drawing off-screen (Agg); every figure the test opened is closed after.
+
+    Plot and accessor tests take it with ``pytestmark = pytest.mark.usefixtures("pyplot")``.
+    matplotlib is imported here, not at collection, so ``import mediaframe`` stays light elsewhere.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")

@@ -6,7 +6,6 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-import matplotlib
 import pandas as pd
 import pytest
 
@@ -17,14 +16,8 @@ from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
 from mediaframe.frames import technical_long
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
+# every test draws off-screen and has its figures closed after it (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("pyplot")
 
 
 @pytest.fixture(scope="module")

@@ -125,3 +125,29 @@ def test_an_expiring_profile_is_refreshed_and_persisted_before_use(settings):
     assert fake.requests[1].headers["Authorization"] == "OAuth fedcba9876543210fedcba9876543210"
     assert seen_on_disk == ["fedcba9876543210fedcba9876543210"], "persisted before it was used"
     assert store.load("work").token.refresh_token == "r2r2r2r2"
+
+
+def test_a_connection_saved_as_a_profile_is_found_again_and_kept_fresh(settings):
+    # what `mediaframe login` does with a token from an OAuth flow: one path, the library's
+    expiring = Token("old-token", refresh_token="r1", expires_at=1.0)
+    fake = FakeService(golden("token_refreshable"), golden("me"), golden("me"))
+    client = mf.connect(
+        BASE,
+        token=expiring,
+        client_id="app",
+        client_secret="shh-client",
+        settings=settings,
+        session=fake.session(),
+    )
+    client.whoami()  # refreshed first: a Token with a refresh token and a client id
+    assert fake.requests[0].path_url == "/api/oauthv2/token"
+    path = client.save_profile("work")
+    assert client.profile == "work" and path.stat().st_mode & 0o777 == 0o600
+    stored = TokenStore(settings.config_dir).load("work")
+    assert stored.base_url == BASE and (stored.client_id, stored.client_secret) == (
+        "app",
+        "shh-client",
+    )
+    assert stored.token.access_token == "fedcba9876543210fedcba9876543210"
+    again = mf.connect(profile="work", settings=settings, session=fake.session())
+    assert again.whoami()["login"] == "ada"

@@ -55,6 +55,13 @@ def test_every_notebook_is_found_and_documented() -> None:
     assert all(path.name in text for path in NOTEBOOKS)
 
 
+def test_the_widget_screenshot_is_shown_in_the_docs() -> None:
+    # taken by tests/ui (python -m pytest tests/ui --update-screenshots)
+    image = DOCS.parent / "img" / "facet-filter.png"
+    assert image.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "](img/facet-filter.png)" in DOCS.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_notebook_is_committed_without_outputs(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 
 import matplotlib
 import numpy as np
@@ -16,14 +15,8 @@ import mediaframe as mf
 from mediaframe import plots
 from mediaframe.emulator import Emulator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
+# every test draws off-screen and has its figures closed after it (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("pyplot")
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +59,8 @@ def test_collections_named_from_me_and_equal_to_the_facet_counts(
     facets = client.facets()
     by_collection = facets[facets["facet"] == "Collection_Name"].set_index("value")["count"]
     assert _bars(ax) == {name: float(count) for name, count in by_collection.items()}
+    # client.me() itself names them too, as plots.rights takes it
+    assert _bars(plots.collections(records, names=client.me())) == _bars(ax)
 
 
 def test_collections_without_names_say_base_and_style_reaches_the_bars(
@@ -188,9 +183,9 @@ def test_rights_of_no_collection_warns(client: mf.Client) -> None:
         plots.rights(client.me().collections.iloc[0:0])
 
 
-def test_draws_on_the_given_axes_and_leaves_rcparams(records: pd.DataFrame) -> None:
+def test_draws_on_the_given_axes_and_leaves_rcparams(records: pd.DataFrame, pyplot) -> None:
     before = dict(matplotlib.rcParams)
-    _fig, ax = plt.subplots()
+    _fig, ax = pyplot.subplots()
     assert plots.media_types(records, ax=ax) is ax
     assert plots.timeline(records, ax=ax) is ax
     assert dict(matplotlib.rcParams) == before

@@ -227,6 +227,7 @@ def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "(type:image)" in bundle["text/html"] and "959" in bundle["text/html"]
     assert repr(picker) == "<FacetFilter '(type:image)': 959 records>"
+    assert bundle["text/plain"] == repr(picker)  # not the widget's "VBox(children=(…"
 
 
 # --- the widgets, driven like a user would ------------------------------------------------------
@@ -269,6 +270,38 @@ def test_clicking_values_in_the_widget_drives_the_state(client: mf.Client) -> No
     assert view_box is picker.widget
 
 
+def test_a_click_while_a_refresh_is_shown_is_not_lost(
+    client: mf.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen in the browser: the debounce timer's thread shows an answer (drawing its plot) while
+    # the kernel's thread handles the user's next click; that click must count.
+    from mediaframe.widgets import view as view_module
+
+    picker = FacetFilter(client, debounce=0.01)
+    assert picker.widget is not None  # the view is built
+    drawing, release = threading.Event(), threading.Event()
+    draw = view_module._plot_png
+
+    def slow_plot(facets, name):
+        drawing.set()
+        release.wait(10)
+        return draw(facets, name)
+
+    monkeypatch.setattr(view_module, "_plot_png", slow_plot)
+    picker.select("Type_Name", "audio")  # its answer is shown by the timer, slowly
+    assert drawing.wait(10)
+    rushes = _value_row(picker, "Collection_Name", "Video rushes").children[0]
+    seen: list[bool] = []
+    rushes.observe(lambda change: seen.append(change["new"]), "value")
+    click = threading.Thread(target=setattr, args=(rushes, "value", True))
+    click.start()  # the kernel's thread: waits for the refresh being shown, then counts
+    release.set()
+    click.join(10)
+    picker.wait()
+    assert picker.query == '(type:audio) AND (collection:"Video rushes")'
+    assert seen == [True]  # never unticked by the refresh shown meanwhile
+
+
 def test_a_bad_date_range_is_said_in_the_widget(client: mf.Client) -> None:
     picker = FacetFilter(client, debounce=0)
     view = picker.widget and picker._view
@@ -296,6 +329,31 @@ def test_preview_and_plot_show_the_selection(client: mf.Client) -> None:
     picker.select("Type_Name", "audio")
     assert view.preview.value.count("</tr>") == 11  # header and ten records
     assert bytes(view.plot.value).startswith(b"\x89PNG")
+
+
+def test_facets_keep_their_place_when_values_are_selected(client: mf.Client) -> None:
+    picker = FacetFilter(client, debounce=0)
+    view = picker.widget and picker._view
+    order = list(view.facets.children)
+    assert len(order) > 2
+    picker.select("Type_Name", "audio")
+    picker.select("Collection_Name", "Sound archive")
+    assert list(view.facets.children) == order
+
+
+def test_the_plots_title_fits_in_its_image(client: mf.Client) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mediaframe.widgets import view as view_module
+
+    figure = view_module._plot_figure(client.facets(), "Collection_Name")
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "Records per Collection_Name (server counts)" in texts
+    drawn = figure.get_tightbbox(renderer).transformed(figure.dpi_scale_trans)  # in pixels
+    assert figure.bbox.x0 <= drawn.x0 and drawn.x1 <= figure.bbox.x1
+    assert figure.bbox.y0 <= drawn.y0 and drawn.y1 <= figure.bbox.y1
 
 
 def test_long_value_lists_get_a_search_box(client: mf.Client) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 import urllib3
 
+from mediaframe import _process
 from mediaframe.exceptions import (
     ConfigurationError,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "install_redaction",
     "is_loopback_url",
     "redact",
+    "redact_record",
     "redact_url",
     "register_secret",
     "same_origin",
@@ -176,6 +178,7 @@ def register_secret(value: str | None) -> None:
     with _SECRETS_LOCK:
         for form in {value, quote(value, safe=""), quote_plus(value)}:
             _SECRETS[form] = None
+    install_redaction()
 
 
 def _redact_values(text: str) -> str:
@@ -219,38 +222,67 @@ def redact_url(url: str) -> str:
     return redact(shown) or "(none)"
 
 
+def redact_record(record: logging.LogRecord) -> None:
+    """Scrub a log record in place: its message, its exception and its stack.
+
+    The exception is kept as its redacted text (``exc_text``, which formatters print as they
+    would have printed the exception) and ``exc_info`` is dropped: a handler that formats the
+    live exception itself would show its unredacted message.
+    """
+    try:
+        message = record.getMessage()
+    except Exception:  # a message that does not format: shown as it is, scrubbed
+        message = f"{record.msg} (arguments: {record.args!r})"
+    clean = redact(message)
+    if clean != message or record.args:
+        record.msg, record.args = clean, None
+    if record.exc_info:
+        if not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.exc_info = None
+    if record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that scrubs secrets from every record it sees, then lets it through."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
+        redact_record(record)
         return True
 
 
-# Loggers that may see a secret: ours, requests-oauthlib (logs token bodies and headers at
-# DEBUG) and urllib3 (logs request URLs, which carry the token in `oauth_token` mode).
-_GUARDED_LOGGERS = (
-    "mediaframe",
-    "mediaframe.auth",
-    "mediaframe.http",
-    "requests_oauthlib.oauth2_session",
-    "urllib3.connectionpool",
-)
+# Loggers that may see a secret beside mediaframe's own: requests-oauthlib (logs token bodies
+# and headers at DEBUG) and urllib3 (logs request URLs, which carry the token in `oauth_token`
+# mode).
+_GUARDED_LOGGERS = ("requests_oauthlib.oauth2_session", "urllib3.connectionpool")
+_HIERARCHY = "mediaframe"
 
 
 def install_redaction() -> None:
-    """Attach a :class:`RedactingFilter` to every logger that can see a secret (idempotent).
+    """Scrub secrets from the records of every logger that can see one (idempotent).
 
-    A logger filter applies only to records created on that very logger, hence the list. Called
-    before mediaframe sends anything; safe to call again.
+    A logger's filter applies only to records made on that very logger, not on its children,
+    hence: a :class:`RedactingFilter` on the loggers of requests-oauthlib and urllib3 above and
+    on every logger of the ``mediaframe`` hierarchy that exists now, and a log record factory
+    that scrubs every record of that hierarchy as it is made, whatever logger made it and
+    whenever that logger was created — a process-wide trick, in ``mediaframe._process`` with
+    the others, turned off with them. Called when a secret becomes known and before
+    mediaframe sends anything; safe to call again.
     """
-    for name in _GUARDED_LOGGERS:
+    names = [*_GUARDED_LOGGERS, _HIERARCHY]
+    names += [
+        name
+        for name, logger in list(logging.Logger.manager.loggerDict.items())
+        if name.startswith(_HIERARCHY + ".") and isinstance(logger, logging.Logger)
+    ]
+    for name in names:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactingFilter) for f in logger.filters):
             logger.addFilter(RedactingFilter())
+    _process.redact_log_records(redact_record)
 
 
 _TOKEN_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")

@@ -6,12 +6,15 @@ of its files, so it stays true whatever the layout of the data inside a harvest'
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import posixpath
 from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
+from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe.cache.datasets import filesystem
 from mediaframe.cache.store import HarvestStore
@@ -58,13 +61,13 @@ def cached(cache_dir: str, *, now: dt.datetime | None = None) -> pd.DataFrame:
     return frame.astype(_COLUMNS).sort_values(["kind", "updated_at"], ignore_index=True)
 
 
-def remove(paths: Iterable[str]) -> int:
-    """Remove the cached harvests at ``paths`` (as :func:`cached` lists them); returns how many."""
-    count = 0
-    for path in paths:
-        HarvestStore(path).remove()
-        count += 1
-    return count
+def remove(paths: Iterable[str], *, wait: bool = False) -> list[str]:
+    """Remove the cached harvests at ``paths`` (as :func:`cached` lists them) that no harvest,
+    sync or reader is using; with ``wait``, wait for those that are, and remove them too.
+
+    Returns the paths left in place because they were in use (none with ``wait``).
+    """
+    return [path for path in paths if not HarvestStore(path).remove_unused(wait=wait)]
 
 
 def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
@@ -91,8 +94,21 @@ def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
         "filters": ", ".join(f"{k}={v}" for k, v in sorted(filters.items())) or None,
         "complete": manifest.complete if manifest else False if plan else None,
         "hits": manifest.rows if manifest else plan.total if plan else None,
-        "size_bytes": int(fs.du(path)),
+        "size_bytes": _size(fs, path),
         "updated_at": updated,
         "age": (now - updated) if updated else None,
         "path": path,
     }
+
+
+def _size(fs: Any, path: str) -> int:
+    """Bytes under ``path``; files removed while counting (a harvest of this process clearing
+    its shards on a thread) are not counted, rather than failing the listing."""
+    if not isinstance(fs, LocalFileSystem):
+        return int(fs.du(path))
+    total = 0
+    for folder, _, files in os.walk(path):  # os.walk skips folders gone meanwhile
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(os.path.join(folder, name), follow_symlinks=False).st_size
+    return total

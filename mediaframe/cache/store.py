@@ -155,17 +155,61 @@ class HarvestStore:
     def _lock(self, name: str, mode: int, *, create: bool = True) -> int | None:
         if not self.local:
             return None
-        if create:
-            self._make_root()
-        elif not os.path.isdir(self.root):
-            return None  # nothing to read, so nothing to protect
+        while True:
+            if create:
+                self._make_root()
+            elif not os.path.isdir(self.root):
+                return None  # nothing to read, so nothing to protect
+            try:
+                handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as err:
+                if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
+                    return None  # a read-only cache can still be read; nothing removes from it
+                raise write_error(self.url, err) from err
+            fcntl.flock(handle, mode)
+            if os.fstat(handle).st_nlink:
+                return handle
+            # the harvest was removed (remove_unused) while this waited: lock its new folder
+            os.close(handle)
+
+    def remove_unused(self, *, wait: bool = False) -> bool:
+        """Remove this harvest unless a writer (harvest, sync) or a reader holds it.
+
+        Takes the writer lock, then the readers' lock exclusively (the order writers take
+        them in, so waiting cannot deadlock with one), and removes the folder holding both.
+        With ``wait``, waits for both; without, returns ``False`` at once, removing nothing,
+        when either is held. A writer that was waiting for the lock then starts afresh.
+        """
+        if not self.local or not os.path.isdir(self.root):
+            self.remove()
+            return True
+        flags = 0 if wait else fcntl.LOCK_NB
+        writer = self._hold(_WRITER_LOCK, fcntl.LOCK_EX | flags)
+        if writer is None:
+            return False
+        try:
+            readers = self._hold(_READERS_LOCK, fcntl.LOCK_EX | flags)
+            if readers is None:
+                return False
+            try:
+                self.remove()
+            finally:
+                os.close(readers)
+        finally:
+            os.close(writer)
+        return True
+
+    def _hold(self, name: str, mode: int) -> int | None:
+        """The lock ``name`` taken with ``mode``; ``None`` if held elsewhere (non-blocking)."""
         try:
             handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as err:
-            if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
-                return None  # a read-only cache can still be read; nothing removes from it
             raise write_error(self.url, err) from err
-        fcntl.flock(handle, mode)
+        try:
+            fcntl.flock(handle, mode)
+        except BlockingIOError:
+            os.close(handle)
+            return None
         return handle
 
     @staticmethod

@@ -13,6 +13,7 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.cli.app import State, emit, limit_option, main, output_option, reported
 from mediaframe.config import Connection
+from mediaframe.exceptions import CacheError
 
 _UNITS = ("B", "KB", "MB", "GB", "TB")
 
@@ -92,10 +93,21 @@ def cache_ls(state: State, output: Path | None, limit: int) -> None:
 @click.option("--older-than", type=click.FloatRange(min=0), help="Only harvests older than DAYS.")
 @click.option("--key", "keys", multiple=True, help="Only this harvest (its key, see cache ls).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Wait for a harvest, sync or read in progress to finish, then remove its cache "
+    "(without it, a cache in use is left in place and the command fails saying which).",
+)
 @click.pass_obj
 @reported
-def cache_clear(state: State, older_than: float | None, keys: tuple[str, ...], yes: bool) -> None:
+def cache_clear(
+    state: State, older_than: float | None, keys: tuple[str, ...], yes: bool, wait: bool
+) -> None:
     """Remove cached harvests: all of them, those older than --older-than DAYS, or --key ones.
+
+    A harvest being written (a harvest or sync is running) or read is never removed: it is
+    left in place with a message, or waited for with --wait.
 
     \b
     Example:
@@ -122,8 +134,18 @@ def cache_clear(state: State, older_than: float | None, keys: tuple[str, ...], y
     size = size_text(chosen["size_bytes"].sum())
     if not yes:
         click.confirm(f"Remove {len(chosen)} cached harvest(s), {size}?", abort=True, err=True)
-    removed = remove(chosen["path"].tolist())
-    click.echo(f"Removed {removed} cached harvest(s), {size}.")
+    if wait:
+        state.say("Waiting for any harvest, sync or read of these caches to finish...")
+    busy = remove(chosen["path"].tolist(), wait=wait)
+    gone = chosen[~chosen["path"].isin(busy)]
+    click.echo(f"Removed {len(gone)} cached harvest(s), {size_text(gone['size_bytes'].sum())}.")
+    if busy:
+        left = chosen[chosen["path"].isin(busy)]
+        raise CacheError(
+            f"{len(busy)} cached harvest(s) left in place, in use by a running harvest, sync or "
+            f"read: {', '.join(left['key'])}. Run `mediaframe cache clear` again once it is "
+            "done, or add --wait to wait for it"
+        )
 
 
 @main.command()

@@ -184,12 +184,19 @@ def emit(
         if output.suffix.lower() != ".html":
             html = {}
         path = export(frames, output, **html)
-        count = (
-            len(frames)
-            if isinstance(frames, pd.DataFrame)
-            else sum(len(f) for f in frames.values())
+        sizes = (
+            [len(frames)] if isinstance(frames, pd.DataFrame) else [len(f) for f in frames.values()]
         )
-        state.say(f"Wrote {count:,} row(s) to {path}")
+        state.say(f"Wrote {sum(sizes):,} row(s) to {path}")
+        if output.suffix.lower() == ".html":
+            from mediaframe.reports.html import MAX_ROWS
+
+            left = sum(max(size - MAX_ROWS, 0) for size in sizes)
+            if left:
+                state.say(
+                    f"The page shows at most {MAX_ROWS:,} rows a table: {left:,} left out, as it "
+                    "says. Write .parquet, .csv or .xlsx for every row."
+                )
         return
     from mediaframe.cli.table import render
 
@@ -210,7 +217,7 @@ def limit_option(command: F) -> F:
         default=20,
         show_default=True,
         type=click.IntRange(min=-1),
-        help="Rows shown on the terminal (-1: all); -o writes every row.",
+        help="Rows shown on the terminal (-1: all); -o writes every row (.html: 10,000 a table).",
     )(command)
 
 

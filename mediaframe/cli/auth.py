@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from mediaframe import auth
-from mediaframe.auth import Profile, Token, TokenStore
+from mediaframe.auth import Token, TokenStore
 from mediaframe.cli.app import State, main, reported
 from mediaframe.client import connect
 from mediaframe.config import Settings
@@ -100,57 +100,51 @@ def login(
             "choose exactly one way to log in: --username, --oob, --browser, --implicit or "
             "--token-stdin (see `mediaframe login --help`)"
         )
-    if token_stdin:
-        token = Token(_stdin_line("token"))
-    else:
-        if not client_id:
-            raise click.UsageError("--client-id (or MEDIAFRAME_CLIENT_ID) is needed for this login")
-        token = _oauth_login(
-            base_url,
-            settings,
-            username=username,
-            password=password,
-            password_stdin=password_stdin,
-            flow=flow,
-            client_id=client_id,
-            client_secret=client_secret,
-            redirect_uri=redirect_uri,
-        )
-    # Check the token works before storing it: a stored dead token only fails later.
-    with connect(base_url, token=token.access_token, settings=settings) as client:
-        user = client.whoami()
-    path = TokenStore(settings.config_dir).save(
-        name, Profile(base_url, token, client_id, client_secret)
-    )
-    click.echo(f"Logged in to {base_url} as {_who(user)}; profile {name!r} saved in {path}")
-
-
-def _oauth_login(
-    base_url: str,
-    settings: Settings,
-    *,
-    username: str | None,
-    password: str | None,
-    password_stdin: bool,
-    flow: str | None,
-    client_id: str,
-    client_secret: str | None,
-    redirect_uri: str | None,
-) -> Token:
-    timeout = settings.timeout
+    if not token_stdin and not client_id:
+        raise click.UsageError("--client-id (or MEDIAFRAME_CLIENT_ID) is needed for this login")
     if username:
         if password_stdin:
             password = _stdin_line("password")
         elif password is None:
             password = click.prompt("Password", hide_input=True)
-        return auth.password_grant(
+        client = connect(
             base_url,
             client_id=client_id,
             client_secret=client_secret,
             username=username,
             password=password,
-            timeout=timeout,
+            settings=settings,
         )
+    else:
+        if token_stdin:
+            token = Token(_stdin_line("token"))
+        else:
+            assert client_id is not None and flow is not None
+            token = _flow_login(base_url, settings, flow, client_id, client_secret, redirect_uri)
+        client = connect(
+            base_url,
+            token=token,
+            client_id=client_id,
+            client_secret=client_secret,
+            settings=settings,
+        )
+    with client:
+        # Check the token works before storing it: a stored dead token only fails later.
+        user = client.whoami()
+        path = client.save_profile(name)
+    click.echo(f"Logged in to {base_url} as {_who(user)}; profile {name!r} saved in {path}")
+
+
+def _flow_login(
+    base_url: str,
+    settings: Settings,
+    flow: str,
+    client_id: str,
+    client_secret: str | None,
+    redirect_uri: str | None,
+) -> Token:
+    """A token from one of the OAuth flows a person completes in a browser."""
+    timeout = settings.timeout
     if flow == "oob":
         return auth.login_oob(
             base_url, client_id=client_id, client_secret=client_secret, ask=_ask, timeout=timeout

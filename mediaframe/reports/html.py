@@ -26,7 +26,21 @@ from mediaframe.exceptions import EmptyPlotWarning, ExportError, InvalidParamete
 from mediaframe.reports.cells import plain_text
 from mediaframe.reports.files import atomic_path
 
-__all__ = ["Section", "clean_svg", "draw", "provenance_of", "render_html", "svg_of", "to_html"]
+__all__ = [
+    "MAX_ROWS",
+    "Section",
+    "clean_svg",
+    "draw",
+    "provenance_of",
+    "render_html",
+    "svg_of",
+    "to_html",
+]
+
+#: Rows a table of a page shows unless told otherwise (``max_rows=``): a page of a million rows
+#: would be hundreds of megabytes no browser opens. Every row is in the CSV, Excel or parquet
+#: export, which the page says under each table it cuts.
+MAX_ROWS = 10_000
 
 _SORT_SCRIPT = """
 document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
@@ -99,7 +113,7 @@ def render_html(
     provenance: Mapping[str, Any] | None = None,
     figures: Mapping[str, Any] | None = None,
     notes: Iterable[str] = (),
-    max_rows: int | None = None,
+    max_rows: int | None = MAX_ROWS,
 ) -> str:
     """The page as text.
 
@@ -111,10 +125,18 @@ def render_html(
         page was made are always added.
     figures : title to a matplotlib Figure (or Axes, or SVG text), embedded as inline SVG.
     notes : sentences shown under the provenance.
-    max_rows : rows shown per table (all by default); the page says when it shows fewer.
+    max_rows : rows shown per table, :data:`MAX_ROWS` (10,000) by default; the page says under
+        each table it cuts how many rows were left out and how to get them all. ``None`` shows
+        every row, however large the page.
     """
     from jinja2 import Environment, PackageLoader
 
+    if max_rows is not None and (
+        not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0
+    ):
+        raise InvalidParameterError(
+            f"max_rows is a number of rows (0 or more), or None for all; not {max_rows!r}"
+        )
     sections = _sections(frames)
     if provenance is None:
         provenance = provenance_of(sections[0].frame if sections else None)
@@ -129,13 +151,21 @@ def render_html(
     )
     from markupsafe import Markup
 
+    rendered = [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections]
+    page_notes = list(notes)
+    if any(section["hidden"] for section in rendered):
+        page_notes.append(
+            f"Tables longer than {max_rows:,} rows show their first {max_rows:,}: the note "
+            "under each says how many were left out. Every row is in the CSV, Excel or parquet "
+            "export."
+        )
     context = {
         "title": title,
         "intro": intro,
         "csp": CSP,
         "provenance": meta,
-        "notes": list(notes),
-        "sections": [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections],
+        "notes": page_notes,
+        "sections": rendered,
         "figures": [
             {
                 "title": name,
@@ -269,6 +299,7 @@ def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, 
         "hidden": len(shown) < len(frame),
         "shown": f"{len(shown):,}",
         "total": f"{len(frame):,}",
+        "left_out": f"{len(frame) - len(shown):,}",
     }
 
 

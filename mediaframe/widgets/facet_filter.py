@@ -245,11 +245,13 @@ class FacetFilter:
             return self._view.box
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = {"text/plain": repr(self), "text/html": self._state_html()}
+        bundle: dict[str, Any] = {}
         # without ipywidgets the state as HTML is still worth showing
         with contextlib.suppress(ImportError):
             bundle.update(self.widget._repr_mimebundle_(**kwargs) or {})
-        return bundle
+        # ours over the widget's "VBox(children=(HBox(…" where widgets cannot show (a terminal,
+        # a notebook saved without widget state, as code hosts render it)
+        return {**bundle, "text/plain": repr(self), "text/html": self._state_html()}
 
     def _state_html(self) -> str:
         answer = self._settled()

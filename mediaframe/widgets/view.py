@@ -6,6 +6,7 @@ import datetime as dt
 import html
 import io
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ from mediaframe.exceptions import MediaframeError
 from mediaframe.widgets.selection import DATE_FIELDS, Selection
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from mediaframe.widgets.facet_filter import Answer, FacetFilter
 
 __all__ = ["View"]
@@ -39,7 +42,10 @@ class View:
             raise ImportError(f"FacetFilter's display needs ipywidgets: {_INSTALL}") from err
         self.w = w
         self.picker = picker
-        self._quiet = False  # set while the view writes values, so observers ignore them
+        # Set while the view writes values, so the observers ignore those echoes. Per thread: a
+        # refresh is shown from the debounce timer's thread while the kernel's own thread may be
+        # handling a click, and that click is the user's, never to be dropped.
+        self._writing = threading.local()
         selection = picker.selection
         self.search = w.Text(
             value=selection.query,
@@ -71,6 +77,7 @@ class View:
         self._plotted: tuple | None = None  # what the plot shows
         self.boxes: dict[str, Any] = {}  # facet -> its box
         self.rows: dict[tuple[str, str], Any] = {}  # (facet, value) -> its checkbox and count
+        self._clicked: dict[tuple[str, str], bool] = {}  # boxes clicked, not yet applied
         self.box = w.VBox(
             [
                 w.HBox([self.search, self.clear_all]),
@@ -87,7 +94,7 @@ class View:
     # -- from the user --------------------------------------------------------------------------
 
     def _user(self, action: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        if self._quiet:
+        if getattr(self._writing, "active", False):
             return
         try:
             action(*args, **kwargs)
@@ -99,8 +106,16 @@ class View:
         self._user(self.picker.dates, low, high, field=self.date_field.value)
 
     def _toggle(self, facet: str, value: str, change: Any) -> None:
-        action = self.picker.select if change["new"] else self.picker.deselect
-        self._user(action, facet, value)
+        if getattr(self._writing, "active", False):
+            return
+        # Until the filter has it, a refresh being shown leaves this box as the user set it
+        # (else a click during a refresh would flicker: unticked by that refresh, ticked again).
+        self._clicked[(facet, value)] = change["new"]
+        try:
+            action = self.picker.select if change["new"] else self.picker.deselect
+            self._user(action, facet, value)
+        finally:
+            self._clicked.pop((facet, value), None)
 
     def _harvest(self, _button: Any) -> None:
         self.out.clear_output()
@@ -126,14 +141,11 @@ class View:
 
     def show(self, answer: Answer | None, error: str | None) -> None:
         picker = self.picker
-        self._quiet = True
+        self._writing.active = True
         try:
             self.error.value = _error_html(error) if error else ""
             if answer is None:  # nothing answered yet: the error says why
                 return
-            self.total.value = _total_html(answer)
-            self.harvest_button.layout.display = None if answer.capped else "none"
-            self.code.value = _code_html(picker.code)
             self.preview.value = _preview_html(answer.page)
             self._show_plot(answer.facets, picker.plot_facet)
             self._show_facets(answer.facets, picker.selection)
@@ -142,8 +154,12 @@ class View:
             self.date_field.value = selection.date_field
             self.date_min.value = _date(selection.date_min)
             self.date_max.value = _date(selection.date_max)
+            self.code.value = _code_html(picker.code)
+            self.harvest_button.layout.display = None if answer.capped else "none"
+            # last, replacing "asking the server": once it shows, all of the answer is on screen
+            self.total.value = _total_html(answer)
         finally:
-            self._quiet = False
+            self._writing.active = False
 
     def _show_plot(self, facets: pd.DataFrame, facet: str | None) -> None:
         names = list(facets["facet"].dropna().unique())
@@ -158,7 +174,7 @@ class View:
     def _show_facets(self, facets: pd.DataFrame, selection: Selection) -> None:
         # Widgets are kept per facet and per value and updated in place: a refresh rebuilds
         # nothing the user already sees, so it stays quick and keeps focus and scroll.
-        shown = []
+        shown = set()
         for facet, rows in facets.groupby("facet", observed=True, sort=False):
             name = str(facet)
             chosen = selection.values.get(name, {})
@@ -171,8 +187,10 @@ class View:
             find.layout.display = None if len(items) > SEARCHABLE else "none"
             find.placeholder = f"find among {len(items)} values"
             _filter_rows(items, find.value)
-            shown.append(box)
-        self.facets.children = shown
+            shown.add(name)
+        # in the order they first appeared: the server lists a facet with selected values
+        # last, and a list that jumps away from the value just clicked loses the user
+        self.facets.children = [box for name, box in self.boxes.items() if name in shown]
 
     def _facet_box(self, facet: str) -> Any:
         w = self.w
@@ -197,7 +215,8 @@ class View:
             box.observe(lambda change: self._toggle(facet, value, change), "value")
             item = w.HBox([box, w.HTML().add_class("mf-count")]).add_class("mf-value")
             self.rows[(facet, value)] = item
-        item.children[0].value = value in chosen
+        if (facet, value) not in self._clicked:
+            item.children[0].value = value in chosen
         item.children[1].value = count
         return item
 
@@ -244,6 +263,12 @@ def _preview_html(page: pd.DataFrame) -> str:
 
 
 def _plot_png(facets: pd.DataFrame, name: str | None) -> bytes:
+    buffer = io.BytesIO()
+    _plot_figure(facets, name).savefig(buffer, format="png", dpi=80)
+    return buffer.getvalue()
+
+
+def _plot_figure(facets: pd.DataFrame, name: str | None) -> Figure:
     from matplotlib.figure import Figure  # no pyplot: nothing is shown or kept but this image
 
     from mediaframe.plots import facet_counts
@@ -252,6 +277,8 @@ def _plot_png(facets: pd.DataFrame, name: str | None) -> bytes:
     axes = figure.subplots()
     if name is not None:
         facet_counts(facets, name, ax=axes)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
-    return buffer.getvalue()
+        # The axes sit right of long value labels: their own title would run off this small
+        # figure. The figure's title is centred on all of it, and the layout makes room for it.
+        figure.suptitle(axes.get_title(), fontsize="medium")
+        axes.set_title("")
+    return figure

@@ -146,6 +146,7 @@ def test_sheet_names_are_valid_unique_and_at_most_31_characters(tmp_path):
 
 
 def test_frames_past_the_row_limit_go_on_over_more_sheets(tmp_path, monkeypatch):
+    # a lowered limit, to read every value back; the real one: the test below
     monkeypatch.setattr(excel_module, "EXCEL_ROWS", 4)  # three data rows a sheet
     to_excel({"big": pd.DataFrame({"n": range(7)})}, tmp_path / "s.xlsx")
     book = openpyxl.load_workbook(tmp_path / "s.xlsx")
@@ -153,6 +154,52 @@ def test_frames_past_the_row_limit_go_on_over_more_sheets(tmp_path, monkeypatch)
     values = [c.value for name in ("big", "big (2)", "big (3)") for c in book[name]["A"][1:]]
     assert values == list(range(7))
     assert all(book[name]["A1"].value == "n" for name in ("big", "big (2)", "big (3)"))
+
+
+def _cells(book_path, sheet: int) -> dict[int, str]:
+    """Row number -> value of column A of a sheet, read from its XML (no spreadsheet library
+    walks a million rows quickly)."""
+    import zipfile
+
+    with zipfile.ZipFile(book_path) as book:
+        xml = book.read(f"xl/worksheets/sheet{sheet}.xml").decode()
+    return {int(row): value for row, value in re.findall(r'<c r="A(\d+)"[^>]*><v>([^<]*)</v>', xml)}
+
+
+def test_the_real_excel_row_limit_is_used_and_a_split_keeps_every_row(tmp_path):
+    import xlsxwriter
+
+    from mediaframe.reports.excel import EXCEL_ROWS
+
+    probe = xlsxwriter.Workbook(str(tmp_path / "probe.xlsx"), {"constant_memory": True})
+    sheet = probe.add_worksheet()
+    assert EXCEL_ROWS == 1_048_576 == sheet.xls_rowmax
+    assert sheet.write_number(EXCEL_ROWS - 1, 0, 1) == 0  # the last row a sheet has...
+    assert sheet.write_number(EXCEL_ROWS, 0, 1) == -1  # ...and none past it
+    probe.close()
+    # one row past a full sheet (header + 1,048,575 rows): the split is at the real limit.
+    # Only the rows at the seams hold a value (the others are empty cells, skipped), so the
+    # workbook stays small and the test quick; every row still goes through the writer.
+    rows = EXCEL_ROWS + 1
+    seams = [0, 1, EXCEL_ROWS - 2, EXCEL_ROWS - 1, EXCEL_ROWS]
+    column = pd.Series(pd.NA, index=range(rows), dtype="Int64")
+    column[seams] = seams
+    path = to_excel({"big": pd.DataFrame({"n": column})}, tmp_path / "big.xlsx")
+    names = openpyxl.load_workbook(path, read_only=True).sheetnames
+    assert names == ["big", "big (2)", "notes"]
+    first, second = _cells(path, 1), _cells(path, 2)
+    # frame row i is on sheet i // (EXCEL_ROWS - 1), at spreadsheet row i % (EXCEL_ROWS - 1) + 2
+    assert {r: v for r, v in first.items() if r > 1} == {
+        2: "0",
+        3: "1",
+        EXCEL_ROWS: str(EXCEL_ROWS - 2),
+    }
+    assert {r: v for r, v in second.items() if r > 1} == {
+        2: str(EXCEL_ROWS - 1),
+        3: str(EXCEL_ROWS),
+    }
+    notes = pd.read_excel(path, sheet_name="notes")["note"].tolist()
+    assert notes == ["rows 1-1,048,575 of 'big'", "rows 1,048,576-1,048,577 of 'big'"]
 
 
 def test_parquet_reads_back_identical_with_its_provenance(hostile, tmp_path):
@@ -224,6 +271,38 @@ def test_html_escapes_every_value_name_and_provenance_and_fetches_nothing(tmp_pa
     digest = base64.b64encode(hashlib.sha256(parser.scripts[0].encode()).digest()).decode()
     assert f"'sha256-{digest}'" in csp and "default-src 'none'" in csp
     assert "mediaframe version" in page and "generated at" in page
+
+
+def _body_rows(page: str) -> int:
+    return page.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
+
+
+def test_a_huge_frame_makes_a_page_of_bounded_size_that_says_what_it_left_out(tmp_path):
+    from mediaframe.reports.html import MAX_ROWS
+
+    assert MAX_ROWS == 10_000
+    huge = pd.DataFrame({"record_id": range(10 * MAX_ROWS), "title": "a title"})
+    page = to_html(huge, tmp_path / "huge.html").read_text()
+    assert _body_rows(page) == MAX_ROWS
+    assert "Showing the first 10,000 of 100,000 rows: 90,000 rows were left out" in page
+    assert "to_parquet(frame, path)" in page and "-o FILE.parquet" in page
+    assert "Tables longer than 10,000 rows show their first 10,000" in page
+    # the page does not grow with the frame
+    just_over = to_html(huge.head(MAX_ROWS + 1), tmp_path / "over.html").read_text()
+    assert abs(len(page) - len(just_over)) < 100
+
+
+def test_a_page_shows_every_row_of_a_table_under_the_limit_and_all_when_asked(tmp_path):
+    frame = pd.DataFrame({"n": range(25)})
+    whole = to_html(frame, tmp_path / "whole.html").read_text()
+    assert _body_rows(whole) == 25 and "left out" not in whole
+    cut = to_html(frame, tmp_path / "cut.html", max_rows=10).read_text()
+    assert _body_rows(cut) == 10 and "15 rows were left out" in cut
+    every = to_html(frame, tmp_path / "every.html", max_rows=None).read_text()
+    assert _body_rows(every) == 25
+    for bad in (-1, "10", 2.5, True):
+        with pytest.raises(InvalidParameterError, match="max_rows"):
+            to_html(frame, tmp_path / "bad.html", max_rows=bad)
 
 
 def test_html_embeds_figures_as_inline_svg_without_outside_links(tmp_path):

@@ -85,6 +85,20 @@ def drip(byte_every: float = 0.25, total: int = 40) -> Behaviour:
     return behave
 
 
+def drip_head(byte_every: float = 0.25, total: int = 120) -> Behaviour:
+    """The status line and headers one byte every ``byte_every`` seconds (``total`` bytes of
+    them, then the body): each byte comes well within a read timeout, the whole never does."""
+
+    def behave(sock: socket.socket) -> None:
+        padding = "X-Padding: " + "." * total
+        head = f"HTTP/1.1 200 OK\r\n{padding}\r\nContent-Length: {len(ENVELOPE)}\r\n\r\n"
+        for byte in head.encode()[:total]:
+            sock.sendall(bytes([byte]))
+            time.sleep(byte_every)
+
+    return behave
+
+
 def endless_chunks(most: int = 64 << 20) -> Behaviour:
     """A chunked body that never ends (well: ``most`` bytes, then the server gives up)."""
 

@@ -39,6 +39,17 @@ def test_a_dripping_server_cannot_outlast_the_deadline(settings):
     assert took < 2.0, f"a 1 s deadline held the call {took:.1f} s"
 
 
+def test_a_server_dripping_its_headers_cannot_outlast_the_deadline(settings):
+    # each byte of the status line and headers comes within the read timeout; their whole
+    # (30 s of them) must not hold a call with a 2 s deadline
+    with servers.serving(servers.drip_head(byte_every=0.25, total=120)) as url:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match=r"no whole answer within 2\.0 s"):
+            ask(url, settings.replace(timeout=2.0))
+        took = time.monotonic() - started
+    assert took < 10.0, f"a 2 s deadline held the call {took:.1f} s"
+
+
 def test_a_silent_server_times_out(settings):
     with servers.serving(servers.silent_after_headers(5)) as url:
         started = time.monotonic()

@@ -15,8 +15,9 @@ from mediaframe.auth import register_secret
 
 def test_leak():
     register_secret("planted-secret-in-a-log")
-    # a logger the redacting filters do not guard (they guard the ones that see requests)
-    logging.getLogger("mediaframe.harvest").debug("sending planted-secret-in-a-log")
+    # a logger the sweep watches but redaction does not guard (every logger of mediaframe's
+    # is guarded; of urllib3's, the one that sees request URLs)
+    logging.getLogger("urllib3.response").debug("sending planted-secret-in-a-log")
 """,
     "error": """
 import pytest
@@ -56,7 +57,7 @@ def test_leak(monkeypatch):
 
 #: What the sweep's report says for each planted leak.
 REPORTED = {
-    "log": "log record of mediaframe.harvest",
+    "log": "log record of urllib3.response",
     "error": "an exception caught by pytest.raises: ValueError",
     "file": "export.csv",
     "emulator token in a cache file": "manifest.json",

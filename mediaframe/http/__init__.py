@@ -1,0 +1,16 @@
+"""The only door to the network: timeouts, retries, token placement, envelopes and errors.
+
+- ``transport.py``: :class:`Transport` — retries with backoff and jitter, the token (refresh,
+  placement with fallback), one attempt built and sent;
+- ``wire.py``: one request on the wire — no redirect followed, the body streamed under the size
+  limit and the attempt's deadline, library failures translated without a secret;
+- ``answers.py``: what an answer says — the envelope in JSON, YAML or JSONP
+  (:func:`decode_envelope`), and the error an answer stands for (status → exception).
+"""
+
+from __future__ import annotations
+
+from mediaframe.http.answers import REPRESENTATIONS, RETRY_STATUSES, decode_envelope
+from mediaframe.http.transport import Params, Transport
+
+__all__ = ["REPRESENTATIONS", "RETRY_STATUSES", "Params", "Transport", "decode_envelope"]

@@ -1,0 +1,337 @@
+"""Reading an answer: the envelope in JSON, YAML or JSONP, and the error an answer stands for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import requests
+import yaml
+
+from mediaframe.auth import redact
+from mediaframe.exceptions import (
+    APIError,
+    BadRequestError,
+    ForbiddenError,
+    MediaframeError,
+    MethodNotAllowedError,
+    NotAcceptableError,
+    NotFoundError,
+    OAuthError,
+    PermissionDeniedError,
+    ResponseFormatError,
+    ServerError,
+    TokenMissingError,
+    TokenRejectedError,
+)
+
+__all__ = [
+    "REPRESENTATIONS",
+    "RETRY_STATUSES",
+    "Decode",
+    "HeaderRefused",
+    "Retry",
+    "decode_envelope",
+    "read_answer",
+]
+
+#: Statuses worth asking again: the service or a proxy in front of it is briefly unwell.
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+#: Envelope representations of v1 routes; v2 routes always speak JSON.
+REPRESENTATIONS = ("json", "yaml", "jsonp")
+
+_JSONP = re.compile(rb"^\s*(?:/\*\*/)?\s*[A-Za-z_$][\w$.]*\s*\((.*)\)\s*;?\s*$", re.DOTALL)
+_ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
+_SNIPPET = 160
+
+#: Reads a successful JSON body in place of the envelope decoding (``None``: the envelope).
+Decode = Callable[[bytes], Any] | None
+
+
+class Retry(Exception):
+    """Internal: this attempt failed in a way worth retrying; ``error`` is raised at the end."""
+
+    def __init__(self, error: MediaframeError, *, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class HeaderRefused(Exception):
+    """Internal: the service did not take the token from the header; ``error`` if no fallback."""
+
+    def __init__(self, error: MediaframeError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """Safe YAML that keeps dates as strings, exactly as the JSON representation gives them.
+
+    Anchors and aliases are refused: the service never sends them, and a few lines of nested
+    aliases expand to billions of nodes (the "billion laughs").
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "YAML anchors and aliases are not read", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def decode_envelope(content: bytes, representation: str = "json") -> dict[str, Any]:
+    """Parse a body into the envelope ``{"meta": {...}, "response": {...}}``.
+
+    Parameters
+    ----------
+    content : the raw body.
+    representation : ``json``, ``yaml`` or ``jsonp`` (``/**/name({...});``).
+
+    Raises
+    ------
+    ResponseFormatError
+        The body does not parse, or is not an object with a ``meta`` object and a ``response``.
+    """
+    try:
+        if representation == "yaml":
+            envelope = yaml.load(content, Loader=_YamlLoader)
+        elif representation == "jsonp" and (match := _JSONP.match(content)):
+            envelope = orjson.loads(match.group(1))
+        else:
+            envelope = orjson.loads(content)
+    except (ValueError, yaml.YAMLError) as err:
+        raise ResponseFormatError(
+            f"the body is not valid {representation.upper()}", snippet=_snippet(content)
+        ) from err
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("meta"), dict):
+        raise ResponseFormatError("the body is not the service's envelope (no meta object)")
+    response = envelope.get("response")
+    if response == [] or response is None:
+        # PHP encodes an empty associative array as []; older servers send it for "nothing".
+        envelope["response"] = {}
+    elif not isinstance(response, dict):
+        raise ResponseFormatError(
+            f"the envelope's response is a {type(response).__name__}, not an object"
+        )
+    return envelope
+
+
+def read_answer(
+    response: requests.Response,
+    content: bytes,
+    line: str,
+    representation: str,
+    placement: str | None,
+    decode: Decode = None,
+) -> Any:
+    """The ``response`` member of a whole answer (or what ``decode`` makes of its body).
+
+    Raises the error the answer stands for: a :class:`Retry` for what is worth asking again, a
+    :class:`HeaderRefused` when the token was not taken from the header (``placement``), else
+    the :class:`~mediaframe.exceptions.MediaframeError` to show.
+    """
+    status = response.status_code
+    if not content.strip():
+        raise _bodyless_error(response, line, placement)
+    if _is_cut_short(response):
+        raise Retry(
+            ResponseFormatError(
+                f"{line}: the answer was cut short (HTTP {status}); retried without success",
+                status_code=status,
+                snippet=_snippet(content),
+            )
+        )
+    if decode is not None and status == 200 and representation == "json":
+        try:
+            return decode(content)
+        except ResponseFormatError as err:
+            raise _not_an_envelope(response, line, placement, err) from err
+    try:
+        envelope = decode_envelope(content, representation)
+    except ResponseFormatError as err:
+        raise _not_an_envelope(response, line, placement, err) from err
+    meta = envelope["meta"]
+    code = _status_of(meta, status) if representation == "jsonp" else status
+    if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
+        "invalid_token",
+        "expired_token",
+    ):
+        # A server that wraps the bad-token answer in the envelope still says so in its
+        # challenge: that is a dead token, not a permission problem.
+        raise _bodyless_error(response, line, placement)
+    if code >= 400:
+        error = _api_error(code, meta, line, representation)
+        if code in RETRY_STATUSES:
+            raise Retry(error, retry_after=_retry_after(response))
+        raise error
+    return envelope["response"]
+
+
+# --- answers that are not the envelope --------------------------------------------------------
+
+
+def _bodyless_error(response: requests.Response, line: str, placement: str | None) -> Exception:
+    status = response.status_code
+    challenge = response.headers.get("WWW-Authenticate", "")
+    oauth_error = _challenge_error(challenge)
+    if status in RETRY_STATUSES:
+        return Retry(
+            ServerError(
+                f"The service failed (HTTP {status}, empty body) on {line}. Try again later",
+                status_code=status,
+                request=line,
+            ),
+            retry_after=_retry_after(response),
+        )
+    if status == 401 or oauth_error in ("invalid_token", "expired_token"):
+        return TokenRejectedError(
+            f"The token was rejected (HTTP {status}) on {line}: it is unknown, revoked or "
+            "expired. Log in again: `mediaframe login`"
+        )
+    if status == 400 and challenge:
+        error = TokenMissingError(
+            f"The service saw no token (HTTP 400) on {line}. Log in (`mediaframe login`) or "
+            "pass token= to connect()"
+        )
+        return HeaderRefused(error) if placement == "header" else error
+    return ResponseFormatError(
+        f"{line}: HTTP {status} with an empty body, not the service's envelope. "
+        "Check base_url points at the service",
+        status_code=status,
+        snippet="",
+    )
+
+
+def _not_an_envelope(
+    response: requests.Response, line: str, placement: str | None, err: ResponseFormatError
+) -> Exception:
+    status = response.status_code
+    snippet = _snippet(response.content)
+    if status >= 500:
+        server = ServerError(
+            f"The service failed (HTTP {status}) on {line} and answered with something else than "
+            f"its envelope: {snippet!r}. Try again later",
+            status_code=status,
+            request=line,
+        )
+        return (
+            Retry(server, retry_after=_retry_after(response))
+            if status in RETRY_STATUSES
+            else server
+        )
+    oauth_error = _oauth_body_error(response.content)
+    if oauth_error is not None:
+        error = OAuthError(
+            f"The service refused how the token was sent on {line} ({oauth_error}, HTTP {status}). "
+            "Set MEDIAFRAME_TOKEN_PLACEMENT=param (or header) and try again",
+            error=oauth_error,
+        )
+        return HeaderRefused(error) if placement == "header" else error
+    format_error = ResponseFormatError(
+        f"{line}: HTTP {status}, {err} — not the service's answer (a proxy or login page?): "
+        f"{snippet!r}. Check base_url and try again later",
+        status_code=status,
+        snippet=snippet,
+    )
+    # A body that starts like the envelope but does not parse was most likely cut in transit.
+    unparsable = isinstance(err.__cause__, ValueError | yaml.YAMLError)
+    if unparsable and _ENVELOPE_START.match(response.content[:64]):
+        return Retry(format_error)
+    return format_error
+
+
+def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: str) -> APIError:
+    kind, advice = _STATUS_ERRORS.get(code, (ServerError if code >= 500 else APIError, ""))
+    details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
+    said = redact(str(details)) if details else "no details"
+    if code == 406:
+        advice = f"the service cannot answer in {representation.upper()}; use JSON"
+    message = f"{meta.get('error_type') or 'Error'} (HTTP {code}) on {line}: {said}."
+    return kind(
+        f"{message} {advice}".strip(),
+        status_code=code,
+        error_type=_redacted(meta.get("error_type")),
+        error_message=_redacted(meta.get("error_message")),
+        error_details=_redacted(meta.get("error_details")),
+        request=line,
+    )
+
+
+def _redacted(value: Any) -> Any:
+    """A member of the server's ``meta`` kept on an error, scrubbed (a server may echo a token)."""
+    return redact(value) if isinstance(value, str) else value
+
+
+_STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
+    400: (BadRequestError, "Check the parameters of the call"),
+    401: (
+        PermissionDeniedError,
+        "Your token is valid, but this user may not see this resource; ask an administrator "
+        "for the rights",
+    ),
+    403: (ForbiddenError, "Ask an administrator of the service for access"),
+    404: (NotFoundError, "Check the id, the path and base_url"),
+    405: (
+        MethodNotAllowedError,
+        "This route does not take that method; the server may be of another version — please "
+        "report it",
+    ),
+    406: (NotAcceptableError, ""),
+    500: (ServerError, "The service failed through every retry; try again later"),
+    502: (ServerError, "The service failed through every retry; try again later"),
+    503: (ServerError, "The service failed through every retry; try again later"),
+    504: (ServerError, "The service failed through every retry; try again later"),
+}
+
+
+def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
+    """``meta.http_code`` as an integer (some servers send it as a string)."""
+    code = meta.get("http_code")
+    if isinstance(code, str) and code.strip().isdigit():
+        return int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) else fallback
+
+
+def _challenge_error(challenge: str) -> str | None:
+    match = re.search(r"""error\s*=\s*["']?([\w-]+)""", challenge)
+    return match.group(1) if match else None
+
+
+def _oauth_body_error(content: bytes) -> str | None:
+    """The code of an OAuth-style ``{"error": "..."}`` body (the resource server's refusals)."""
+    try:
+        body = orjson.loads(content)
+    except ValueError:
+        return None
+    if isinstance(body, dict) and "meta" not in body and isinstance(body.get("error"), str):
+        return str(body["error"])
+    return None
+
+
+def _is_cut_short(response: requests.Response) -> bool:
+    """Whether fewer bytes arrived than ``Content-Length`` announced (uncompressed answers)."""
+    announced = response.headers.get("Content-Length")
+    if not announced or not announced.isdigit() or response.headers.get("Content-Encoding"):
+        return False
+    return len(response.content) < int(announced)
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.isdigit() else None
+
+
+def _snippet(content: bytes) -> str:
+    text = content[:_SNIPPET].decode("utf-8", "replace")
+    return redact(" ".join(text.split()))

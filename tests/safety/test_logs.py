@@ -1,0 +1,126 @@
+"""No secret reaches a log handler through any logger of mediaframe's, at any level."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import traceback
+
+import pytest
+
+import mediaframe as mf
+from mediaframe import _process, auth
+
+SECRET = "10g5ecre7-10g5ecre7-10g5ecre7"
+LEVELS = [logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL]
+
+
+class Seen(logging.Handler):
+    """Everything a handler could show of a record: its formatting and every attribute."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.NOTSET)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.texts: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(self.format(record))
+        self.texts.append(repr(vars(record)))
+        if record.exc_info and record.exc_info[1] is not None:
+            # a handler that formats the exception itself (Sentry, rich) reads exc_info
+            self.texts.append("".join(traceback.format_exception(record.exc_info[1])))
+
+
+@pytest.fixture
+def seen():
+    handler = Seen()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    yield handler
+    root.removeHandler(handler)
+    mf.process_tricks(None)
+
+
+def _mediaframe_loggers() -> list[str]:
+    """The logger of every module of mediaframe that has one, once all are imported."""
+    for module in pkgutil.walk_packages(mf.__path__, "mediaframe."):
+        importlib.import_module(module.name)
+    names = [
+        name
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.startswith("mediaframe.") and isinstance(logger, logging.Logger)
+    ]
+    assert "mediaframe.http" in names and "mediaframe.routes" in names
+    return sorted(names)
+
+
+def _log_everything(name: str) -> None:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(1)
+    try:
+        for at in LEVELS:
+            logger.log(at, "sent with token %s", SECRET)
+            logger.log(at, f"a message holding {SECRET} itself")
+            logger.log(at, "oauth_token=%s&x=1", SECRET, stack_info=True)
+            try:
+                raise ValueError(f"GET https://x.example/?oauth_token={SECRET}")
+            except ValueError:
+                logger.log(at, "failed", exc_info=True)
+    finally:
+        logger.setLevel(level)
+
+
+def _leaks(seen: Seen) -> list[str]:
+    assert seen.texts, "the handler saw nothing: the test proves nothing"
+    return [text for text in seen.texts if SECRET in text]
+
+
+@pytest.mark.parametrize("tricks", [True, False], ids=["tricks-on", "tricks-off"])
+def test_no_logger_of_mediaframes_modules_lets_a_secret_through(seen, tricks):
+    mf.process_tricks(tricks)
+    names = ["mediaframe", *_mediaframe_loggers()]
+    auth.register_secret(SECRET)  # as every token, password and client secret handed over is
+    auth.install_redaction()  # as before any request
+    for name in names:
+        _log_everything(name)
+    assert _leaks(seen) == []
+
+
+def test_a_logger_made_after_the_first_request_is_redacted_too(seen):
+    mf.process_tricks(None)
+    assert _process.active()
+    auth.register_secret(SECRET)
+    auth.install_redaction()
+    _log_everything("mediaframe.made_later.by_a_module_imported_late")
+    assert _leaks(seen) == []
+
+
+def test_knowing_a_secret_is_enough_to_redact_it(seen):
+    # a token is registered the moment it exists, before any transport installs anything
+    mf.process_tricks(None)
+    auth.register_secret(SECRET)
+    _log_everything("mediaframe.cache")
+    assert _leaks(seen) == []
+
+
+def test_the_record_factory_goes_with_the_tricks(seen):
+    auth.register_secret(SECRET)
+    mf.process_tricks(None)
+    auth.install_redaction()
+    assert _process.redacting_records()
+    mf.process_tricks(False)
+    assert not _process.redacting_records()
+    assert logging.getLogRecordFactory() is logging.LogRecord  # the process's own again
+    mf.process_tricks(None)
+    assert _process.redacting_records()
+
+
+def test_a_switch_that_does_not_read_leaves_logging_working_and_redacted(seen, monkeypatch):
+    # the other tricks report the bad value where they are used; a log call must not raise
+    monkeypatch.setenv("MEDIAFRAME_PROCESS_TRICKS", "maybe")
+    mf.process_tricks(None)
+    auth.register_secret(SECRET)
+    _log_everything("mediaframe.somewhere_new")
+    assert _leaks(seen) == []
