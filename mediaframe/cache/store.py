@@ -49,6 +49,7 @@ from mediaframe.cache.datasets import (
     write_error,
     write_frame,
 )
+from mediaframe.cache.files import flush_tree, private_dirs, replace_atomically
 from mediaframe.cache.manifest import (
     Manifest,
     PlanFile,
@@ -527,84 +528,27 @@ class HarvestStore:
         Checkpoints are not flushed: one lost to a power cut fails its checksum and is fetched
         again, while flushing each would cost a disk round trip per shard.
         """
-        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            if not self.local:
-                self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-                with self.fs.open(partial, "wb") as handle:
-                    handle.write(data)
-                self.fs.mv(partial, path)
+            if self.local:
+                staged = (lambda: reached(f"{step}-staged")) if step else None
+                replace_atomically(path, data, durable=durable, staged=staged)
                 return
-            private_dirs(posixpath.dirname(path))
-            handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                _write_all(handle, data)
-                if durable:
-                    os.fsync(handle)
-            finally:
-                os.close(handle)
-            if step:
-                reached(f"{step}-staged")
-            os.replace(partial, path)
-            if durable:
-                _fsync_dir(posixpath.dirname(path))
+            partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            with self.fs.open(partial, "wb") as handle:
+                handle.write(data)
+            self.fs.mv(partial, path)
         except OSError as err:
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
             raise write_error(self.url, err) from err
 
     def _flush_tree(self, path: str) -> None:
-        """Make a written dataset private and durable: every file 0600 and flushed, every folder
-        0700 and flushed."""
+        """Make a written dataset private and durable (local caches only)."""
         if not self.local:
             return
         try:
-            for folder, _, files in os.walk(path, topdown=False):
-                for name in files:
-                    file = os.path.join(folder, name)
-                    os.chmod(file, 0o600)
-                    handle = os.open(file, os.O_RDONLY)
-                    try:
-                        os.fsync(handle)
-                    finally:
-                        os.close(handle)
-                os.chmod(folder, 0o700)
-                _fsync_dir(folder)
-            _fsync_dir(posixpath.dirname(path))
+            flush_tree(path)
         except OSError as err:
             raise write_error(self.url, err) from err
-
-
-def private_dirs(path: str) -> None:
-    """Create ``path`` and any missing parent as folders only their owner may enter (0700)."""
-    missing = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o700)
-
-
-def _write_all(handle: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(handle, view) :]
-
-
-def _fsync_dir(path: str) -> None:
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    except OSError as err:  # some filesystems cannot flush a folder: the rename still stands
-        if err.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(handle)
 
 
 def _is_version(name: str) -> bool:
