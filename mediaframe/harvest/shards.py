@@ -9,6 +9,7 @@ storage.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -24,6 +25,7 @@ from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlannedShard, ShardEntry
 from mediaframe.cache.pages import PageCheckpoints
+from mediaframe.exceptions import CacheError
 from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
@@ -53,6 +55,9 @@ __all__ = [
 _BATCH = 16
 # Times a shard whose pages disagree is paged again before it is given up as incomplete.
 _REPAGES = 2
+# Seconds of paging a shard after which the pages read so far are kept (they are kept at once
+# when paging fails): a kill loses at most this much of a shard's pages.
+_KEEP_EVERY = 2.0
 
 
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
@@ -93,9 +98,9 @@ def fetch_shard(
 
     A shard whose pages repeat a key, or whose total moved while it was paged (offsets then
     shift, and a live record falls between two pages), is paged again, up to twice. With
-    ``pages``, each page but the last is kept as it comes, and paging goes on from the pages an
-    interrupted run kept (its requests are not counted again) unless the shard's total has
-    moved since.
+    ``pages``, the pages read are kept when paging fails (and every few seconds while it goes
+    on), and paging goes on from the pages an interrupted run kept (its requests are not
+    counted again) unless the shard's total has moved since.
 
     Raises
     ------
@@ -138,39 +143,66 @@ class _Paging:
     pages: PageCheckpoints | None
 
     def through(self, combine: Combine, *, resume: bool) -> tuple[pd.DataFrame, list[int], int]:
-        """``(frame, every page's total, requests)``."""
+        """``(frame, every page's total, requests)``.
+
+        Pages read are kept (:attr:`pages`) when paging fails — a revoked token, a dropped
+        network: the next run goes on from them — and every :data:`_KEEP_EVERY` seconds while
+        it goes on, so that a kill loses at most that much of a shard. A harvest whose shards
+        page faster than that writes no page at all.
+        """
         kept = self.pages.restore() if resume and self.pages is not None else []
         parts = [frame for _, frame in kept]
         totals = [entry.total for entry, _ in kept]
         offset = sum(entry.rows for entry, _ in kept)
+        unsaved: list[tuple[int, pd.DataFrame, int]] = []  # (offset, page, total)
+        saved_at = time.monotonic()
         requests = 0
-        while True:
-            frame, total = self._read(offset)
-            requests += 1
-            if kept and requests == 1 and total != totals[0]:
-                # the shard moved while the harvest was down: the kept pages' offsets shifted
-                assert self.pages is not None
-                self.pages.discard()
-                kept, parts, totals, offset = [], [], [], 0
+        try:
+            while True:
                 frame, total = self._read(offset)
                 requests += 1
-            totals.append(total)
-            if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
-                parts.append(frame)
-            last = not len(frame) or offset + len(frame) >= total
-            if self.pages is not None and not last:
-                self.pages.save(offset, frame, total)
-            offset += len(frame)
-            if last:
-                break
+                if kept and requests == 1 and total != totals[0]:
+                    # the shard moved while the harvest was down: the kept pages shifted
+                    assert self.pages is not None
+                    self.pages.discard()
+                    kept, parts, totals, offset = [], [], [], 0
+                    frame, total = self._read(offset)
+                    requests += 1
+                totals.append(total)
+                if len(frame) or not parts:  # keep one (maybe empty) page: it has the columns
+                    parts.append(frame)
+                last = not len(frame) or offset + len(frame) >= total
+                if not last:
+                    unsaved.append((offset, frame, total))
+                offset += len(frame)
+                if last:
+                    break
+                if time.monotonic() - saved_at >= _KEEP_EVERY:
+                    self._keep(unsaved)
+                    saved_at = time.monotonic()
+        except ShardOverCap:
+            raise  # the shard is planned again: its pages are of no use
+        except Exception:
+            # what this run read is not read again by the next; a page that cannot be kept
+            # (a full disk) is simply read again: the error told is the one that stopped paging
+            with contextlib.suppress(CacheError):
+                self._keep(unsaved)
+            raise
         return combine(parts), totals, requests
+
+    def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int]]) -> None:
+        if self.pages is not None:
+            for offset, frame, total in unsaved:
+                self.pages.save(offset, frame, total)
+        unsaved.clear()
 
     def _read(self, offset: int) -> tuple[pd.DataFrame, int]:
         params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
         response, frame = self.page(**params, offset_start=offset, per_page=self.per_page)
         total = int_member(response, "total_results")
-        over = int_member(response, "available_results") < total
-        if self.capped_engine and not self.partial and over:
+        # available_results is read only where it means the cap (not all servers send it)
+        capped = self.capped_engine and not self.partial
+        if capped and int_member(response, "available_results") < total:
             raise ShardOverCap(total)
         return frame, total
 

@@ -126,3 +126,25 @@ def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
     frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
     assert report.requests == 2 + 25 - 3, (report.requests, kept)
+
+
+@pytest.mark.parametrize("keep_every", [0.0, 3600.0])
+def test_pages_are_kept_while_paging_only_every_few_seconds(tmp_path, monkeypatch, keep_every):
+    """A kill (no exception to catch) loses at most a few seconds of a shard's pages; a shard
+    paged faster than that writes no page checkpoint at all."""
+    from mediaframe.harvest import shards
+
+    monkeypatch.setattr(shards, "_KEEP_EVERY", keep_every)
+    service = FakeService.build(1000, newer_engine=True)
+    on_disk = []
+
+    def watched(**params):
+        on_disk.append(len(HarvestStore(str(tmp_path / "h")).pages("all").restore()))
+        return service(**params)
+
+    frame, report = run(watched, tmp_path, per_page=40, concurrency=1)
+    assert keys(frame) == service.truth() and report.complete
+    if keep_every:
+        assert max(on_disk) == 0, "a fast shard keeps no page"
+    else:
+        assert on_disk[-1] == 24, on_disk  # when the last page is asked: all 24 before it
