@@ -161,16 +161,8 @@ def harvest(
             # a shard's rows are shown once written, even before the planner proves it a leaf
             if deliver is not None:
                 deliver = _shown_on_delivery(shown, deliver)
-            return ShardTask(
-                page,
-                spec,
-                store,
-                per_page,
-                counter.capped_engine,
-                combine,
-                deliver,
-                count_reads=executor is not None,
-            )
+            task = ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+            return dataclasses.replace(task, count_reads=executor is not None)
 
         early = EarlyShards(new_task, runner, pool, deliver)
         planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
