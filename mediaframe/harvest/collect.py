@@ -209,7 +209,7 @@ def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
         warnings.warn(
             f"no {noun} matches {spec.query!r}; the server suggests {offers}",
             NoHitsWarning,
-            stacklevel=5,  # _suggested, collect, Client._collect, Client.records: the caller
+            stacklevel=6,  # _suggested, _collected, collect, Client._collect, Client.records
         )
     return frame
 
@@ -230,7 +230,7 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     except CacheCorruptError as err:
         if offline:
             raise
-        warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=4)
+        warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=5)
         return _DAMAGED
 
 
