@@ -105,7 +105,12 @@ def run(
             "audit": checked.to_excel(out / "audit.xlsx"),
             "report": monthly.to_html(out / "report.html"),
         }
-        echo(f"Cached dataset (DuckDB, Dask and Spark read it as is): {client.cache_path()}")
+        # the harvest above is extended, which is part of its cache key
+        where = client.cache_path(extended=True)
+        echo(
+            f"Cached harvest: {where}\n  open it lazily with mf.to_duckdb(path) or "
+            "mf.to_dask(path) (its data- folder is hive-partitioned parquet)."
+        )
         for kind, path in paths.items():
             echo(f"Exported {kind}: {path}")
     return {

@@ -9,13 +9,19 @@
     The cell's body is the query; every record it matches (the complete harvest, with
     progress) is stored in ``<var>`` without being displayed, and one summary line printed.
 
+A bad argument (a name, an id, a date, a profile) is said as IPython says its own: a
+``UsageError`` shown as its message alone, which still stops a notebook run.
+
 Loading the extension also registers ``df.media`` (:mod:`mediaframe.accessor`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
@@ -28,15 +34,21 @@ __all__ = ["MediaframeMagics", "connect_to", "load_ipython_extension", "search_i
 
 
 def connect_to(target: str, *, token: str | None = None) -> Client:
-    """A client for ``target``: a service URL (with ``token``, or the stored profile of that
-    URL) or the name of a stored profile (see ``mediaframe login``)."""
+    """A client for ``target``: a service URL (with ``token``, else the stored default profile
+    — ``MEDIAFRAME_PROFILE`` or ``default`` — which must be of that URL) or the name of a
+    stored profile (see ``mediaframe login``)."""
     target = target.strip()
     if not target:
         raise ConfigurationError("name a service URL or a stored profile: %mf_connect work")
     if "://" in target:
         if token is not None:
             return connect(target, token=token)
-        return connect(target)
+        try:
+            return connect(target)
+        except ConfigurationError as err:  # no stored login for it: the magic's own way out
+            raise ConfigurationError(
+                f"{err}; or pass a token: %mf_connect {target} --token $token"
+            ) from err
     if token is not None:
         raise ConfigurationError(
             f"--token goes with a service URL, not with the profile {target!r}: "
@@ -60,6 +72,16 @@ def search_into(
         return f"{var}: {len(frame)} rows"
 
 
+@contextlib.contextmanager
+def _said_as_usage() -> Iterator[None]:
+    """A bad argument of a magic (a name, an id, a date, a profile) as IPython says its own:
+    the message, which says what to give, without a traceback through mediaframe's code."""
+    try:
+        yield
+    except (InvalidParameterError, ConfigurationError) as err:
+        raise UsageError(f"{type(err).__name__}: {err}") from err
+
+
 @magics_class
 class MediaframeMagics(Magics):
     """``%mf_connect`` and ``%%mf_search``."""
@@ -71,7 +93,10 @@ class MediaframeMagics(Magics):
     @line_magic
     def mf_connect(self, line: str) -> None:
         args = parse_argstring(self.mf_connect, line)
-        client = connect_to(args.target, token=args.token)
+        if not args.name.isidentifier():
+            raise UsageError(f"--name {args.name!r} is not a Python name to store the client in")
+        with _said_as_usage():
+            client = connect_to(args.target, token=args.token)
         self.shell.user_ns[args.name] = client  # type: ignore[union-attr]
         print(f"{args.name} = {client!r}")
 
@@ -91,12 +116,13 @@ class MediaframeMagics(Magics):
     def mf_search(self, line: str, cell: str) -> None:
         args = parse_argstring(self.mf_search, line)
         namespace = self.shell.user_ns  # type: ignore[union-attr]
-        client = namespace.get(args.client)
-        if not isinstance(client, Client):
-            raise ConfigurationError(
-                f"no client in {args.client!r}: run %mf_connect <url or profile> first"
-            )
-        print(search_into(namespace, args.var, client, _query(cell), **_filters(args)))
+        with _said_as_usage():
+            client = namespace.get(args.client)
+            if not isinstance(client, Client):
+                raise ConfigurationError(
+                    f"no client in {args.client!r}: run %mf_connect <url or profile> first"
+                )
+            print(search_into(namespace, args.var, client, _query(cell), **_filters(args)))
 
 
 def _query(cell: str) -> str:

@@ -16,6 +16,8 @@ matplotlib is imported when a plot is drawn, not with this module: ``pip install
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -47,6 +49,8 @@ PERIODS = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
 #: Bars drawn at most by the bar charts of text values; the rest is summed as "other".
 TOP = 20
 _INSTALL = 'pip install "mediaframe[notebook]"'
+#: Inches of figure height per row of a heat map drawn on a new figure (its labels are ~8 pt).
+_ROW_INCHES = 0.2
 
 
 class _HasCollections(Protocol):
@@ -118,16 +122,20 @@ def technical(
     Records without the value are left out and counted in the title.
     """
     values = _column(frame, name)
+    present = values.dropna()
+    title = f"{name} of records" + _without(len(values) - len(present))
     if pd.api.types.is_bool_dtype(values.dtype) or not pd.api.types.is_numeric_dtype(values.dtype):
-        return _bars(values, ax=ax, title=f"{name} of records", label=name, style=style)
+        # a technical value is missing where it does not apply (no CameraModel on a sound):
+        # left out, as for numbers, not a "(not set)" bar outgrowing the values themselves
+        why = f"no record has a value for {name!r}"
+        return _bars(present, ax=ax, title=title, label=name, style=style, why=why)
     ax = _axes(ax)
-    present = values.dropna().to_numpy(dtype=float)
-    ax.set_title(f"{name} of records" + _without(len(values) - len(present)))
+    ax.set_title(title)
     ax.set_xlabel(name)
     ax.set_ylabel("records")
-    if present.size == 0:
+    if present.empty:
         return _empty(ax, f"no record has a value for {name!r}")
-    ax.hist(present, bins=bins, **style)
+    ax.hist(present.to_numpy(dtype=float), bins=bins, **style)
     return ax
 
 
@@ -174,15 +182,17 @@ def status_usage(
         for col in frame.columns
         if isinstance(col, str) and col.startswith("status_") and col[7:].isdigit()
     )
-    ax = _axes(ax)
+    share = None
+    if bits and not frame.empty:
+        on = frame[[col for _, col in bits]].astype("boolean").fillna(False).astype(float)
+        share = on.groupby(_collection_labels(frame, names).to_numpy()).mean()
+    ax = _axes(ax, rows=0 if share is None else len(share))
     ax.set_title("Share of records with each status bit on")
     ax.set_xlabel("status bit")
     ax.set_ylabel("collection")
-    if not bits or frame.empty:
+    if share is None:
         why = "no status_<bit> column (harvest with extended=True)" if not bits else "no records"
         return _empty(ax, why)
-    on = frame[[col for _, col in bits]].astype("boolean").fillna(False).astype(float)
-    share = on.groupby(_collection_labels(frame, names).to_numpy()).mean()
     labels = [_bit_label(bit, statuses) for bit, _ in bits]
     _heat_map(ax, share.to_numpy(), rows=list(share.index), columns=labels, style=style)
     return ax
@@ -218,7 +228,7 @@ def rights(frame: pd.DataFrame | _HasCollections, *, ax: Axes | None = None, **s
     columns += [
         c for c in table.columns if c not in columns and pd.api.types.is_bool_dtype(table[c].dtype)
     ]
-    ax = _axes(ax)
+    ax = _axes(ax, rows=len(table))
     ax.set_title("Collection rights")
     ax.set_xlabel("right")
     ax.set_ylabel("collection")
@@ -263,20 +273,33 @@ def feed_activity(
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _axes(ax: Axes | None) -> Axes:
+def _axes(ax: Axes | None, *, rows: int = 0) -> Axes:
+    """``ax``, or the axes of a new figure, as tall as ``rows`` labelled rows need."""
     if ax is not None:
         return ax
     try:
         import matplotlib.pyplot as plt
     except ImportError as err:  # the notebook extra is optional
         raise ImportError(f"mediaframe.plots needs matplotlib: {_INSTALL}") from err
-    return plt.subplots(layout="constrained")[1]
+    width, height = plt.rcParams["figure.figsize"]
+    # a heat map of many collections: a row per label, legible, instead of labels overprinted
+    height = max(height, _ROW_INCHES * rows + 2)
+    return plt.subplots(figsize=(width, height), layout="constrained")[1]
 
 
 def _empty(ax: Axes, why: str) -> Axes:
-    # stacklevel 3: the warning points at the caller of the public plot function.
-    warnings.warn(f"nothing to plot: {why}", EmptyPlotWarning, stacklevel=3)
+    warnings.warn(f"nothing to plot: {why}", EmptyPlotWarning, stacklevel=_outside_stacklevel())
     return ax
+
+
+def _outside_stacklevel() -> int:
+    """The stacklevel of the first caller outside mediaframe: the user's line (``df.media.x()``
+    in a cell), whether the plot was called directly, through a helper or through ``df.media``."""
+    frame, level = sys._getframe(1), 1  # level 1: the caller of this function's caller
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -307,7 +330,15 @@ def _per_period(frame: pd.DataFrame, by: str, period: str) -> tuple[pd.Series, i
     return counts, len(dates) - len(present)
 
 
-def _bars(values: pd.Series, *, ax: Axes | None, title: str, label: str, style: dict) -> Axes:
+def _bars(
+    values: pd.Series,
+    *,
+    ax: Axes | None,
+    title: str,
+    label: str,
+    style: dict,
+    why: str | None = None,
+) -> Axes:
     """Horizontal bars of the most frequent values (the rest summed as "other"), top first."""
     counts = values.astype("string").fillna("(not set)").value_counts()
     if len(counts) > TOP:
@@ -319,7 +350,7 @@ def _bars(values: pd.Series, *, ax: Axes | None, title: str, label: str, style: 
     ax.set_xlabel("records")
     ax.set_ylabel(label)
     if counts.empty:
-        return _empty(ax, f"no records to count by {label}")
+        return _empty(ax, why or f"no records to count by {label}")
     ax.barh([str(i) for i in counts.index[::-1]], counts.to_numpy()[::-1], **style)
     return ax
 

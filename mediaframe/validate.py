@@ -25,10 +25,13 @@ import functools
 import inspect
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from mediaframe.exceptions import InvalidParameterError
+
+_SECONDS = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 __all__ = [
     "check_keywords",
@@ -140,8 +143,8 @@ def path(value: Any, option: str) -> str:
 
 
 def duration(value: Any, option: str) -> dt.timedelta:
-    """A duration: seconds (a number), a ``timedelta``, or a string pandas reads (``'1h'``,
-    ``'30min'``, ``'2 days'``); not negative."""
+    """A duration: seconds (a number, or a string of one: ``'3600'``), a ``timedelta``, or a
+    string pandas reads (``'1h'``, ``'30min'``, ``'2 days'``); not negative."""
     if isinstance(value, dt.timedelta):
         delta = value
     elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
@@ -149,6 +152,9 @@ def duration(value: Any, option: str) -> dt.timedelta:
             delta = dt.timedelta(seconds=value)
         except OverflowError:
             raise InvalidParameterError(f"{option}={value!r} seconds is too long") from None
+    elif isinstance(value, str) and _SECONDS.fullmatch(value.strip()):
+        # a number without a unit is seconds, as everywhere else (pandas would read nanoseconds)
+        return duration(float(value), option)
     elif isinstance(value, str) and value.strip():
         import pandas as pd  # pandas reads durations the way notebook users write them
 

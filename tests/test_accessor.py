@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from IPython.core.error import UsageError
 
 import mediaframe as mf
 import mediaframe.accessor
@@ -179,12 +180,32 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
     assert ip.user_ns["work_client"].profile == "work"
 
 
-def test_search_magic_without_a_client_says_what_to_do(ip) -> None:
-    from mediaframe.magics import MediaframeMagics  # noqa: F401
-
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ("%%mf_search x --client nobody\nsunset", "no client in 'nobody': run %mf_connect"),
+        ("%%mf_search 1x\nsunset", "'1x' is not a Python name"),
+        ("%%mf_search x --bases a,b\nsunset", "give ids like 1,2"),
+        ("%%mf_search x --date-min 2020-13-01\nsunset", "date_min='2020-13-01' is not a real day"),
+        ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
+        ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
+        ("%mf_connect work --token abc", "--token goes with a service URL"),
+        ("%mf_connect https://example.org", "or pass a token: %mf_connect https://example.org --"),
+        ("%mf_connect https://example.org --name 1x", "'1x' is not a Python name"),
+    ],
+)
+def test_a_bad_argument_of_a_magic_is_said_without_a_traceback(
+    ip, served: Emulator, cell: str, said: str, capsys
+) -> None:
+    """As IPython's own argument errors: a UsageError, shown as its message alone, which still
+    stops a notebook run (nbclient raises on it)."""
+    ip.user_ns["client"] = mf.connect(served.base_url, token=served.token)
     ip.user_ns.pop("nobody", None)
-    with pytest.raises(mf.ConfigurationError, match="%mf_connect"):
-        ip.run_cell_magic("mf_search", "x --client nobody", "sunset")
+    result = ip.run_cell(cell)
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    assert said in str(result.error_in_exec)
+    shown = capsys.readouterr()
+    assert said in shown.err and "Traceback" not in shown.out + shown.err
 
 
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:

@@ -1,9 +1,13 @@
 """The demo harvests the emulator completely and writes what it says it writes."""
 
+import re
+from pathlib import Path
+
 import openpyxl
 import pandas as pd
 from click.testing import CliRunner
 
+import mediaframe as mf
 from mediaframe.cli import main
 
 
@@ -24,6 +28,11 @@ def test_demo_runs_end_to_end_and_keeps_one_cache_folder(tmp_path, monkeypatch):
     page = (out / "report.html").read_text()
     assert "Report per year" in page and "Content-Security-Policy" in page
     folders = sorted(p.name for p in (out / "cache" / "records").iterdir())
+    # the dataset the demo points DuckDB/Dask/Spark users to is the harvest it made
+    said = re.search(r"Cached harvest: (\S+)", result.output)
+    assert said and Path(said[1]).is_dir(), result.output
+    assert Path(said[1]).name == folders[0]
+    assert mf.to_duckdb(said[1]).aggregate("count(*)").fetchall()[0][0] == len(exported)
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
     assert sorted(p.name for p in (out / "cache" / "records").iterdir()) == folders

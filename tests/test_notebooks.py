@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -91,6 +92,43 @@ def test_notebook_runs(path: Path, isolated_jupyter: Path) -> None:
         if output.get("name") == "stderr"
     ]
     assert not noise, f"cells wrote to stderr (warnings or progress bars): {noise}"
+    # the harvest's progress is shown as a user sees it: tqdm's widget, not hidden
+    bars = [
+        output["data"]["text/plain"]
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+        and output["data"].get("text/plain", "").startswith("harvesting ")
+    ]
+    assert bars, "no cell showed a harvest's progress bar"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_notebook_does_not_hide_progress(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    hiding = [
+        cell.id
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and ("progress=False" in cell.source or "MEDIAFRAME_PROGRESS" in cell.source)
+    ]
+    assert not hiding, f"cells hide the progress bar: {hiding}"
+
+
+def test_readme_test_command_is_cis_and_says_how_to_get_chromium() -> None:
+    """`python -m pytest` as the README and .ci/run give it collects tests/ui (no marker or path
+    deselects it), and the README says where the browser comes from."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if 'pip install -e ".[dev]"' in line)
+    assert command.endswith("&& python -m pytest")
+    assert ci.rstrip().splitlines()[-1] == "python -m pytest"
+    assert "apt-get install -y chromium" in readme and "apt-get install -y chromium" in ci
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        options = tomllib.load(file)["tool"]["pytest"]["ini_options"]
+    assert options["testpaths"] == ["tests"]
+    assert not {"-m", "--ignore", "--deselect", "-k"} & set(options["addopts"].split())
+    assert (ROOT / "tests" / "ui" / "test_facet_filter.py").is_file()
 
 
 def _stdout(cell: nbformat.NotebookNode) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -100,8 +101,22 @@ def test_technical_numbers_are_a_histogram_and_text_bars(records: pd.DataFrame) 
     assert sum(p.get_height() for p in ax.patches) == records["FileSize"].notna().sum()
     assert ax.get_xlabel() == "FileSize"
     ax = plots.technical(records, "CameraModel")
-    counts = records["CameraModel"].astype("string").fillna("(not set)").value_counts()
+    counts = records["CameraModel"].value_counts()
     assert _bars(ax) == {str(k): float(v) for k, v in counts.items()}
+    missing = records["CameraModel"].isna().sum()
+    assert missing and ax.get_title() == f"CameraModel of records ({missing} without a value)"
+
+
+@pytest.mark.parametrize("name", ["ISO", "CameraModel"])
+def test_technical_of_an_all_missing_value_warns_for_numbers_and_text(
+    records: pd.DataFrame, name: str
+) -> None:
+    blank = records.assign(
+        **{name: pd.Series(pd.NA, index=records.index, dtype=records[name].dtype)}
+    )
+    with pytest.warns(mf.EmptyPlotWarning, match=f"no record has a value for '{name}'"):
+        ax = plots.technical(blank, name)
+    assert not ax.patches and f"({len(records)} without a value)" in ax.get_title()
 
 
 def test_technical_names_a_missing_column(records: pd.DataFrame) -> None:
@@ -176,6 +191,37 @@ def test_empty_input_warns_and_returns_titled_axes(records: pd.DataFrame, draw) 
         ax = draw(records.iloc[0:0])
     assert isinstance(ax, matplotlib.axes.Axes)
     assert ax.get_title()
+
+
+def test_the_empty_warning_points_at_the_users_line(records: pd.DataFrame) -> None:
+    """Not at a line of mediaframe: a notebook shows the cell's line that drew nothing."""
+    import mediaframe.accessor  # noqa: F401  (df.media)
+
+    empty = records.iloc[0:0]
+    with pytest.warns(mf.EmptyPlotWarning) as caught:
+        plots.timeline(empty)  # warns from the plot function itself
+        plots.media_types(empty)  # from a helper of it
+        empty.media.media_types()  # through the accessor
+        empty.media.technical("CameraModel")
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 4
+
+
+def test_one_category_and_thousands_of_values(records: pd.DataFrame) -> None:
+    images = records[records["media_type"] == "image"]
+    assert _bars(plots.media_types(images)) == {"image": float(len(images))}
+    many = records.assign(CameraModel=[f"cam {i}" for i in range(len(records))])
+    bars = _bars(plots.technical(many, "CameraModel"))
+    assert len(bars) == plots.TOP and bars["other"] == len(records) - (plots.TOP - 1)
+
+
+def test_a_heat_map_of_many_collections_gets_a_row_per_label(records: pd.DataFrame) -> None:
+    """300 collections on a default 4.8-inch figure overprint their labels into a smear."""
+    many = records.assign(collection=[f"c{i % 300}" for i in range(len(records))], status_4=True)
+    ax = plots.status_usage(many)
+    height = ax.figure.get_size_inches()[1]
+    assert len(ax.get_yticks()) == 300 and height >= 300 * 0.2
+    few = records.assign(collection="one", status_4=True)
+    assert plots.status_usage(few).figure.get_size_inches()[1] == pytest.approx(4.8)
 
 
 def test_rights_of_no_collection_warns(client: mf.Client) -> None:

@@ -188,6 +188,27 @@ def test_a_burst_of_changes_costs_one_refresh(client: mf.Client, searches: list[
     assert picker.total == _facet(client, "Type_Name", "sunset")[["image", "video", "audio"]].sum()
 
 
+def test_two_filters_at_once_keep_to_themselves(client: mf.Client) -> None:
+    """Two widgets in one notebook, on one client, clicked in turn while both are refreshing."""
+    first, second = FacetFilter(client, debounce=0.05), FacetFilter(client, debounce=0.05)
+    views = [picker.widget and picker._view for picker in (first, second)]
+    assert views[0] is not views[1] and views[0].box is not views[1].box
+    _value_row(first, "Type_Name", "image").children[0].value = True
+    _value_row(second, "Collection_Name", "Video rushes").children[0].value = True
+    _value_row(first, "Type_Name", "video").children[0].value = True
+    first.wait(), second.wait()
+    assert first.code == "df = client.records('((type:image) OR (type:video))')"
+    assert second.code == "df = client.records('(collection:\"Video rushes\")')"
+    types = _facet(client, "Type_Name")
+    assert first.total == types["image"] + types["video"]
+    assert second.total == _facet(client, "Collection_Name")["Video rushes"]
+    assert f">{first.total:,}<" in views[0].total.value
+    assert f">{second.total:,}<" in views[1].total.value
+    # a click in one leaves the other's boxes as they were
+    assert not _value_row(second, "Type_Name", "image").children[0].value
+    assert not _value_row(first, "Collection_Name", "Video rushes").children[0].value
+
+
 def test_a_stale_answer_never_overwrites_a_newer_one(
     client: mf.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,6 +239,30 @@ def test_server_errors_are_kept_and_shown_not_raised(client: mf.Client) -> None:
     assert picker.error and "BadRequestError" in picker.error
     picker.search("")
     assert picker.error is None
+
+
+def test_a_server_that_refuses_still_shows_the_widget_and_retry_asks_again(tmp_path) -> None:
+    emu = Emulator(records=200, seed=3, cap=1000)
+    emu.set_faults(fail_rate=1.0)  # every request answered 500
+    settings = Settings.from_env().replace(cache_dir=tmp_path, progress=False, retries=0)
+    session = emu.requests_session()
+    with mf.connect(emu.base_url, token=emu.token, settings=settings, session=session) as client:
+        picker = FacetFilter(client, debounce=0)
+        assert picker.error and "ServerError" in picker.error
+        bundle = picker._repr_mimebundle_()  # displaying it raises nothing
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        assert "no answer from the server" in bundle["text/html"]
+        view = picker._view
+        assert "ServerError" in view.error.value and "(no answer)" in view.total.value
+        assert view.retry.layout.display is None and view.harvest_button.layout.display == "none"
+        with pytest.raises(mf.MediaframeError, match=r"\.refresh\(\) asks again"):
+            _ = picker.total
+        emu.set_faults(fail_rate=0.0)  # the server is back: the retry button asks again
+        view.retry.click()
+        assert picker.error is None
+        assert picker.total == client.api.search_v2("", per_page=1)["total_results"]
+        assert view.error.value == "" and view.retry.layout.display == "none"
+        assert f"{picker.total:,}</span> records" in view.total.value
 
 
 def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:

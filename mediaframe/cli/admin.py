@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +183,23 @@ def info(state: State) -> None:
     if env.base_url or env.token:
         token = "set (hidden)" if env.token else "not set"
         click.echo(
-            f"environment:   MEDIAFRAME_BASE_URL={env.base_url or ''}, MEDIAFRAME_TOKEN {token}"
+            f"environment:   MEDIAFRAME_BASE_URL={_shown_url(env.base_url)}, "
+            f"MEDIAFRAME_TOKEN {token}"
         )
     set_vars = sorted(k for k in os.environ if k.startswith("MEDIAFRAME_") and "TOKEN" not in k)
     if set_vars:
         click.echo(f"settings from: {', '.join(set_vars)}")
+
+
+def _shown_url(url: str | None) -> str:
+    """``url`` as info may print it: a user name or password in it is not repeated."""
+    if not url:
+        return ""
+    from mediaframe.auth import check_base_url
+    from mediaframe.exceptions import ConfigurationError
+
+    try:
+        return check_base_url(url)
+    except ConfigurationError as err:
+        masked = re.sub(r"(?<=//)[^/?#]*@", "***@", url)
+        return f"{masked} (refused: {' '.join(str(err).split())})"

@@ -18,6 +18,7 @@ import click
 import pandas as pd
 
 from mediaframe import __version__
+from mediaframe.cli.table import printable
 from mediaframe.config import Connection, Settings
 from mediaframe.exceptions import (
     AuthenticationError,
@@ -90,7 +91,7 @@ class State:
     def say(self, message: str) -> None:
         """Narration and progress on stderr, silenced by ``--quiet``."""
         if not self.quiet:
-            click.echo(message, err=True)
+            click.echo(printable(message), err=True)
 
 
 def reported(command: F) -> F:
@@ -101,7 +102,8 @@ def reported(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except MediaframeError as err:
-            message = " ".join(str(err).split())  # one line, whatever the message holds
+            # one line whatever the message holds, and no server text driving the terminal
+            message = printable(err, one_line=True)
             click.echo(f"Error: {message}", err=True)
             if isinstance(err, AuthenticationError):
                 sys.exit(EXIT_AUTHENTICATION)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -12,8 +13,12 @@ from click.core import ParameterSource
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
 from mediaframe.cli.app import State, main, reported
+from mediaframe.cli.table import printable
 from mediaframe.client import connect
 from mediaframe.config import Settings
+
+# C1 controls (U+0080-U+009F), which json.dumps leaves as they are; some terminals obey them
+_C1 = re.compile("[\x80-\x9f]")
 
 
 def _no_plain_argument(ctx: click.Context, name: str, value: str | None) -> str | None:
@@ -174,7 +179,8 @@ def _who(user: dict[str, Any]) -> str:
     login = user.get("login") or user.get("id") or "?"
     name, email = user.get("display_name"), user.get("email")
     extra = " ".join(part for part in (name, f"<{email}>" if email else None) if part)
-    return f"{login} ({extra})" if extra else str(login)
+    # the server's text, printed: no escape sequence of it may reach the terminal
+    return printable(f"{login} ({extra})" if extra else login, one_line=True)
 
 
 @main.command()
@@ -216,7 +222,8 @@ def whoami(state: State, profile: str | None, as_json: bool) -> None:
     with state.connect() as client:
         user = client.whoami()
         if as_json:
-            click.echo(json.dumps(user, ensure_ascii=False, indent=2))
+            text = json.dumps(user, ensure_ascii=False, indent=2)  # escapes C0 controls
+            click.echo(_C1.sub(lambda m: f"\\u{ord(m[0]):04x}", text))  # and now C1 ones
         else:
             where = f" [profile {client.profile}]" if client.profile else ""
             click.echo(f"{_who(user)} on {client.base_url}{where}")

@@ -93,7 +93,9 @@ def harvest_options(command: F) -> F:
         click.option("--refresh", is_flag=True, help="Harvest again, ignoring the cache."),
         click.option("--offline", is_flag=True, default=None, help="Read only the cache."),
         click.option(
-            "--ttl", type=click.FloatRange(min=0), help="Seconds a cached result is used as is."
+            "--ttl",
+            metavar="DURATION",
+            help="How long a cached result is used as is: seconds, or e.g. 1h, 30min, 2days.",
         ),
         click.option(
             "--allow-incomplete",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["render"]
+__all__ = ["printable", "render"]
 
 # Values come from a server: an escape sequence could rewrite the terminal, so every control
 # character (C0, DEL and C1) is shown as a visible replacement.
@@ -76,6 +76,19 @@ def render(
             "writes them all."
         )
     return text, note
+
+
+def printable(text: object, *, one_line: bool = False) -> str:
+    """``text`` safe to print to a terminal: controls shown as a replacement character.
+
+    Line breaks and tabs stay, unless ``one_line`` folds every run of whitespace to one space.
+    Server text reaches the terminal in error messages and narration as well as in tables.
+    """
+    value = str(text)
+    if one_line:
+        value = " ".join(value.split())
+    kept = "" if one_line else "\t\n"
+    return _CONTROLS.sub(lambda m: m[0] if m[0] in kept else "\N{REPLACEMENT CHARACTER}", value)
 
 
 def _cell(value: Any, limit: int) -> str:

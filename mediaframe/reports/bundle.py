@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,6 +16,9 @@ from mediaframe.reports.excel import to_excel
 from mediaframe.reports.exports import to_csv
 
 __all__ = ["Bundle"]
+
+# a table's name is a file's name: no folder, no hidden file, nothing a shell or Windows refuses
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .-]{0,99}")
 
 
 class Bundle:
@@ -42,8 +48,25 @@ class Bundle:
         if root.exists() and not root.is_dir():
             raise ExportError(f"{root} is a file: give a folder for one CSV per table")
         root.mkdir(parents=True, exist_ok=True)
-        paths = [to_csv(self.readme(), root / "README.csv")]
-        return paths + [to_csv(frame, root / f"{name}.csv") for name, frame in self.tables.items()]
+        # Every file is written first, in a hidden folder inside, then all are renamed into place
+        # at once: a failure or a kill while writing leaves the earlier files, none of them
+        # mixed with new ones (the folder itself is not replaced: it may hold other files).
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
+        try:
+            frames = {"README": self.readme(), **self.tables}
+            for name in frames:
+                if not _FILE_NAME.fullmatch(name):
+                    raise ExportError(f"a table named {name!r} cannot be a file name")
+            written = [to_csv(frame, staging / f"{name}.csv") for name, frame in frames.items()]
+            paths = []
+            for file in written:
+                os.replace(file, root / file.name)
+                paths.append(root / file.name)
+        except OSError as err:
+            raise ExportError(f"cannot write into {root}: {err.strerror or err}") from err
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return paths
 
     def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
         """By the extension: ``.html``, ``.xlsx``; a name without one is a folder of CSV files."""

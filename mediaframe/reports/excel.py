@@ -18,16 +18,19 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import ExportError, InvalidParameterError
 from mediaframe.reports.cells import FormulaPolicy, plain_text, risky
 from mediaframe.reports.files import atomic_path
 
-__all__ = ["EXCEL_CELL_CHARS", "EXCEL_ROWS", "sheet_names", "to_excel"]
+__all__ = ["EXCEL_CELL_CHARS", "EXCEL_COLUMNS", "EXCEL_ROWS", "sheet_names", "to_excel"]
 
 #: Rows in a worksheet, header included.
 EXCEL_ROWS = 1_048_576
+#: Columns in a worksheet: past it, xlsxwriter drops cells without a word.
+EXCEL_COLUMNS = 16_384
 #: Characters in a cell.
 EXCEL_CELL_CHARS = 32_767
 _SHEET_CHARS = 31
@@ -69,6 +72,12 @@ def to_excel(
     import xlsxwriter
 
     titled = _titled(frames)
+    for title, frame in titled:
+        if len(frame.columns) > EXCEL_COLUMNS:
+            raise ExportError(
+                f"{title!r} has {len(frame.columns):,} columns and an Excel sheet holds "
+                f"{EXCEL_COLUMNS:,}: write .parquet or .csv, or select the columns you need"
+            )
     notes: list[dict[str, str]] = []
     with atomic_path(path) as partial:
         book = xlsxwriter.Workbook(
@@ -203,7 +212,9 @@ def _write_sheet(
             value = column.values[row]
             if value is None:
                 continue
-            if column.write is _text:
+            if column.write is _text and not isinstance(value, str):
+                _scalar(sheet, row + 1, index, value, styles)  # a number among text
+            elif column.write is _text:
                 if len(value) > EXCEL_CELL_CHARS:
                     value = value[:EXCEL_CELL_CHARS]
                     cut[column.header] = cut.get(column.header, 0) + 1
@@ -232,8 +243,13 @@ def _column(header: str, column: pd.Series) -> _Column:
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
         return _Column(header, _number, _objects(column), max(len(header) + 2, 12))
-    values = [None if _missing(v) else str(plain_text(v)) for v in column.astype(object)]
-    sample = [len(v) for v in values[:200] if v is not None]
+    # a column of mixed values keeps its numbers and booleans as such (a negative number stays
+    # a number); everything else is text
+    values = [
+        None if _missing(v) else v if _is_scalar(v) else str(plain_text(v))
+        for v in column.astype(object)
+    ]
+    sample = [len(str(v)) for v in values[:200] if v is not None]
     return _Column(header, _text, values, max([len(header) + 2, *sample]))
 
 
@@ -248,6 +264,20 @@ def _missing(value: Any) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # arrays and other containers
         return False
+
+
+def _is_scalar(value: Any) -> bool:
+    """A number or boolean Excel holds as it is (finite: Excel has no NaN or infinity)."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    return isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value)
+
+
+def _scalar(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:
+    if isinstance(value, bool | np.bool_):
+        _boolean(sheet, row, col, value, styles)
+    else:
+        _number(sheet, row, col, value, styles)
 
 
 def _text(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:

@@ -239,9 +239,14 @@ def svg_of(figure: Any) -> str:
         raise InvalidParameterError(
             f"figures are matplotlib Figures or Axes, not {type(figure).__name__}"
         )
+    import matplotlib
+
     buffer = io.StringIO()
     metadata = {"Date": None, "Creator": None, "Format": None, "Type": None}
-    figure.savefig(buffer, format="svg", metadata=metadata, bbox_inches="tight")
+    # Text drawn as paths, whatever the user's rcParams say: a label is a server's text (a
+    # collection's or a feed's name), and as SVG text 'online=1' would read as a handler.
+    with matplotlib.rc_context({"svg.fonttype": "path"}):
+        figure.savefig(buffer, format="svg", metadata=metadata, bbox_inches="tight")
     return clean_svg(buffer.getvalue())
 
 

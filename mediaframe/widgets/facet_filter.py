@@ -212,6 +212,10 @@ class FacetFilter:
         field = field or self.selection.date_field
         self._change(self.selection.with_dates(field, date_min, date_max))
 
+    def refresh(self) -> None:
+        """Ask the server again about the current selection (after it failed or the data moved)."""
+        self._change(self.selection)
+
     def harvest(self, **options: Any) -> pd.DataFrame:
         """Every record of the selection — the complete harvest, cap-proof, with progress.
 
@@ -241,7 +245,9 @@ class FacetFilter:
                 from mediaframe.widgets.view import View  # imports ipywidgets
 
                 self._view = View(self)
-                self._view.show(self._settled(), self.error)
+                self.wait()
+                # no answer yet (the server refused or is down): the widget shows why and retries
+                self._view.show(self._answer, self.error)
             return self._view.box
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -254,11 +260,16 @@ class FacetFilter:
         return {**bundle, "text/plain": repr(self), "text/html": self._state_html()}
 
     def _state_html(self) -> str:
-        answer = self._settled()
+        self.wait()
+        answer = self._answer
+        if answer is None:
+            total = f"no answer from the server: {self.error} (.refresh() asks again)"
+        else:
+            total = f"{answer.total:,}" + (" (over the retrieval cap)" if answer.capped else "")
         rows = [
             ("query", self.query or "(everything)"),
             ("filters", ", ".join(f"{k}={v!r}" for k, v in self.filters.items()) or "none"),
-            ("total", f"{answer.total:,}" + (" (over the retrieval cap)" if answer.capped else "")),
+            ("total", total),
             ("code", self.code),
         ]
         cells = "".join(
@@ -332,5 +343,8 @@ class FacetFilter:
     def _settled(self) -> Answer:
         self.wait()
         if self._answer is None:
-            raise MediaframeError(f"the server has not answered for this filter: {self.error}")
+            raise MediaframeError(
+                f"the server has not answered for this filter: {self.error}; "
+                "fix the cause, then .refresh() asks again"
+            )
         return self._answer

@@ -68,6 +68,10 @@ class View:
         self.harvest_button.on_click(self._harvest)
         self.clear_all = w.Button(description="clear all").add_class("mf-clear-all")
         self.clear_all.on_click(lambda _: self._user(picker.clear))
+        # shown while the server's last answer is an error: asks again for the same selection
+        self.retry = w.Button(description="retry", icon="refresh").add_class("mf-retry")
+        self.retry.layout.display = "none"
+        self.retry.on_click(lambda _: self._user(picker.refresh))
         self.facets = w.HBox(layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
         self.preview = w.HTML().add_class("mf-preview")
         self.plot = w.Image(format="png").add_class("mf-plot")
@@ -83,7 +87,7 @@ class View:
                 w.HBox([self.search, self.clear_all]),
                 w.HBox([self.date_field, self.date_min, self.date_max]),
                 w.HBox([self.total, self.harvest_button]),
-                self.error,
+                w.HBox([self.error, self.retry]),
                 self.facets,
                 w.HBox([self.preview, self.plot]),
                 self.code,
@@ -144,7 +148,11 @@ class View:
         self._writing.active = True
         try:
             self.error.value = _error_html(error) if error else ""
-            if answer is None:  # nothing answered yet: the error says why
+            self.retry.layout.display = None if error else "none"
+            if answer is None:  # nothing answered yet: the error says why, retry asks again
+                self.code.value = _code_html(picker.code)
+                self.harvest_button.layout.display = "none"
+                self.total.value = "<span class='mf-count'>?</span> records (no answer)"
                 return
             self.preview.value = _preview_html(answer.page)
             self._show_plot(answer.facets, picker.plot_facet)
@@ -213,7 +221,11 @@ class View:
         if item is None:
             box = w.Checkbox(description=value, indent=False)
             box.observe(lambda change: self._toggle(facet, value, change), "value")
-            item = w.HBox([box, w.HTML().add_class("mf-count")]).add_class("mf-value")
+            # flex 0 0 auto: in the value list's scrolling box (a flex column) a row keeps its
+            # height and the box scrolls; by default rows shrink until their labels are cut
+            item = w.HBox(
+                [box, w.HTML().add_class("mf-count")], layout=w.Layout(flex="0 0 auto")
+            ).add_class("mf-value")
             self.rows[(facet, value)] = item
         if (facet, value) not in self._clicked:
             item.children[0].value = value in chosen

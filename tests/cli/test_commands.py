@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import openpyxl
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
+from mediaframe.cli import main
 from mediaframe.reports import read_parquet
 from tests.cli.conftest import runner_for
+from tests.safety.servers import answering, serving
 
 
 def test_records_to_every_format_holds_every_visible_record(run, emulator, tmp_path):
@@ -158,6 +163,12 @@ def test_a_stored_profile_is_used_when_named(emulator, tmp_path):
     assert login.exit_code == 0, login.stderr
     result = run("--profile", "work", "whoami", MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
     assert result.exit_code == 0 and "[profile work]" in result.stdout
+    # or by MEDIAFRAME_PROFILE, for a scheduler; --profile wins over it
+    env = {"MEDIAFRAME_TOKEN": None, "MEDIAFRAME_BASE_URL": None, "MEDIAFRAME_PROFILE": "work"}
+    by_env = run("records", "--limit", "1", **env)
+    assert by_env.exit_code == 0 and "records of" in by_env.stderr, by_env.stderr
+    other = run("records", "--profile", "home", **env)
+    assert other.exit_code == 2 and "'home'" in other.stderr
 
 
 def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
@@ -201,6 +212,11 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert "mediaframe 0." in result.stdout and str(tmp_path / "cache") in result.stdout
     assert f"p: {emulator.base_url}" in result.stdout
     assert "MEDIAFRAME_TOKEN set (hidden)" in result.stdout
+    # a password inside MEDIAFRAME_BASE_URL is not printed: info says the URL will be refused
+    leaky = run("info", MEDIAFRAME_BASE_URL="https://ada:s3cret-pw@assets.example.org")
+    assert leaky.exit_code == 0, leaky.stderr
+    assert "s3cret-pw" not in leaky.stdout and "ada" not in leaky.stdout
+    assert "MEDIAFRAME_BASE_URL=https://***@assets.example.org (refused:" in leaky.stdout
 
 
 def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_emulator, tmp_path):
@@ -222,3 +238,100 @@ def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_em
     assert run("records", "-o", str(tmp_path / "r.html")).exit_code == 0
     page = (tmp_path / "r.html").read_text()
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_a_lying_servers_error_cannot_drive_the_terminal(tmp_path):
+    # A server's error text reaches the one-line error on stderr: escape sequences in it could
+    # set the window title, plant a hyperlink or clear the screen; C1 controls too.
+    hostile = {
+        "meta": {
+            "http_code": 400,
+            "error_type": "Bad\x1b]0;PWNED\x07Request",
+            "error_message": "one\ntwo\x9b31m\x1b[2J",
+            "error_details": "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07",
+            "response": {},
+        },
+        "response": {},
+    }
+    body = json.dumps(hostile).encode()
+    with serving(answering("400 Bad Request", body)) as base_url:
+        result = CliRunner().invoke(
+            main,
+            ["me"],
+            env={
+                "MEDIAFRAME_BASE_URL": base_url,
+                "MEDIAFRAME_TOKEN": "abcdef0123456789",
+                "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+                "MEDIAFRAME_CACHE_DIR": str(tmp_path / "cache"),
+                "MEDIAFRAME_RETRIES": "0",
+                "MEDIAFRAME_PROFILE": None,
+            },
+        )
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.stderr), repr(result.stderr)
+    assert "PWNED" in result.stderr and "click" in result.stderr  # shown, made inert
+
+
+def test_a_lying_servers_user_name_cannot_drive_the_terminal(tmp_path):
+    user = {"id": 1, "login": "ada\x1b]0;PWNED\x07", "display_name": "A\x9b2J", "email": None}
+    body = json.dumps({"meta": {"http_code": 200}, "response": {"user": user}}).encode()
+    env = {
+        "MEDIAFRAME_BASE_URL": "",
+        "MEDIAFRAME_TOKEN": "abcdef0123456789",
+        "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+        "MEDIAFRAME_PROFILE": None,
+    }
+    with serving(answering("200 OK", body)) as base_url:
+        env["MEDIAFRAME_BASE_URL"] = base_url
+        plain = CliRunner().invoke(main, ["whoami"], env=env)
+        as_json = CliRunner().invoke(main, ["whoami", "--json"], env=env)
+    assert plain.exit_code == 0 and as_json.exit_code == 0, plain.stderr + as_json.stderr
+    for shown in (plain.stdout, as_json.stdout):
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown), repr(shown)
+    assert json.loads(as_json.stdout) == user  # the JSON still says exactly what the server did
+
+
+def test_ttl_takes_durations_as_people_write_them(run, tmp_path):
+    assert run("records", "--ttl", "1h", "-o", str(tmp_path / "a.parquet")).exit_code == 0
+    for ttl in ("30min", "3600", "2 days"):
+        again = run("records", "--ttl", ttl, "-o", str(tmp_path / "b.parquet"))
+        assert again.exit_code == 0, again.stderr
+        assert read_parquet(tmp_path / "b.parquet").attrs["harvest"]["from_cache"], ttl
+    wrong = run("records", "--ttl", "soon")
+    assert wrong.exit_code == 2 and "ttl='soon' is not a duration" in wrong.stderr
+    assert run("audit", "--ttl", "1h").exit_code == 0
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
+    # a scheduler or a user interrupting a slow call: no traceback, the documented exit code
+    import signal
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    from tests.safety.servers import drip
+
+    arrived, dripping = threading.Event(), drip(byte_every=0.2, total=200)
+
+    def behave(sock):
+        arrived.set()  # the command is inside its call, waiting on the answer
+        dripping(sock)
+
+    command = [str(Path(sys.executable).parent / "mediaframe"), "me"]
+    with serving(behave) as base_url:
+        env = {
+            **os.environ,
+            "MEDIAFRAME_BASE_URL": base_url,
+            "MEDIAFRAME_TOKEN": "abcdef0123456789",
+            "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+            "MEDIAFRAME_TIMEOUT": "60",
+        }
+        env.pop("MEDIAFRAME_PROFILE", None)
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as proc:
+            assert arrived.wait(60), "the command never called the server"
+            proc.send_signal(signal.SIGINT)
+            stderr = proc.stderr.read()
+            assert proc.wait(timeout=30) == 130, stderr
+    assert stderr == "Interrupted.\n"

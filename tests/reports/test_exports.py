@@ -5,7 +5,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import shutil
+import subprocess
 from html.parser import HTMLParser
+from pathlib import Path
 
 import openpyxl
 import pandas as pd
@@ -368,3 +371,258 @@ def test_svg_may_link_inside_itself_and_embed_images():
 
     svg = '<svg><use xlink:href="#a"/><image xlink:href="data:image/png;base64,AA"/></svg>'
     assert clean_svg(svg) == svg
+
+
+_DIES_MID_WRITE = """
+import os, signal, sys
+import pandas as pd
+from mediaframe.reports import export
+
+def dying(self, path, *args, **kwargs):  # half a file written, then killed, no cleanup at all
+    with open(path, "w") as half:
+        half.write("half,a,file")
+        half.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+pd.DataFrame.to_csv = pd.DataFrame.to_parquet = pd.DataFrame.to_json = dying
+export(pd.DataFrame({"a": [1, 2]}), sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("name", ["x.csv", "x.parquet", "x.json"])
+def test_a_kill_mid_export_leaves_the_earlier_file_whole(tmp_path, name):
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / name
+    export(pd.DataFrame({"a": [7, 8, 9]}), target)
+    earlier = target.read_bytes()
+    died = subprocess.run([sys.executable, "-c", _DIES_MID_WRITE, str(target)], check=False)
+    assert died.returncode == -signal.SIGKILL
+    assert target.read_bytes() == earlier  # not half of the new file
+    # what the kill left is a hidden partial beside it, never the file itself
+    assert [p.name.startswith(f".{name}.") for p in tmp_path.iterdir() if p != target] == [True]
+    export(pd.DataFrame({"a": [1, 2]}), target)  # and the next export goes through
+    assert (
+        len(
+            pd.read_csv(target)
+            if name.endswith("csv")
+            else read_parquet(target)
+            if name.endswith("parquet")
+            else pd.read_json(target)
+        )
+        == 2
+    )
+
+
+_WRITES_MANY_TIMES = """
+import sys
+import pandas as pd
+from mediaframe.reports import to_csv, to_excel
+
+frame = pd.DataFrame({"who": [sys.argv[2]] * 20_000, "n": range(20_000)})
+for _ in range(5):
+    to_csv(frame, sys.argv[1] + ".csv")
+    to_excel({"t": frame.head(2_000)}, sys.argv[1] + ".xlsx")
+"""
+
+
+def test_two_processes_exporting_to_one_name_leave_one_whole_file(tmp_path):
+    # and a reader meanwhile never sees half a file
+    import subprocess
+    import sys
+
+    base = str(tmp_path / "shared")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITES_MANY_TIMES, base, who])
+        for who in ("first", "second")
+    ]
+    seen = 0
+    try:
+        while any(w.poll() is None for w in writers):
+            try:
+                text = Path(base + ".csv").read_bytes()
+            except FileNotFoundError:
+                continue
+            assert text.endswith(b"\r\n") and text.count(b"\r\n") == 20_001, "half a file seen"
+            seen += 1
+        assert [w.wait(timeout=300) for w in writers] == [0, 0] and seen
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    csv = pd.read_csv(base + ".csv")
+    assert len(csv) == 20_000 and csv["who"].nunique() == 1  # one writer's file, whole
+    sheet = pd.read_excel(base + ".xlsx", sheet_name="t")
+    assert len(sheet) == 2_000 and sheet["who"].nunique() == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.csv", "shared.xlsx"]
+
+
+_BUNDLE_DIES_MID_FOLDER = """
+import os, signal, sys
+import pandas as pd
+from mediaframe.reports import bundle, exports
+
+class Tables(bundle.Bundle):
+    tables = {name: pd.DataFrame({"v": [sys.argv[2]]}) for name in ("one", "two", "three")}
+    def readme(self):
+        return pd.DataFrame({"table": list(self.tables)})
+
+if sys.argv[3] == "die":
+    real, calls = exports.to_csv, []
+    def dying(frame, path, **options):
+        calls.append(path)
+        if len(calls) == 3:  # two files of the new export written, then killed
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(frame, path, **options)
+    bundle.to_csv = dying
+Tables().to_csv(sys.argv[1])
+"""
+
+
+def test_a_kill_mid_folder_export_leaves_the_earlier_files_unmixed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "audit-csv"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("a file of the user's")
+
+    def run(value: str, how: str) -> int:
+        script = [sys.executable, "-c", _BUNDLE_DIES_MID_FOLDER, str(folder), value, how]
+        return subprocess.run(script, check=False).returncode
+
+    assert run("earlier", "live") == 0
+    earlier = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert run("newer", "die") == -signal.SIGKILL
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == earlier
+    assert run("newer", "live") == 0
+    values = {pd.read_csv(p)["v"][0] for p in folder.glob("*.csv") if p.name != "README.csv"}
+    assert values == {"newer"} and (folder / "mine.txt").exists()
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [
+        p.name for p in folder.iterdir() if p.is_dir()
+    ]  # only the killed run's hidden staging folder is left
+
+
+def test_a_bundle_table_name_cannot_leave_its_folder(tmp_path):
+    from mediaframe.reports.bundle import Bundle
+
+    class Tables(Bundle):
+        tables = {"../escaped": pd.DataFrame({"v": [1]})}  # noqa: RUF012
+
+        def readme(self) -> pd.DataFrame:
+            return pd.DataFrame({"table": ["../escaped"]})
+
+    with pytest.raises(ExportError, match="cannot be a file name"):
+        Tables().to_csv(tmp_path / "out")
+    assert not (tmp_path / "escaped.csv").exists()
+
+
+_BROWSER = next(
+    (b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+)
+
+
+@pytest.mark.skipif(_BROWSER is None, reason="needs a headless Chromium to run the page's script")
+def test_a_pages_tables_sort_in_a_browser(tmp_path):
+    # The page's own sorting script, run by a real browser: numbers as numbers, empty cells last.
+    # The page's CSP allows only its own script, so the test's click comes in without it.
+    to_html({"t": pd.DataFrame({"n": [10, 9, 100, None, 2.5], "s": ["b", "a", "c", "", "d"]})},
+            tmp_path / "p.html")  # fmt: skip
+    page = (tmp_path / "p.html").read_text()
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    click = "document.querySelector('table.mf-sortable th').click();"
+    (tmp_path / "clicked.html").write_text(
+        page.replace("</body>", f"<script>{click}</script></body>")
+    )
+    dom = subprocess.run(
+        [_BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+         (tmp_path / "clicked.html").as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    body = dom[dom.index("<tbody") : dom.index("</tbody>")]
+    first_column = re.findall(r"<td[^>]*>([^<]*)</td>", body)[::2]
+    assert first_column == ["2.5", "9", "10", "100", ""]
+    assert 'aria-sort="ascending"' in dom
+
+
+def test_numbers_in_a_column_of_mixed_values_stay_numbers_in_excel(tmp_path):
+    # an object column (as JSON or a user's frame gives): numbers stay numbers, text stays text
+    mixed = pd.Series([-3, "-3", "=1+1", 2.5, True, float("nan"), None, "ok"], dtype=object)
+    to_excel({"t": pd.DataFrame({"mixed": mixed})}, tmp_path / "m.xlsx")
+    sheet = openpyxl.load_workbook(tmp_path / "m.xlsx")["t"]
+    cells = [sheet.cell(row, 1) for row in range(2, 10)]
+    assert [(c.value, c.data_type) for c in cells] == [
+        (-3, "n"), ("-3", "s"), ("=1+1", "s"), (2.5, "n"), (True, "b"),
+        (None, "n"), (None, "n"), ("ok", "s"),
+    ]  # fmt: skip
+    assert cells[2].quotePrefix and not cells[0].quotePrefix
+
+
+def test_a_figure_labelled_by_a_server_is_embedded_whatever_the_svg_font_setting(monkeypatch):
+    # a collection named like a handler ('online=1') must not break the page, nor put its text
+    # into the SVG, even for a user who set svg.fonttype to 'none' (editable text)
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mediaframe.reports.html import svg_of
+
+    monkeypatch.setitem(matplotlib.rcParams, "svg.fonttype", "none")
+    figure, axes = plt.subplots()
+    axes.barh(["online=1", "<script>x</script>", 'a" onload="alert(1)'], [1, 2, 3])
+    try:
+        svg = svg_of(figure)
+    finally:
+        plt.close(figure)
+    assert "online" not in svg and "script" not in svg and "onload" not in svg
+    assert matplotlib.rcParams["svg.fonttype"] == "none"  # the user's setting is left alone
+
+
+def test_a_frame_wider_than_a_sheet_is_refused_rather_than_cut(tmp_path):
+    # xlsxwriter drops the cells past column 16,384 without a word: the export would lose data
+    wide = pd.DataFrame([range(excel_module.EXCEL_COLUMNS + 1)])
+    wide.columns = [f"c{i}" for i in wide.columns]
+    (tmp_path / "w.xlsx").write_text("earlier")
+    with pytest.raises(ExportError, match=r"16,385 columns .* holds 16,384: write .parquet"):
+        to_excel({"wide": wide}, tmp_path / "w.xlsx")
+    assert (tmp_path / "w.xlsx").read_text() == "earlier"
+    to_excel({"fits": wide.iloc[:, : excel_module.EXCEL_COLUMNS]}, tmp_path / "w.xlsx")
+    sheet = openpyxl.load_workbook(tmp_path / "w.xlsx", read_only=True)["fits"]
+    assert sheet.max_column == excel_module.EXCEL_COLUMNS
+
+
+def test_an_export_through_a_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
+    (tmp_path / "2024-11.csv").write_text("earlier")
+    (tmp_path / "latest.csv").symlink_to("2024-11.csv")
+    to_csv(pd.DataFrame({"a": [1]}), tmp_path / "latest.csv")
+    assert (tmp_path / "latest.csv").is_symlink()
+    assert (tmp_path / "2024-11.csv").read_bytes() == b"a\r\n1\r\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2024-11.csv", "latest.csv"]
+
+
+def test_an_export_to_a_named_pipe_is_streamed_into_it(tmp_path):
+    import os
+    import threading
+
+    pipe = tmp_path / "out.csv"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    to_csv(pd.DataFrame({"a": [1, 2]}), pipe)
+    reader.join(10)
+    assert got == [b"a\r\n1\r\n2\r\n"] and pipe.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_a_long_file_name_is_written_and_a_name_too_long_is_an_export_error(tmp_path):
+    # the partial beside a 250-byte name must still fit the 255 bytes a name may have
+    long = tmp_path / ("é" * 123 + ".csv")  # 250 bytes
+    to_csv(pd.DataFrame({"a": [1]}), long)
+    assert long.read_bytes() == b"a\r\n1\r\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [long.name]
+    with pytest.raises(ExportError, match="cannot write"):
+        to_csv(pd.DataFrame({"a": [1]}), tmp_path / ("x" * 300 + ".csv"))

@@ -67,8 +67,8 @@ def _read_request(sock: socket.socket) -> None:
                 missing -= len(chunk)
 
 
-def _head(sock: socket.socket, *headers: str) -> None:
-    lines = ["HTTP/1.1 200 OK", "Content-Type: application/json", *headers, "", ""]
+def _head(sock: socket.socket, *headers: str, status: str = "200 OK") -> None:
+    lines = [f"HTTP/1.1 {status}", "Content-Type: application/json", *headers, "", ""]
     sock.sendall("\r\n".join(lines).encode())
 
 
@@ -132,6 +132,16 @@ def gzipped(body: bytes) -> Behaviour:
     def behave(sock: socket.socket) -> None:
         _head(sock, "Content-Encoding: gzip", f"Content-Length: {len(packed)}")
         sock.sendall(packed)
+
+    return behave
+
+
+def answering(status: str, body: bytes) -> Behaviour:
+    """Always the same answer, e.g. ``answering("400 Bad Request", envelope)``."""
+
+    def behave(sock: socket.socket) -> None:
+        _head(sock, f"Content-Length: {len(body)}", "Connection: close", status=status)
+        sock.sendall(body)
 
     return behave
 

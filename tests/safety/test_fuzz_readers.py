@@ -12,6 +12,7 @@ import contextlib
 import json
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,3 +176,40 @@ def test_planner_counter(answers):
         return next(pages, answers[-1]), frames.records([])
 
     survives(ShardCounter(page, Spec("records")), Shard())
+
+
+# --- the readers of captions, field structures, stories' members and baskets' contents ---------
+# (tests/safety/data/metadata.json: answers of the emulator's /me/structures/ and
+# /baskets/{id}/content/, one validation basket and one plain, trimmed)
+
+METADATA = json.loads((Path(__file__).parent / "data" / "metadata.json").read_text())
+META_FIELDS = METADATA["meta_fields"]
+CONTENTS = METADATA["basket_contents"]
+STRUCTURE = frames.structure(frames.fields(META_FIELDS), [0, 4])
+
+
+# the administrators' fields: per databox id, the objects of its answer (routes keeps those)
+ADMIN = st.dictionaries(
+    st.integers(0, 3),
+    st.lists(st.one_of(mutated(META_FIELDS[0]), OBJECT).filter(lambda d: isinstance(d, dict))),
+)
+
+
+@given(st.one_of(mutated(META_FIELDS), ITEM_LISTS), st.one_of(st.none(), ADMIN))
+def test_fields(meta, admin):
+    survives(frames.fields, meta, admin)
+
+
+@given(st.one_of(mutated(CONTENTS), ITEM_LISTS), st.booleans())
+def test_basket_records(contents, extended):
+    survives(frames.basket_records, contents, STRUCTURE if extended else None)
+
+
+@given(st.one_of(mutated(STORIES), ITEM_LISTS), st.booleans())
+def test_story_members(stories, extended):
+    survives(frames.story_members, stories, STRUCTURE if extended else None)
+
+
+@given(st.one_of(mutated(STORIES), ITEM_LISTS), st.booleans())
+def test_story_record_frame(stories, extended):
+    survives(frames.story_record_frame, stories, STRUCTURE if extended else None)

@@ -116,7 +116,12 @@ def test_the_routes_refuse_misspelt_keywords_by_their_public_name():
         search_params("x", recordtype="image")
 
 
-@pytest.mark.parametrize(("given", "seconds"), [("1h", 3600), ("30min", 1800), (90, 90)])
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    # a number without a unit is seconds, as in MEDIAFRAME_CACHE_TTL and `--ttl` (pandas alone
+    # would read '3600' as 3,600 nanoseconds)
+    [("1h", 3600), ("30min", 1800), (90, 90), ("3600", 3600), (" 1.5 ", 1.5), ("2 days", 172800)],
+)
 def test_durations_are_read_as_people_write_them(given, seconds):
     assert duration(given, "ttl") == dt.timedelta(seconds=seconds)
 

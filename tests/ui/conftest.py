@@ -1,8 +1,9 @@
 """Browser fixtures: Voilà serving notebooks on 127.0.0.1, Debian's Chromium driven by Playwright.
 
-Playwright drives the system browser at ``/usr/bin/chromium`` (``apt-get install chromium``);
-its own browser download is never used. Without that browser the tests are skipped, except
-under CI (``CI`` set), where a missing browser is a failure: ``.ci/run`` installs it.
+Playwright drives the system browser at ``/usr/bin/chromium`` (``apt-get install chromium``),
+or the one ``PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH`` names; its own browser download is never
+used. Without that browser the tests are skipped, except under CI (``CI`` set), where a missing
+browser is a failure: ``.ci/run`` installs it.
 
 One Voilà server serves a folder for the whole session; a module writes its notebook there with
 :meth:`Voila.serve` and opens it in its own page. Every page only reaches loopback: a request
@@ -27,7 +28,9 @@ import nbformat
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright
 
-CHROMIUM = Path("/usr/bin/chromium")
+#: Debian's Chromium, or the browser ``PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH`` names (Playwright
+#: itself never reads that variable: the launch below passes it as ``executable_path``).
+CHROMIUM = Path(os.environ.get("PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH") or "/usr/bin/chromium")
 #: Headless, and nothing of Chromium's own traffic (updates, sync, QUIC probes) leaves the machine.
 CHROMIUM_ARGS = [
     "--headless",
