@@ -212,14 +212,13 @@ class Recorded(Progress):
         self._record()
 
 
-def test_the_bar_moves_through_planning_and_the_cache_write_and_ends_whole_once(tmp_path):
+def harvested(tmp_path, shown: Progress):
+    """The frame of an engine harvest of 3,000 fake records under a cap of 100, shown."""
     from .fake import FakeService, combine
     from .test_engine import STATUSES
 
-    service = FakeService.build(3000, cap=100)
-    shown = Recorded()
     frame, _ = mf.harvest.harvest(
-        service,
+        FakeService.build(3000, cap=100),
         mf.harvest.Spec("records"),
         mf.cache.HarvestStore(str(tmp_path / "h")),
         combine=combine,
@@ -228,6 +227,12 @@ def test_the_bar_moves_through_planning_and_the_cache_write_and_ends_whole_once(
         per_page=100,
         progress=shown,
     )
+    return frame
+
+
+def test_the_bar_moves_through_planning_and_the_cache_write_and_ends_whole_once(tmp_path):
+    shown = Recorded()
+    frame = harvested(tmp_path, shown)
     updates = shown.updates
     total = len(frame)
     done = [u.done for u in updates]
@@ -265,24 +270,12 @@ def test_a_callback_that_is_an_empty_collection_is_still_called(capped, settings
 def test_a_starved_drawing_thread_is_stood_in_for_by_the_harvest(tmp_path, monkeypatch):
     """On a loaded machine the drawing thread may not get the GIL for a second and more: the
     harvest's threads then draw as they tell of progress, while planning and writing alike."""
-    from .fake import FakeService, combine
-    from .test_engine import STATUSES
-
     monkeypatch.setattr(Progress, "_run", lambda self: self._stop.wait())  # never draws
     monkeypatch.setattr(progress_module, "_LATE", 0.0)  # "late" at once: no clock involved
     seen: list[Snapshot] = []
     shown = Progress("harvesting records", "records", [progress_module.Callback(seen.append)])
     with shown:
-        frame, _ = mf.harvest.harvest(
-            FakeService.build(3000, cap=100),
-            mf.harvest.Spec("records"),
-            mf.cache.HarvestStore(str(tmp_path / "h")),
-            combine=combine,
-            bases=(1, 2, 3),
-            statuses=STATUSES,
-            per_page=100,
-            progress=shown,
-        )
+        frame = harvested(tmp_path, shown)
     phases = [s.phase for s in seen]
     assert phases.count("planning") > 10 and phases.count("writing") >= 2, phases
     assert seen[-1].phase == "done" and seen[-1].done == len(frame)
