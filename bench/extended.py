@@ -1,17 +1,20 @@
-"""Benchmark: extended search pages (captions, status bits) to the typed records frame.
+"""Benchmark: extended search answers (captions, status bits) to the typed records frame.
 
-Usage: ``python bench/extended.py [--n 20000] [--repeat 3]``
+Usage: ``python bench/extended.py [--n 20000] [--pages 20] [--repeat 3] [--flavours ...]``
 
-Measures in one run, best of ``--repeat``, on the same ``n`` records of the emulator's catalogue:
+For each flavour of the emulator, extended answers as that generation writes them (the vendor
+media type ``application/vnd.phraseanet.record-extended+json``), two workloads: ``--n`` records
+in one answer, and ``--pages`` answers of 1,000. Measured in one run, best of ``--repeat``, the
+measures interleaved:
 
-(a)  floor      ``orjson.loads`` of the extended page
-(b)  extended   ``orjson.loads`` + ``frames.records(items, structure)``: what an extended harvest
-                does per page (the decoded route), ``caption_*``/``status_*`` columns included
-(c)  plain      ``frames.records_json`` of the plain page (the native reader), for comparison
+(a)  floor      ``orjson.loads`` of the extended answer
+(b)  mediaframe ``frames.read_records(body, structure)``: the native reader, ``caption_*`` and
+                ``status_*`` columns included
+(b′) reference  ``orjson.loads`` + ``frames.records(items, structure)`` (the decoded route)
 
-and prints (b)/(a) and (b)/(c). Extended pages are about four times the bytes of plain ones (one
-``metadata`` entry per value, with its labels), so (b)/(c) mixes the bigger answer and the
-decoded route; the native reader does not read extended answers yet.
+and prints (b)/(a), (b′)/(b), how many answers were read natively, and checks that (b) and (b′)
+give the identical frame. Extended answers are about four times the bytes of plain ones (one
+``metadata`` entry per value, with its labels), all of which the reader parses.
 """
 
 from __future__ import annotations
@@ -23,64 +26,105 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pandas as pd
 
 from mediaframe.emulator import Emulator
 from mediaframe.emulator.descriptive import EXTENDED_TYPE
-from mediaframe.frames import Structure, records, records_json
+from mediaframe.emulator.flavours import FLAVOURS
+from mediaframe.emulator.structures import STRUCTURES
+from mediaframe.frames import Structure, concat_records, read_records, records
+
+PAGE = 1000
 
 
-def pages(n: int) -> tuple[bytes, bytes, Structure]:
-    """The plain and extended v1 search answers holding ``n`` records, and their structure."""
-    emu = Emulator(records=n * 2, seed=0, cap=n * 2)
+def answers(flavour: str, n: int, pages: int) -> tuple[list[bytes], list[bytes], Structure]:
+    """One extended answer of ``n`` records, ``pages`` of 1,000, and the structure."""
+    size = max(n, pages * PAGE)
+    emu = Emulator(records=size * 2, seed=0, cap=size * 2, flavour=flavour)
     session = emu.requests_session()
     url = f"{emu.inprocess_url}/api/v1/search/"
-    data = {"oauth_token": emu.token, "per_page": str(n)}
-    plain = session.post(url, data=data).content
-    extended = session.post(url, data=data, headers={"Accept": f"{EXTENDED_TYPE}+json"}).content
-    structures = session.get(
-        f"{emu.inprocess_url}/api/v1/me/structures/", params={"oauth_token": emu.token}
-    ).json()["response"]["meta_fields"]
-    fields = {f["name"]: f["type"] for f in structures}
-    return plain, extended, Structure(fields, (4, 5, 6, 7))
+    headers = {"Accept": f"{EXTENDED_TYPE}+json"}
+
+    def answer(offset: int, count: int) -> bytes:
+        data = {"oauth_token": emu.token, "per_page": str(count), "offset_start": str(offset)}
+        return session.post(url, data=data, headers=headers).content
+
+    # every field a databox of the emulator declares, with its type (auditors' view)
+    fields = {f.name: f.type for d in sorted(STRUCTURES) for f in STRUCTURES[d]}
+    structure = Structure(dict(sorted(fields.items())), (4, 5, 6, 7))
+    one = [answer(0, n)]
+    paged = [answer(p * PAGE, PAGE) for p in range(pages)]
+    return one, paged, structure
 
 
-def best(run: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
+def timed(work: Callable[[bytes], Any], bodies: list[bytes]) -> tuple[float, list[Any]]:
+    gc.collect()
+    gc.disable()
+    try:
+        results, seconds = [], 0.0
+        for body in bodies:
             started = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - started)
-        finally:
-            gc.enable()
-    return min(times)
+            results.append(work(body))
+            seconds += time.perf_counter() - started
+    finally:
+        gc.enable()
+    return seconds, results
+
+
+def measure(bodies: list[bytes], structure: Structure, repeat: int) -> dict[str, Any]:
+    measures: dict[str, Callable[[bytes], Any]] = {
+        "a": orjson.loads,
+        "b": lambda body: read_records(body, structure).frame,
+        "b'": lambda body: records(orjson.loads(body)["response"]["results"]["records"], structure),
+    }
+    best = dict.fromkeys(measures, float("inf"))
+    kept: dict[str, list[Any]] = {}
+    for _ in range(repeat):
+        for name, work in measures.items():
+            seconds, results = timed(work, bodies)
+            best[name] = min(best[name], seconds)
+            if name != "a":
+                kept[name] = results
+    ours = concat_records(kept["b"], structure=structure)
+    reference = concat_records(kept["b'"], structure=structure)
+    pd.testing.assert_frame_equal(ours, reference, check_exact=True)
+    native = sum(read_records(body, structure).native for body in bodies)
+    captions = sum(name.startswith("caption_") for name in ours.columns)
+    return {
+        **best,
+        "native": f"{native}/{len(bodies)}",
+        "mb": sum(map(len, bodies)) / 1e6,
+        "captions": captions,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--n", type=int, default=20_000, help="records in one answer")
+    parser.add_argument("--pages", type=int, default=20, help="answers of 1,000 records")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds, best kept")
+    parser.add_argument("--flavours", nargs="+", default=list(FLAVOURS), choices=FLAVOURS)
     args = parser.parse_args()
-    plain, extended, structure = pages(args.n)
-
-    def decoded() -> Any:
-        items = orjson.loads(extended)["response"]["results"]["records"]
-        return records(items, structure)
-
-    frame = decoded()
-    rows = len(frame)
-    floor = best(lambda: orjson.loads(extended), args.repeat)
-    ours = best(decoded, args.repeat)
-    native = best(lambda: records_json(plain), args.repeat)
-    print(f"{rows:,} records; plain page {len(plain):,} B, extended page {len(extended):,} B")
-    print(f"(a) floor    {floor:.3f} s")
-    captions = sum(name.startswith("caption_") for name in frame.columns)
-    print(f"(b) extended {ours:.3f} s  ({captions} caption columns)")
-    print(f"(c) plain    {native:.3f} s  (native reader)")
-    print(f"extended/floor = {ours / floor:.2f}")
-    print(f"extended/plain = {ours / native:.2f}")
+    print(f"extended answers, best of {args.repeat}, garbage collector paused")
+    header = (
+        f"{'flavour':9} {'workload':22} {'MB':>7} {'(a) s':>7} {'(b) s':>7} {'(b′) s':>7} "
+        f"{'(b)/(a)':>8} {'(b′)/(b)':>9} {'native':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for flavour in args.flavours:
+        one, paged, structure = answers(flavour, args.n, args.pages)
+        workloads = {f"one answer of {args.n:,}": one, f"{args.pages} pages of {PAGE:,}": paged}
+        for workload, bodies in workloads.items():
+            row = measure(bodies, structure, args.repeat)
+            reference = row["b'"]
+            print(
+                f"{flavour:9} {workload:22} {row['mb']:7.1f} {row['a']:7.3f} {row['b']:7.3f} "
+                f"{reference:7.3f} {row['b'] / row['a']:8.2f} {reference / row['b']:9.2f} "
+                f"{row['native']:>8}",
+                flush=True,
+            )
+    print("every frame identical to the decoded route's (orjson.loads + records(items, structure))")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def candidates(body: bytes, folder: str) -> dict[str, Callable[[], Any]]:
     )
     out: dict[str, Callable[[], Any]] = {
         "orjson (floor)": lambda: orjson.loads(body),
-        "pyarrow object": lambda: fastjson._parse(wrapped),
+        "pyarrow object": lambda: fastjson._parse(wrapped, fastjson._SCHEMA),
     }
     if b"\n" not in array and b'"databox_id":' in array[:40]:
         lines = array[1:-1].replace(b'},{"databox_id":', b'}\n{"databox_id":')
@@ -84,7 +84,7 @@ def candidates(body: bytes, folder: str) -> dict[str, Callable[[], Any]]:
         connection = duckdb.connect()
         out["duckdb"] = lambda: connection.execute(
             "SELECT * FROM read_json(?, format='array', maximum_object_size=1000000000)", [path]
-        ).arrow()
+        ).to_arrow_table()
     except ImportError:
         pass
     if _RECORDS is not None:

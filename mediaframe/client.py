@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,14 @@ from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
-from mediaframe.harvest import Spec
-from mediaframe.harvest.collect import ClientService, Options, cache_path, collect
+from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
+from mediaframe.harvest.collect import ClientService, cache_path, collect
 from mediaframe.http import Transport
-from mediaframe.routes import API, search_params, to_ymd
+from mediaframe.remote import RemoteSearch
+from mediaframe.routes import API, search_params
 
 __all__ = ["Client", "Me", "RemoteSearch", "connect"]
 
-#: Orders the complete result of records() and stories() can be given in (key order otherwise).
-RESULT_SORTS = ("created_on", "updated_on")
 #: Largest page of the feeds content route.
 _FEED_PAGE = 20
 
@@ -365,13 +363,13 @@ class Client:
         """One record as a one-row frame, with the columns of :meth:`records`."""
         structure = self._structure(extended)
         record = self.api.record(databox_id, record_id, extended=bool(structure)).get("record")
-        return frames.records([record] if record else [], structure)
+        return self.api.fill_base_ids(frames.records([record] if record else [], structure))
 
     def story(self, databox_id: int, story_id: int) -> pd.DataFrame:
         """One story as a one-row frame, with the columns of :meth:`stories`
         (:meth:`story_records` gives its records)."""
         story = self.api.story(databox_id, story_id).get("story")
-        return frames.stories([story] if story else [])
+        return self.api.fill_base_ids(frames.stories([story] if story else []))
 
     def story_records(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -392,7 +390,7 @@ class Client:
 
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             stories = list(pool.map(read, keys))
-        frame = frames.story_members(stories, structure)
+        frame = self.api.fill_base_ids(frames.story_members(stories, structure))
         frame.attrs.update(found.attrs)
         return frame
 
@@ -410,7 +408,7 @@ class Client:
         else:
             ids = [basket_id]
         contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
-        return frames.basket_records(contents, structure)
+        return self.api.fill_base_ids(frames.basket_records(contents, structure))
 
     def _structure(self, extended: bool) -> frames.Structure | None:
         """The structure extended columns are read with (checks the ``extended`` option)."""
@@ -419,9 +417,9 @@ class Client:
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
         query`` (each ``query`` selects its value)."""
-        _, search = _split_filters(filters, where="facets")
+        _, search = split_filters(filters, where="facets")
         search, _ = self._narrowed(search)
-        spec = _spec("records", query, search, self._date_fields(search))
+        spec = search_spec("records", query, search, self._date_fields(search))
         response = self.api.search_v2(query, per_page=1, **spec.filters)
         return frames.facets(response.get("facets") or [])
 
@@ -453,7 +451,7 @@ class Client:
         captions and status bits if ``extended``, as in :meth:`records`)."""
         structure = self._structure(extended)
         entries = self._feed_entries(offset_start, per_page, extended=bool(structure))
-        return frames.feed_items(entries, structure)
+        return self.api.fill_base_ids(frames.feed_items(entries, structure))
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
@@ -466,9 +464,9 @@ class Client:
     def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
         kind = validate.choice(kind, "kind", ("records", "stories"))
-        options, search = _split_filters(filters, where="cache_path")
+        options, search = split_filters(filters, where="cache_path")
         search, _ = self._narrowed(search)
-        spec = _spec(kind, query, search, self._date_fields(search))
+        spec = search_spec(kind, query, search, self._date_fields(search))
         return cache_path(ClientService(self), spec, options.cache_dir or self.settings.cache_dir)
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
@@ -535,7 +533,7 @@ class Client:
         return bases
 
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
-        options, search = _split_filters(filters, where=kind)
+        options, search = split_filters(filters, where=kind)
         sort, order = search.pop("sort", None), search.pop("ord", None)
         if sort is not None and sort not in RESULT_SORTS:
             raise InvalidParameterError(
@@ -545,10 +543,10 @@ class Client:
             )
         search_params(sort=sort, ord=order)  # validates ord
         search, notes = self._narrowed(search)
-        frame = collect(self, _spec(kind, query, search, self._date_fields(search)), options)
+        frame = collect(self, search_spec(kind, query, search, self._date_fields(search)), options)
         if notes:
             frame.attrs["harvest"]["notes"] = [*frame.attrs["harvest"].get("notes", []), *notes]
-        return _ordered(frame, sort, order)
+        return ordered_result(frame, sort, order)
 
     def _feed_entries(
         self, offset_start: int | None, per_page: int | None, *, extended: bool = False
@@ -584,116 +582,3 @@ class Me:
 
     def _repr_html_(self) -> str:
         return frames.me.describe_html(self.user, self.collections, self.statuses, self.databoxes)
-
-
-class RemoteSearch:
-    """A search route that survives pickling: each process opens its own transport.
-
-    Dask workers receive it with the token, so it goes only where the user sends it; its repr,
-    like every repr in mediaframe, never shows the token.
-    """
-
-    def __init__(self, base_url: str, token: Token | None, settings: Settings, route: str) -> None:
-        if not route.startswith("search") or not callable(getattr(API, route, None)):
-            raise ConfigurationError(f"{route!r} is not a search route of mediaframe.routes.API")
-        self.base_url, self.token, self.settings, self.route = base_url, token, settings, route
-        self._api: API | None = None
-
-    def __repr__(self) -> str:
-        return f"RemoteSearch({self.base_url!r}, {self.route!r})"
-
-    def __call__(self, query: str = "", **filters: Any) -> Any:
-        if self._api is None:
-            self._api = API(Transport(self.base_url, token=self.token, settings=self.settings))
-        return getattr(self._api, self.route)(query, **filters)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            **self.__dict__,
-            "_api": None,
-        }  # a transport holds sockets: each process opens its own
-
-    def __dask_tokenize__(self) -> tuple[str, str, str, int]:
-        # stable within a run, and free of the token
-        return ("RemoteSearch", self.base_url, self.route, id(self))
-
-
-_OPTION_NAMES = {field.name for field in dataclasses.fields(Options)}
-#: What a search filter may be called: search_params' options, less those mediaframe chooses.
-_FILTER_NAMES = set(inspect.signature(search_params).parameters) - {"query"}
-_CHOSEN = ("offset_start", "search_type")
-#: Filters of records()/stories() that the client turns into the service's own.
-_CLIENT_FILTERS = {"extended", "status_only"}
-
-
-def _split_filters(filters: Mapping[str, Any], *, where: str) -> tuple[Options, dict[str, Any]]:
-    for name in _CHOSEN:
-        if name in filters:
-            raise InvalidParameterError(
-                f"{name}= is chosen by mediaframe for a complete result; use client.api.search "
-                "for single pages"
-            )
-    allowed = (_FILTER_NAMES - set(_CHOSEN)) | _OPTION_NAMES | _CLIENT_FILTERS
-    validate.check_keywords(filters, allowed, where=where)
-    options = {k: v for k, v in filters.items() if k in _OPTION_NAMES}
-    search = {k: v for k, v in filters.items() if k not in _OPTION_NAMES}
-    return _options(options), search
-
-
-def _options(given: Mapping[str, Any]) -> Options:
-    """How to collect, each knob checked where the user passed it (``None``: the setting)."""
-    checked = {name: value for name, value in given.items() if value is not None}
-    for name in ("refresh", "allow_incomplete", "offline", "progress"):
-        if name in checked and not (name == "progress" and callable(checked[name])):
-            checked[name] = validate.flag(checked[name], name)
-    if "ttl" in checked:
-        checked["ttl"] = validate.duration(checked["ttl"], "ttl")
-    if "concurrency" in checked:
-        checked["concurrency"] = validate.count(checked["concurrency"], "concurrency", minimum=1)
-    if "per_page" in checked:
-        checked["per_page"] = validate.count(checked["per_page"], "per_page", minimum=1)
-    if "cache_dir" in checked:
-        checked["cache_dir"] = validate.path(checked["cache_dir"], "cache_dir")
-    return Options(**checked)
-
-
-def _spec(kind: str, query: str, filters: Mapping[str, Any], date_fields: Iterable[str]) -> Spec:
-    """A validated search, with filters in a plain form that names one cache entry.
-
-    Iterables are read once, first: a generator given as ``bases`` must filter, not be consumed
-    by the check and then found empty. ``extended`` stays among the filters only when true, so
-    it names its own cache entry and plain harvests keep theirs.
-    """
-    filters = {k: v for k, v in filters.items() if v is not None}
-    extended = validate.flag(filters.pop("extended", False), "extended")
-    for name in ("bases", "fields"):
-        if name in filters:
-            filters[name] = validate.items(filters[name], name)
-    if "status" in filters:  # one cache entry whatever the order it was written in
-        status = validate.status(filters["status"])
-        filters["status"] = {
-            bit: {state: sorted(ids) for state, ids in sorted(status[bit].items())}
-            for bit in sorted(status)
-        }
-    if "date_field" in filters:
-        validate.date_field(filters["date_field"], date_fields)
-    search_params(query, **filters)  # raises InvalidParameterError with what to send instead
-    if extended:
-        filters["extended"] = True
-    for name in ("date_min", "date_max"):
-        if name in filters:
-            filters[name] = to_ymd(filters[name], name=name)
-    if "bases" in filters:
-        filters["bases"] = sorted(set(filters["bases"]))
-    return Spec(kind, query, filters)
-
-
-def _ordered(frame: pd.DataFrame, sort: str | None, order: str | None) -> pd.DataFrame:
-    if sort is None:
-        return frame
-    attrs = dict(frame.attrs)
-    ordered = frame.sort_values(
-        [sort, *frame.columns[:2]], ascending=order != "desc", kind="stable", na_position="last"
-    ).reset_index(drop=True)
-    ordered.attrs.update(attrs)
-    return ordered

@@ -24,6 +24,7 @@ of ``available_results``. ``api_version`` is informational and never checked.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import re
 import threading
@@ -398,6 +399,8 @@ class API:
         self.transport = transport
         self._structure: tuple[pd.DataFrame, frames.Structure] | None = None
         self._structure_lock = threading.Lock()
+        self._collections: pd.DataFrame | None = None
+        self._collections_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -443,20 +446,25 @@ class API:
         the ``mediaframe.routes`` logger.
         """
         params = search_params(query, **filters)
-        if extended:
-            answer = self.search_with(params, extended=True)
-            results = answer.pop("results", None) or {}
-            items = results.get("records") or []
-            _check_extended(items)
-            frame = frames.records(items, self.structure())
-            return answer, _read_as(frame, "extended", "extended records take the decoded route")
-        answer = self.transport.request("POST", "/api/v1/search/", params, decode=read_records)
+        structure = self.structure() if extended else None
+        answer = self.transport.request(
+            "POST",
+            "/api/v1/search/",
+            params,
+            decode=functools.partial(read_records, structure=structure),
+            extended=extended,
+        )
         if isinstance(answer, RecordsPage):
             info, frame = answer.info, answer.frame
+            if extended and len(frame) and not answer.described:
+                _warn_not_extended()
         else:  # YAML or JSONP: read the decoded envelope
             info = normalise_search(answer)
             results = info.pop("results", None) or {}
-            frame = frames.records(results.get("records") or [])
+            items = results.get("records") or []
+            if extended:
+                _check_extended(items)
+            frame = frames.records(items, structure)
             _read_as(frame, "representation", "the answer is YAML or JSONP, not JSON")
         read = frame.attrs[READ]
         if read["native"]:
@@ -466,7 +474,7 @@ class API:
                 "search page of %d records decoded, not read natively (%s: %s)",
                 len(frame), read["kind"], read["detail"],
             )  # fmt: skip
-        return info, frame
+        return info, self.fill_base_ids(frame)
 
     def search_stories_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -476,7 +484,24 @@ class API:
         which this frame does not hold)."""
         answer = self.search(query, extended=extended, **{**filters, "search_type": 1})
         results = answer.pop("results", None) or {}
-        return answer, frames.stories(results.get("stories") or [])
+        return answer, self.fill_base_ids(frames.stories(results.get("stories") or []))
+
+    def fill_base_ids(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (records, stories, or frames holding their columns) with each missing
+        ``base_id`` read from its databox and collection in ``/me/`` (asked once, then kept):
+        servers of the legacy generation send no ``base_id``, and filters, plots and reports
+        go by it (:func:`mediaframe.frames.with_base_ids`). The last ``/me/`` this API read
+        serves, so a harvest, which reads the user's rights first, asks nothing more."""
+        if "base_id" not in frame.columns or not frame["base_id"].isna().any():
+            return frame
+        with self._collections_lock:
+            collections = self._collections
+        if collections is None:  # not asked yet: once, then kept (me() keeps what it read)
+            self.me()
+            with self._collections_lock:
+                collections = self._collections
+        assert collections is not None
+        return frames.with_base_ids(frame, collections)
 
     def search_v2_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -492,7 +517,10 @@ class API:
 
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
-        return normalise_me(self.transport.get("/api/v1/me/"))
+        answer = normalise_me(self.transport.get("/api/v1/me/"))
+        with self._collections_lock:  # what fill_base_ids() reads, without asking again
+            self._collections = frames.collections(answer.get("collections") or [])
+        return answer
 
     def feeds_content(
         self,
@@ -682,13 +710,17 @@ def _check_extended(items: list[Any]) -> None:
     if items and not any(
         isinstance(item, dict) and ("caption" in item or "status" in item) for item in items
     ):
-        warnings.warn(
-            "extended records were asked for, but the server sent records without caption or "
-            "status: it does not support extended records, so caption_*/status_* columns are "
-            "all missing",
-            MetadataWarning,
-            stacklevel=3,
-        )
+        _warn_not_extended(stacklevel=4)
+
+
+def _warn_not_extended(*, stacklevel: int = 3) -> None:
+    warnings.warn(
+        "extended records were asked for, but the server sent records without caption or "
+        "status: it does not support extended records, so caption_*/status_* columns are "
+        "all missing",
+        MetadataWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _feed_paging(

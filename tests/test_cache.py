@@ -333,6 +333,7 @@ class TestHarvestStore:
         store.write_shard("x", frame, total=5)
         store.publish(frame, {}, spec={}, sort_by=KEY)
         store.write_shard("y", frame, total=5)
+        store.settle()  # publishing retires the shards on a thread: walk the tree once it is done
         for path in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]:
             mode = path.stat().st_mode & 0o777
             assert mode == (0o700 if path.is_dir() else 0o600), f"{path} is {oct(mode)}"

@@ -235,6 +235,14 @@ def test_every_server_flavour(flavour, settings):
         demo = connect(emu, settings)
         frame = demo.records(extended=True)
         assert len(frame) == len(emu.ground_truth())
+        reads = mf.HarvestReport.from_frame(frame).page_reads
+        assert reads["native"] > 0 and not reads.get("decoded"), reads  # every page natively
+        # base ids of every generation, legacy ones read from /me/'s (databox, collection) pairs
+        bases = frame.merge(emu.ground_truth(), on=["databox_id", "record_id"])
+        assert bases["base_id_x"].tolist() == bases["base_id_y"].tolist()
+        records = [demo.record(1, int(frame["record_id"][frame["databox_id"] == 1].iloc[0]))]
+        assert all(r["base_id"].notna().all() for r in records)
+        assert demo.basket_records()["base_id"].notna().all()
         expected = truth(emu, frame)
         assert frame["caption_Title"].tolist() == expected["caption_Title"].tolist()
         assert frame["status_5"].tolist() == expected["status_5"].tolist()

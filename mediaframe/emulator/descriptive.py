@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mediaframe.emulator.catalogue import Catalogue
     from mediaframe.emulator.feeds import Basket
     from mediaframe.emulator.flavours import Rendering
+    from mediaframe.emulator.search import Search
 
 #: The maker's media type asking for extended records; ``+json``, ``+yaml`` or ``+jsonp``.
 EXTENDED_TYPE = "application/vnd.phraseanet.record-extended"
@@ -68,6 +69,7 @@ class DescriptiveRoutes:
 
     catalogue: Catalogue
     accounts: Accounts
+    search: Search
 
     # provided by Routes
     @property
@@ -80,9 +82,9 @@ class DescriptiveRoutes:
     def _basket(self, basket: Basket) -> dict:
         raise NotImplementedError
 
-    @functools.cached_property
+    @property
     def captions(self) -> Captions:
-        return Captions(self.catalogue)
+        return self.search.captions  # one set of captions, which search reads too
 
     @functools.cached_property
     def basket_contents(self) -> BasketContents:

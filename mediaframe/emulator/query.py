@@ -13,6 +13,7 @@ Grammar (EXCEPT binds loosest, then OR, then AND; adjacent terms are AND-ed)::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mediaframe.emulator import vocabulary as vocab
-from mediaframe.emulator.columns import normalise
+from mediaframe.emulator.columns import TextField, normalise
 
 DAY = 86_400
 #: Bounds on what one query may ask, so that no query can exhaust the server's stack or time:
@@ -229,10 +230,18 @@ class Evaluator:
         Match words by a naive stem (plural endings dropped), like the engine's stemmed search.
     """
 
-    def __init__(self, table: Any, *, fields: tuple[str, ...] = (), stemme: bool = False) -> None:
+    def __init__(
+        self,
+        table: Any,
+        *,
+        fields: tuple[str, ...] = (),
+        stemme: bool = False,
+        captions: Mapping[str, CaptionField] | None = None,
+    ) -> None:
         self.table = table
         self.stemme = stemme
         self.free_fields = [table.texts[f] for f in (fields or tuple(table.texts))]
+        self.captions = captions or {}
 
     def mask(self, tree: Any) -> np.ndarray:
         """Rows of the table matching ``tree``."""
@@ -354,21 +363,62 @@ class Evaluator:
         t = self.table
         texts = {n.lower(): n for n in t.texts}
         dates = {n.lower(): n for n in t.dates}
+        captions = {n.lower(): n for n in self.captions}
         if name.lower() in dates:
             return _compare_dates(t.dates[dates[name.lower()]], node, unit=DAY)
+        if name.lower() in captions:
+            return self._caption(self.captions[captions[name.lower()]], node, name)
         if name.lower() not in texts:
             raise QueryError(
                 f"unknown field {name!r} in the query; fields are "
-                f"{', '.join([*t.texts, *t.dates])}, "
+                f"{', '.join([*t.texts, *t.dates, *self.captions])}, "
                 f"or the keys {', '.join(KEYS)} and meta.<name>"
             )
-        field = t.texts[texts[name.lower()]]
-        wanted = normalise(node.value)
-        if node.op == ":":
-            return field.mask(lambda v: wanted in v)
-        if node.op == "=":
-            return field.mask(lambda v: v == wanted)
-        raise QueryError(f"{node.key}{node.op}: {name} is text; use {name}:value or {name}=value")
+        return _match_text(t.texts[texts[name.lower()]], node, name)
+
+    def _caption(self, caption: CaptionField, node: Compare, name: str) -> np.ndarray:
+        """A caption field of the structures: only records of a databox that has the field,
+        and for a business field only where the searching user may see it."""
+        t = self.table
+        where = np.isin(t.databox_id, list(caption.databoxes))
+        if caption.bases is not None:
+            where &= np.isin(t.base_id, list(caption.bases))
+        number = _number(node.value)
+        if not caption.numeric or node.op == ":" or (node.op == "=" and number is None):
+            return _match_text(caption.text, node, name) & where
+        if number is None:
+            raise QueryError(f"{node.key}{node.op}{node.value}: comparing needs a number")
+        found = caption.text.mask(
+            lambda v: _compares(node.op, _number(v), number), normalised=False
+        )
+        return found & where
+
+
+def _compares(op: str, value: float | None, bound: float) -> bool:
+    if value is None:
+        return False
+    return bool(_apply(op, np.array([value]), bound)[0])
+
+
+@dataclass(frozen=True)
+class CaptionField:
+    """A caption field searchable as ``Field:value``: its values, the databoxes whose structure
+    has it, whether its values are numbers, and for a business field the bases where the
+    searching user may see it (``None``: everywhere)."""
+
+    text: TextField
+    databoxes: frozenset[int]
+    numeric: bool = False
+    bases: frozenset[int] | None = None
+
+
+def _match_text(field: TextField, node: Compare, name: str) -> np.ndarray:
+    wanted = normalise(node.value)
+    if node.op == ":":
+        return field.mask(lambda v: wanted in v)
+    if node.op == "=":
+        return field.mask(lambda v: v == wanted)
+    raise QueryError(f"{node.key}{node.op}: {name} is text; use {name}:value or {name}=value")
 
 
 TECH_NAMES = (

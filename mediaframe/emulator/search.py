@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import threading
 import time
@@ -17,17 +18,20 @@ import numpy as np
 
 from mediaframe.emulator import vocabulary as vocab
 from mediaframe.emulator.accounts import User
+from mediaframe.emulator.captions import Captions
 from mediaframe.emulator.catalogue import MEDIA_CODES, RECORD_FIELDS, STORY_FIELDS, Catalogue
 from mediaframe.emulator.envelope import ApiError
 from mediaframe.emulator.flavours import Flavour, Rendering
 from mediaframe.emulator.query import (
     MAX_ID_DIGITS,
+    CaptionField,
     Evaluator,
     QueryError,
     date_interval,
     parse,
     words_of,
 )
+from mediaframe.emulator.structures import STRUCTURES, business_bases
 
 SORTS = ("relevance", "created_on", "updated_on", "random")
 DATE_FIELDS = ("created_on", "updated_on", "Date")
@@ -279,23 +283,31 @@ class Search:
     def hits(self, params: SearchParams, user: User) -> Hits:
         """Sorted rows matching ``params`` for ``user`` (cached per search, paging aside)."""
         bases = _allowed_bases(params, user)
-        key = (params.hit_key(), bases, self.generation)
+        business = business_bases(user.bases) & bases  # where business fields are searched
+        key = (params.hit_key(), bases, business, self.generation)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        hits = self._evaluate(params, bases)
+        hits = self._evaluate(params, bases, business)
         with self._lock:
             self._cache[key] = hits
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return hits
 
-    def _evaluate(self, params: SearchParams, bases: frozenset[int]) -> Hits:
+    def _evaluate(
+        self, params: SearchParams, bases: frozenset[int], business: frozenset[int]
+    ) -> Hits:
         table: Any = self.catalogue.stories if params.search_type else self.catalogue.records
+        # records' captions hold the structures' fields; stories carry only their metadatas
+        captions = None if params.search_type else self.caption_fields(business)
         try:
             tree = parse(params.query)
-            mask = Evaluator(table, fields=params.fields, stemme=params.stemme).mask(tree)
+            evaluator = Evaluator(
+                table, fields=params.fields, stemme=params.stemme, captions=captions
+            )
+            mask = evaluator.mask(tree)
         except QueryError as err:
             raise ApiError(400, f"query {params.query!r} cannot be understood: {err}") from None
         allowed = [i for i, c in enumerate(vocab.COLLECTIONS) if c[0] in bases]
@@ -309,6 +321,28 @@ class Search:
                 on = (table.status >> bit) & 1 == 1
                 mask &= (table.databox_id != databox) | (on if state == "on" else ~on)
         return Hits(rows=_sorted(table, np.flatnonzero(mask), params), tree=tree)
+
+    @functools.cached_property
+    def captions(self) -> Captions:
+        """The records' caption values (drawn once, on first use)."""
+        return Captions(self.catalogue)
+
+    def caption_fields(self, business: frozenset[int]) -> dict[str, CaptionField]:
+        """The structures' fields that are not the catalogue's own texts, searchable as
+        ``Field:value`` (``business``: bases where the user may search business fields)."""
+        found: dict[str, CaptionField] = {}
+        for name, text in self.captions.drawn.items():
+            holders = {d: f for d, fields in STRUCTURES.items() for f in fields if f.name == name}
+            if not holders:
+                continue
+            field = next(iter(holders.values()))
+            found[name] = CaptionField(
+                text,
+                frozenset(holders),
+                numeric=field.type == "number",
+                bases=business if field.business else None,
+            )
+        return found
 
     # ---------------------------------------------------------------- facets
 

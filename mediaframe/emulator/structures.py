@@ -40,14 +40,10 @@ class Field:
             "name": self.name,
             "id": self.id,
             "databox_id": databox_id,
-            "multivalue": self.multivalue,
-            "indexable": True,
-            "readonly": False,
-            "business": self.business,
+            **self._flags("multivalue", "indexable", "readonly", "business"),
             "source": self.source,
             "labels": dict(self.labels),
-            "type": self.type,
-            "required": self.required,
+            **self._flags("type", "required"),
         }
 
     def admin_dict(self) -> dict[str, Any]:
@@ -62,11 +58,7 @@ class Field:
             "labels": dict(self.labels),
             "separator": ";" if self.multivalue else "",
             "thesaurus_branch": "",
-            "type": self.type,
-            "indexable": True,
-            "multivalue": self.multivalue,
-            "readonly": False,
-            "required": self.required,
+            **self._flags("type", "indexable", "multivalue", "readonly", "required"),
             # the GUI flags of the administration pages
             "report": True,
             "business": self.business,
@@ -74,50 +66,51 @@ class Field:
             "dces_element": None,
         }
 
+    def _flags(self, *names: str) -> dict[str, Any]:
+        """``names`` as the routes write them, in that order (every field is indexable and
+        editable here)."""
+        fixed = {"indexable": True, "readonly": False}
+        return {name: fixed[name] if name in fixed else getattr(self, name) for name in names}
 
-def _labels(en: str, fr: str, de: str, nl: str) -> dict[str, str]:
-    return {"fr": fr, "en": en, "de": de, "nl": nl}
 
-
-# (name, type, multivalue, required, business, source, labels): the fields every databox has.
+# The fields every databox has, then each databox's own twelfth: name, type, flags (m:
+# multi-valued, r: required, b: business), source tag, and labels in English, French, German
+# and Dutch.
 _SHARED = (
-    ("Title", "string", False, True, False, "IPTC:ObjectName",
-     _labels("Title", "Titre", "Titel", "Titel")),
-    ("Keywords", "string", True, False, False, "IPTC:Keywords",
-     _labels("Keywords", "Mots-clés", "Stichwörter", "Trefwoorden")),
-    ("Description", "string", False, False, False, "IPTC:Caption-Abstract",
-     _labels("Description", "Description", "Beschreibung", "Beschrijving")),
-    ("Creator", "string", False, True, False, "IPTC:By-line",
-     _labels("Creator", "Auteur", "Urheber", "Maker")),
-    ("City", "string", False, False, False, "IPTC:City",
-     _labels("City", "Ville", "Stadt", "Stad")),
-    ("Country", "string", False, False, False, "IPTC:Country-PrimaryLocationName",
-     _labels("Country", "Pays", "Land", "Land")),
-    ("Date", "date", False, False, False, "IPTC:DateCreated",
-     _labels("Date", "Date", "Datum", "Datum")),
-    ("Copyright", "string", False, True, False, "IPTC:CopyrightNotice",
-     _labels("Copyright", "Droits", "Urheberrecht", "Auteursrecht")),
-    ("Credit", "string", False, False, False, "IPTC:Credit",
-     _labels("Credit", "Crédit", "Bildnachweis", "Credit")),
-    ("Rating", "number", False, False, False, "XMP-xmp:Rating",
-     _labels("Rating", "Note", "Bewertung", "Waardering")),
-    ("InternalNote", "string", False, False, True, "",
-     _labels("Internal note", "Note interne", "Interne Notiz", "Interne notitie")),
+    ("Title", "string", "r", "IPTC:ObjectName", "Title|Titre|Titel|Titel"),
+    ("Keywords", "string", "m", "IPTC:Keywords", "Keywords|Mots-clés|Stichwörter|Trefwoorden"),
+    ("Description", "string", "", "IPTC:Caption-Abstract",
+     "Description|Description|Beschreibung|Beschrijving"),
+    ("Creator", "string", "r", "IPTC:By-line", "Creator|Auteur|Urheber|Maker"),
+    ("City", "string", "", "IPTC:City", "City|Ville|Stadt|Stad"),
+    ("Country", "string", "", "IPTC:Country-PrimaryLocationName", "Country|Pays|Land|Land"),
+    ("Date", "date", "", "IPTC:DateCreated", "Date|Date|Datum|Datum"),
+    ("Copyright", "string", "r", "IPTC:CopyrightNotice",
+     "Copyright|Droits|Urheberrecht|Auteursrecht"),
+    ("Credit", "string", "", "IPTC:Credit", "Credit|Crédit|Bildnachweis|Credit"),
+    ("Rating", "number", "", "XMP-xmp:Rating", "Rating|Note|Bewertung|Waardering"),
+    ("InternalNote", "string", "b", "",
+     "Internal note|Note interne|Interne Notiz|Interne notitie"),
 )  # fmt: skip
-# The twelfth field, one per databox.
 _OWN = {
-    1: ("People", "string", True, False, False, "XMP-iptcExt:PersonInImage",
-        _labels("People", "Personnes", "Personen", "Personen")),
-    2: ("Programme", "string", False, False, False, "XMP-xmpDM:album",
-        _labels("Programme", "Émission", "Sendung", "Programma")),
-    3: ("Department", "string", True, False, False, "XMP-photoshop:Category",
-        _labels("Department", "Service", "Abteilung", "Afdeling")),
+    1: ("People", "string", "m", "XMP-iptcExt:PersonInImage", "People|Personnes|Personen|Personen"),
+    2: ("Programme", "string", "", "XMP-xmpDM:album", "Programme|Émission|Sendung|Programma"),
+    3: ("Department", "string", "m", "XMP-photoshop:Category",
+        "Department|Service|Abteilung|Afdeling"),
 }  # fmt: skip
+
+
+def _field(position: int, name: str, kind: str, flags: str, source: str, labels: str) -> Field:
+    en, fr, de, nl = labels.split("|")
+    return Field(
+        position, name, kind, "m" in flags, "r" in flags, "b" in flags, source,
+        {"fr": fr, "en": en, "de": de, "nl": nl},
+    )  # fmt: skip
 
 
 def _structure(databox_id: int) -> tuple[Field, ...]:
     rows = (*_SHARED, _OWN[databox_id])
-    return tuple(Field(position, *row) for position, row in enumerate(rows, start=1))
+    return tuple(_field(position, *row) for position, row in enumerate(rows, start=1))
 
 
 #: Every databox's fields, by databox id.

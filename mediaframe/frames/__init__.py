@@ -10,7 +10,7 @@ naming the item.
 from mediaframe.frames.captions import Structure, fields, split_values, structure
 from mediaframe.frames.fastjson import RecordsPage, read_records, records_json
 from mediaframe.frames.feeds import baskets, feed_entries, feed_items, feeds
-from mediaframe.frames.me import collections, databoxes, statuses, user
+from mediaframe.frames.me import collections, databoxes, statuses, user, with_base_ids
 from mediaframe.frames.members import basket_records, story_members
 from mediaframe.frames.records import concat_records, records
 from mediaframe.frames.schema import COLLECTION_RIGHTS, DATABOX_RIGHTS, render_markdown
@@ -50,4 +50,5 @@ __all__ = [
     "technical_wide",
     "user",
     "v2_results",
+    "with_base_ids",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError, MalformedItemError, MetadataWarning
-from mediaframe.frames.arrays import TIMESTAMP, text
+from mediaframe.frames.arrays import TIMESTAMP, text, warn_unreadable
 from mediaframe.frames.flatten import flatten
 from mediaframe.frames.normalise import as_items
 from mediaframe.frames.schema import FIELDS, LANGUAGES
@@ -137,6 +137,7 @@ def extended_columns(
     n = len(items)
     captions: dict[str, list[Any]] = {name: [None] * n for name in structure.fields}
     states: dict[int, list[Any]] = {bit: [None] * n for bit in structure.bits}
+    odd: list[int] = []
     for index, item in enumerate(items):
         for entry in _entries(item, "caption", "name", index, label):
             name = str(entry["name"])
@@ -144,7 +145,12 @@ def extended_columns(
             if values is None:  # a field the structure does not list: kept as text
                 values = captions[name] = [None] * n
             value = entry.get("value")
-            values[index] = SEPARATOR.join(map(str, value)) if type(value) is list else value
+            if type(value) is list:
+                value = SEPARATOR.join(map(str, value))
+            elif type(value) is dict:  # no caption value is an object: kept as missing
+                odd.append(index)
+                value = None
+            values[index] = value
         for entry in _entries(item, "status", "bit", index, label):
             bit = _int(entry["bit"])
             if bit is None:
@@ -152,8 +158,9 @@ def extended_columns(
             if bit not in states:
                 states[bit] = [None] * n
             states[bit][index] = _state(entry.get("state"))
+    warn_unreadable("caption.value", sorted(set(odd)), n, label, example={})
     columns = {
-        f"caption_{name}": _typed(name, values, structure.fields.get(name, "string"))
+        f"caption_{name}": typed_caption(name, values, structure.fields.get(name, "string"))
         for name, values in captions.items()
     }
     columns.update(
@@ -234,8 +241,9 @@ def _state(value: Any) -> bool | None:
     return str(value).strip().lower() in ("1", "true", "on")
 
 
-def _typed(name: str, values: list[Any], kind: str) -> Any:
-    """One caption column in its field's dtype; values that do not fit stay visible as text."""
+def typed_caption(name: str, values: list[Any], kind: str) -> Any:
+    """One caption column in its field's dtype (``string``, ``date`` or ``number``, as
+    :class:`Structure` says); values that do not fit are missing, with a warning."""
     if kind == "string" or all(v is None for v in values):
         if kind != "string":
             return pd.array([None] * len(values), dtype=FIELD_DTYPES[kind])

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -26,6 +26,7 @@ import pyarrow.json as pj
 from mediaframe.exceptions import InvalidParameterError, ResponseFormatError
 from mediaframe.frames import fromarrow
 from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import assemble
 from mediaframe.frames.fromarrow import Unreadable
 from mediaframe.frames.records import records
@@ -73,19 +74,25 @@ class RecordsPage:
     Attributes
     ----------
     info : the members of ``response`` other than ``results``.
-    frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer.
+    frame : the records frame, identical to :func:`~mediaframe.frames.records` of the answer
+        (with the structure's ``caption_*``/``status_*`` columns when one was given).
     native : read from the bytes by pyarrow (``True``) or decoded and flattened (``False``).
     fallback : why the decoded route was taken, as ``(kind, detail)``; ``None`` when native.
         ``frame.attrs[READ]`` says the same.
+    described : some record carries ``caption`` or ``status`` (extended records); a server
+        that ignores the extended media type sends none.
     """
 
     info: dict[str, Any]
     frame: pd.DataFrame
     native: bool
     fallback: tuple[str, str] | None = None
+    described: bool = False
 
 
-def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
+def records_json(
+    body: bytes, structure: Structure | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Read a v1 search answer from its raw JSON bytes into the records frame.
 
     The frame is identical, dtypes included, to :func:`~mediaframe.frames.records` of the
@@ -96,6 +103,9 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     Parameters
     ----------
     body : the HTTP body of ``/api/v1/search/`` (the whole JSON envelope), as bytes.
+    structure : for an extended answer (captions, status bits), the caption fields and status
+        bits that become ``caption_<Field>``/``status_<bit>`` columns, as in
+        :func:`~mediaframe.frames.records`.
 
     Returns
     -------
@@ -124,16 +134,18 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     text in another, is renamed byte-wise first: text values become ``text``, numbers keep
     ``value``. pyarrow reads every number as a float; a name whose numbers are all whole is
     ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which a
-    regular-expression scan finds. What falls back: nested unknown members, a member of another
-    type than declared (records() then mends or warns), a technical name repeated in a record
-    or spelled with escapes, integers at or beyond 2**53 among technical values, dates pyarrow
-    reads differently from pandas, invalid UTF-8.
+    regular-expression scan finds (run only for such a name outside the contract's stable
+    technical names, whose dtype is declared). What falls back: nested unknown members, a
+    member of another type than declared (records() then mends or warns), a technical name
+    repeated in a record or spelled with escapes, integers at or beyond 2**53 among technical
+    values, dates pyarrow reads differently from pandas, invalid UTF-8.
 
     Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
     a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever
-    matches structure, never text. The renamed text values are counted from the length change,
-    the numbers by a count; both are checked against what pyarrow parsed, and a wrong cut
-    between two records leaves a piece that is not JSON, which pyarrow refuses.
+    matches structure, never text. The renamed text values are counted from the length change
+    and checked against the texts pyarrow parsed (an entry with a ``text`` of its own differs);
+    a text value the rename missed, or a repeated member, makes pyarrow refuse the piece, and a
+    wrong cut between two records leaves a piece that is not JSON, which pyarrow refuses too.
 
     Examples
     --------
@@ -143,11 +155,11 @@ def records_json(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     >>> info["total_results"], frame[["databox_id", "record_id"]].to_numpy().tolist()
     (1, [[1, 7]])
     """
-    page = read_records(body)
+    page = read_records(body, structure)
     return page.info, page.frame
 
 
-def read_records(body: bytes) -> RecordsPage:
+def read_records(body: bytes, structure: Structure | None = None) -> RecordsPage:
     """:func:`records_json`, also saying whether the page was read natively, and if not why."""
     if isinstance(body, bytearray | memoryview):
         body = bytes(body)
@@ -158,16 +170,27 @@ def read_records(body: bytes) -> RecordsPage:
         )
     try:
         info, opening, end, layout = _locate(body)
-        frame = _native(body, opening, end, layout)
+        frame, described = _native(body, opening, end, layout, structure)
     except Unreadable as why:
-        info, frame = _decoded(body)
+        info, items = _decoded(body)
+        frame = records(items, structure)
         frame.attrs[READ] = {"native": False, "kind": why.kind, "detail": why.detail}
-        return RecordsPage(info, frame, native=False, fallback=(why.kind, why.detail))
+        fallback = (why.kind, why.detail)
+        return RecordsPage(info, frame, False, fallback, described=_described(items))
     frame.attrs[READ] = {"native": True}
-    return RecordsPage(info, frame, native=True)
+    return RecordsPage(info, frame, native=True, described=described)
 
 
-def _decoded(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
+def _described(items: list[Any]) -> bool:
+    """Whether a decoded record carries ``caption`` or ``status``."""
+    return any(
+        isinstance(item, dict)
+        and (item.get("caption") is not None or item.get("status") is not None)
+        for item in items
+    )
+
+
+def _decoded(body: bytes) -> tuple[dict[str, Any], list[Any]]:
     """The reference route: decode everything with orjson, flatten with :func:`records`."""
     try:
         document = orjson.loads(body)
@@ -176,7 +199,7 @@ def _decoded(body: bytes) -> tuple[dict[str, Any], pd.DataFrame]:
     parts = _search_parts(document)
     if parts is None or not isinstance(parts[1], list):
         raise _not_an_answer(body, "is not a search envelope with a response.results.records list")
-    return parts[0], records(parts[1])
+    return parts[0], parts[1]
 
 
 def _not_an_answer(body: bytes, problem: str) -> ResponseFormatError:
@@ -275,81 +298,108 @@ def _skeleton(body: bytes, opening: int, end: int) -> dict[str, Any] | None:
 # -------------------------------------------------------------------- reading natively
 
 
-def _native(body: bytes, opening: int, end: int, layout: _Layout | None) -> pd.DataFrame:
-    """The records frame from the array at ``body[opening:end]``; :class:`Unreadable` if unsure."""
+def _native(
+    body: bytes, opening: int, end: int, layout: _Layout | None, structure: Structure | None
+) -> tuple[pd.DataFrame, bool]:
+    """The records frame from the array at ``body[opening:end]``, and whether a record carries
+    ``caption`` or ``status``; :class:`Unreadable` if unsure."""
     if layout is None:  # an empty array
-        return records([])
-    struct, names, counts = _read_pieces(body, opening, end, layout)
+        return records([], structure), False
+    schema = _SCHEMA if structure is None else _EXTENDED_SCHEMA
+    struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
     try:
-        members, unknown = fromarrow.members(struct)
+        return _frame(struct, whole_floats, texts, structure)
     except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
         raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
+
+
+def _frame(
+    struct: pa.ChunkedArray,
+    whole_floats: Callable[[], set[str]],
+    texts: int,
+    structure: Structure | None,
+) -> tuple[pd.DataFrame, bool]:
+    """The records frame of the parsed records (see :func:`_native`)."""
+    known = fromarrow.KNOWN if structure is None else fromarrow.KNOWN_EXTENDED
+    members, unknown = fromarrow.members(struct, known)
     for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
         members[member] = pc.coalesce(members[member], members.pop(alias))
-    columns = {}
-    for column in RECORDS.columns:
-        columns[column.name] = fromarrow.convert(members[column.path], column)
+    columns = fromarrow.convert_all(members, RECORDS.columns)
     dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
+    taken = set(dynamic)
+    n = len(struct)
+    if structure is not None:  # the texts renamed in captions and metadata
+        texts -= fromarrow.extended_texts(members)
     lists = members[_TECHNICAL].combine_chunks()
-    technical = fromarrow.technical(lists, len(struct), counts, names, taken=set(dynamic))
-    return assemble(RECORDS, columns, {**dynamic, **technical})
+    technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
+    if structure is None:
+        return assemble(RECORDS, columns, {**dynamic, **technical}), False
+    extended = fromarrow.extended(members, n, structure)  # last: it may warn
+    extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
+    described = any(members[m].null_count < n for m in ("caption", "status"))
+    return assemble(RECORDS, columns, {**dynamic, **technical, **extended}), described
 
 
 def _read_pieces(
-    body: bytes, opening: int, end: int, layout: _Layout
-) -> tuple[pa.ChunkedArray, set[str], dict[str, int]]:
-    """Rewrite, parse and scan the records; the records as structs, the technical names holding
-    a float written whole, and the counts of technical numbers and texts.
+    body: bytes, opening: int, end: int, layout: _Layout, schema: pa.Schema
+) -> tuple[pa.ChunkedArray, Callable[[], set[str]], int]:
+    """Rewrite, parse and scan the records; the records as structs, what tells the technical
+    names holding a float written whole, and how many technical values are text.
 
     A big answer is cut between two records into pieces of about ``_PIECE`` bytes: pyarrow
     parses pieces (without the GIL, on the other core) while the next is rewritten and scanned,
-    rather than every parse waiting for the whole rewrite.
+    rather than every parse waiting for the whole rewrite. A page is parsed inline (a thread
+    would cost more than it saves) and scanned for whole floats only if a name needs it.
     """
     patterns = _patterns(layout.colon)
+    big = end - opening >= _PIECE
     names: set[str] = set()
-    counts = {"numbers": 0, "texts": 0}
+    texts = 0
     parsing: list[Future] = []
     with ThreadPoolExecutor(max_workers=2) as pool:
         for first, last in _pieces(body, opening + 1, end - 1, layout):
             data = b"".join((_OPEN, memoryview(body)[first:last], _CLOSE))
             renamed = data.replace(patterns.text_value, patterns.text)
-            # a page is parsed inline: a thread would cost more than it saves
-            parsing.append(run_on(pool if end - opening >= _PIECE else None, _parse, renamed))
-            names.update(_whole_float_names(renamed, patterns.whole_float))
-            counts["numbers"] += renamed.count(patterns.number)
-            counts["texts"] += (len(data) - len(renamed)) // patterns.shrink
+            parsing.append(run_on(pool if big else None, _parse, renamed, schema))
+            if big:  # scanned while the pieces before are parsed
+                names.update(_whole_float_names(renamed))
+            texts += (len(data) - len(renamed)) // patterns.shrink
         chunks = [future.result() for future in parsing]
     if len({chunk.type for chunk in chunks}) > 1:
         raise Unreadable("unknown member", "pieces of the answer hold different unknown members")
-    return pa.chunked_array(chunks), names, counts
+    if big:
+        return pa.chunked_array(chunks), lambda: names, texts
+    return (
+        pa.chunked_array(chunks),
+        functools.cache(lambda: _whole_float_names(body, opening, end)),
+        texts,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class _Patterns:
-    """The byte patterns of technical values, written with this server's colon."""
+    """The byte patterns of technical text values, written with this server's colon."""
 
     text_value: bytes
     text: bytes
-    number: bytes
-    whole_float: re.Pattern[bytes]
     shrink: int
 
 
 @functools.lru_cache(maxsize=8)
 def _patterns(colon: bytes) -> _Patterns:
-    """Text values are renamed ``text``, so that ``value`` holds only numbers; once renamed,
-    every ``value`` left is a number (or something pyarrow then refuses), and those are counted.
+    """Text values are renamed ``text``, so that ``value`` holds only numbers: a text value left
+    unrenamed (another colon) makes pyarrow refuse the piece; an entry holding ``text`` of its
+    own makes the count of texts differ from the renames."""
+    return _Patterns(b'"value"' + colon + b'"', b'"text"' + colon + b'"', 1)
 
-    A number written as a float (a point or an exponent) whose value may be whole: zeros after
-    the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
-    so a fraction may round away). Integers never match.
-    """
-    number = b'"value"' + colon
-    whole = re.compile(
-        re.escape(number)
-        + rb"-?(?:[0-9]+(?:\.[0-9]*)?[eE]|[0-9]+\.0+(?=\s*[,}])|(?=[0-9]*\.)[0-9.]{17})"
-    )
-    return _Patterns(number + b'"', b'"text"' + colon + b'"', number, whole, 1)
+
+#: A number written as a float (a point or an exponent) whose value may be whole: zeros after
+#: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
+#: so a fraction may round away). Integers and text values never match; any whitespace around
+#: the colon does. Possessive quantifiers: a number is scanned once, without backtracking.
+_WHOLE_FLOAT = re.compile(
+    rb'"value"\s*+:\s*+-?+(?:(?=[0-9.]{17})[0-9]*+\.|[0-9]++(?:[eE]|\.(?:[0-9]*+[eE]|0++\s*+[,}])))'
+)
 
 
 def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
@@ -367,7 +417,7 @@ def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tup
         first = cut.start(1)
 
 
-def _parse(data: bytes) -> pa.StructArray:
+def _parse(data: bytes, schema: pa.Schema) -> pa.StructArray:
     """pyarrow's reading of one piece (``{"records": [...]}``) as an array of record structs.
 
     Unknown members are inferred; one that pyarrow takes for a timestamp is read again as the
@@ -375,7 +425,7 @@ def _parse(data: bytes) -> pa.StructArray:
     default (mimalloc), which hands freed pages back to the system within milliseconds: every
     parse then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
     """
-    table = _read(data, _SCHEMA)
+    table = _read(data, schema)
     if _holds_timestamps(table.schema.field("records").type):
         table = _read(data, pa.schema([_as_text(table.schema.field("records"))]))
     return pc.list_flatten(table.column("records")).combine_chunks()
@@ -391,8 +441,11 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
             ),
             memory_pool=pa.system_memory_pool(),
         )
-        table.validate(full=True)  # the parser lets invalid UTF-8 through; orjson refuses it
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        # pyarrow's reader has built inconsistent arrays from odd nesting (a list of nulls in
+        # an inferred member), and lets invalid UTF-8 through (orjson refuses it): the cheap
+        # check finds the first, the full one (needless for ASCII bytes) the second
+        table.validate(full=not data.isascii())
+    except pa.ArrowException as error:
         raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
     return table
 
@@ -419,9 +472,11 @@ def _as_text(field: pa.Field) -> pa.Field:
     return field
 
 
-def _whole_float_names(data: bytes, whole_float: re.Pattern[bytes]) -> set[str]:
-    """Technical names holding a number written as a float that may be whole (rare)."""
-    return {_entry_name(data, found.start()) for found in whole_float.finditer(data)}
+def _whole_float_names(data: bytes, start: int = 0, stop: int | None = None) -> set[str]:
+    """Technical names holding a number written as a float that may be whole (rare), in
+    ``data[start:stop]``."""
+    found = _WHOLE_FLOAT.finditer(data, start, len(data) if stop is None else stop)
+    return {_entry_name(data, match.start()) for match in found}
 
 
 def _entry_name(data: bytes, at: int) -> str:
@@ -435,13 +490,19 @@ def _entry_name(data: bytes, at: int) -> str:
         entry = json.loads(window)
     except ValueError:
         entry = None
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+    if (
+        not isinstance(entry, dict)
+        or set(entry) != {"name", "value"}
+        or not isinstance(entry["name"], str)
+    ):
         raise Unreadable("technical values", "a float written whole sits in an unusual entry")
     return entry["name"]
 
 
-def _declared_schema() -> pa.Schema:
-    """A piece as pyarrow must find it: every declared member (and older spelling) typed."""
+def _declared_schema(*, extended: bool = False) -> pa.Schema:
+    """A piece as pyarrow must find it: every declared member (and older spelling) typed; for
+    extended records also their captions, status bits, metadata values and subdefs (their
+    other members inferred). Caption and metadata values are renamed like technical ones."""
     tree: dict[str, Any] = {}
     for column in RECORDS.columns:
         *parents, member = column.path.split(".")
@@ -452,6 +513,11 @@ def _declared_schema() -> pa.Schema:
     for alias, member in RECORDS.aliases.items():
         tree[alias] = tree[member]
     tree[_TECHNICAL] = pa.list_(_TECHNICAL_ENTRY)
+    if extended:
+        value = [("value", pa.float64()), ("text", pa.string())]
+        tree["caption"] = pa.list_(pa.struct([("name", pa.string()), *value]))
+        tree["metadata"] = pa.list_(pa.struct(value))
+        tree["status"] = pa.list_(pa.struct([("bit", pa.int64()), ("state", pa.bool_())]))
 
     def struct(node: dict[str, Any]) -> pa.StructType:
         return pa.struct(
@@ -461,7 +527,10 @@ def _declared_schema() -> pa.Schema:
             ]
         )
 
+    if extended:
+        tree["subdefs"] = pa.list_(struct(tree["thumbnail"]))
     return pa.schema([("records", pa.list_(struct(tree)))])
 
 
 _SCHEMA = _declared_schema()
+_EXTENDED_SCHEMA = _declared_schema(extended=True)

@@ -126,7 +126,7 @@ def assemble(frame: Frame, columns: Mapping[str, Any], dynamic: Mapping[str, Any
     return pd.DataFrame(ordered, copy=False)
 
 
-#: Numbers from this magnitude on lose digits as floats.
+#: Numbers beyond this magnitude may have lost digits as floats (2**53 itself is exact).
 _EXACT = 2**53
 
 
@@ -140,6 +140,8 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     """
     if values is None:
         return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
+    if str(getattr(values, "dtype", "")) == dtype:
+        return values  # already so (a Series costs more than the check)
     series = pd.Series(values, copy=False)
     if str(series.dtype) == dtype:
         return values
@@ -153,7 +155,7 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     if any(type(v) is bool for v in scalars):
         return values  # true/false are not numbers here: the column keeps them
     numbers = pd.to_numeric(series, errors="coerce")
-    if (numbers.notna() != present).any() or (numbers[present].abs() >= _EXACT).any():
+    if (numbers.notna() != present).any() or (numbers[present].abs() > _EXACT).any():
         return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
     if dtype == "Int64" and not (numbers[present] == numbers[present].round()).all():
         dtype = "Float64"

@@ -7,6 +7,7 @@ answer, or raises :class:`Unreadable`: the caller then takes the decoded route.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -15,10 +16,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.captions import Structure, typed_caption
+from mediaframe.frames.records import EXTENDED_MEMBERS
 from mediaframe.frames.schema import RECORDS, Column
 from mediaframe.frames.technical import column_name
 
-__all__ = ["Unreadable", "convert", "dynamic", "members", "technical"]
+__all__ = [
+    "KNOWN",
+    "KNOWN_EXTENDED",
+    "Unreadable",
+    "convert",
+    "convert_all",
+    "dynamic",
+    "extended",
+    "extended_texts",
+    "members",
+    "technical",
+]
 
 _TECHNICAL = "technical_informations"
 _UTC_MICROSECONDS = pa.timestamp("us", "UTC")
@@ -29,7 +43,9 @@ _PANDAS_TYPES = {
     pa.bool_(): pd.BooleanDtype(),
 }
 #: Member paths a records piece is declared with (the rest is unknown).
-KNOWN = {column.path for column in RECORDS.columns} | set(RECORDS.aliases) | {_TECHNICAL}
+KNOWN = frozenset({column.path for column in RECORDS.columns} | set(RECORDS.aliases) | {_TECHNICAL})
+#: ... and of extended records, whose extended members become columns of their own or are left.
+KNOWN_EXTENDED = KNOWN | set(EXTENDED_MEMBERS)
 
 
 class Unreadable(Exception):
@@ -45,12 +61,12 @@ _NESTED = dict(RECORDS.nested)
 
 
 def members(
-    struct: pa.ChunkedArray,
+    struct: pa.ChunkedArray, known: frozenset[str] = KNOWN
 ) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
     """Every declared member by dotted path, and every unknown one by its dynamic column name
     (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
     null."""
-    known: dict[str, pa.ChunkedArray] = {}
+    found: dict[str, pa.ChunkedArray] = {}
     unknown: dict[str, pa.ChunkedArray] = {}
 
     def walk(kind: pa.StructType, children: list[pa.ChunkedArray], path: str) -> None:
@@ -58,13 +74,13 @@ def members(
             where = f"{path}.{field.name}" if path else field.name
             if where in _NESTED:
                 walk(field.type, child.flatten(), where)
-            elif where in KNOWN:
-                known[where] = child
+            elif where in known:
+                found[where] = child
             else:
                 unknown[_NESTED.get(path, "") + field.name] = child
 
     walk(struct.type, struct.flatten(), "")
-    return known, unknown
+    return found, unknown
 
 
 def dynamic(values: pa.ChunkedArray, name: str) -> Any:
@@ -77,6 +93,32 @@ def dynamic(values: pa.ChunkedArray, name: str) -> Any:
     if kind in _PANDAS_TYPES:
         return _PANDAS_TYPES[kind].__from_arrow__(values)
     raise Unreadable("unknown member", f"{name!r} holds {kind} (records() keeps those raw)")
+
+
+def convert_all(members: dict[str, pa.ChunkedArray], columns: Iterable[Column]) -> dict[str, Any]:
+    """Every declared column by name, as :func:`convert` gives it; the dates of all columns are
+    read in one cast (a page pays each compute call's fixed cost once, not once per column)."""
+    converted: dict[str, Any] = {}
+    dates: list[Column] = []
+    for column in columns:
+        if column.dtype == TIMESTAMP and not column.required:
+            dates.append(column)
+        else:
+            converted[column.name] = convert(members[column.path], column)
+    if dates:
+        chunks = [chunk for column in dates for chunk in members[column.path].chunks]
+        try:
+            stamps = _stamps(pa.chunked_array(chunks, pa.string()), "a date")
+        except Unreadable:  # one column at a time, to name the member
+            for column in dates:
+                converted[column.name] = convert(members[column.path], column)
+            return converted
+        start = 0
+        for column in dates:
+            n = len(members[column.path])
+            converted[column.name] = _UTC_DTYPE.__from_arrow__(stamps.slice(start, n))
+            start += n
+    return converted
 
 
 def convert(values: pa.ChunkedArray, column: Column) -> Any:
@@ -101,14 +143,17 @@ def _timestamps(values: pa.ChunkedArray, member: str) -> Any:
 
     pyarrow refuses anything but a full date-time with an offset, which then falls back.
     """
+    return _UTC_DTYPE.__from_arrow__(_stamps(values, member))  # a quarter of to_pandas()'s cost
+
+
+def _stamps(values: pa.ChunkedArray, member: str) -> pa.ChunkedArray:
     placeholder = pc.or_(pc.starts_with(values, "-"), pc.starts_with(values, "0000"))
     if pc.any(placeholder).as_py():
         values = pc.if_else(placeholder, pa.scalar(None, pa.string()), values)
     try:
-        stamps = values.cast(_UTC_MICROSECONDS)
+        return values.cast(_UTC_MICROSECONDS)
     except pa.ArrowInvalid as error:
         raise Unreadable("dates", f"{member!r}: {str(error)[:120]}") from None
-    return _UTC_DTYPE.__from_arrow__(stamps)  # a quarter of what to_pandas() costs
 
 
 def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
@@ -120,7 +165,10 @@ def _categorical(values: pa.ChunkedArray) -> pd.Categorical:
     codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
     codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)] if len(rank) else -1)
     categories = encoded.dictionary.take(pa.array(order)).to_pylist() or [""]
-    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(categories)))
+    # the codes are in range by construction: pandas need not check them again
+    return pd.Categorical.from_codes(
+        codes, dtype=_category_dtype(tuple(categories)), validate=False
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -131,28 +179,31 @@ def _category_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
 
 
 def technical(
-    lists: pa.ListArray, n: int, counts: dict[str, int], whole_floats: set[str], *, taken: set[str]
+    lists: pa.ListArray,
+    n: int,
+    texts: int,
+    whole_floats: Callable[[], set[str]],
+    *,
+    taken: set[str],
 ) -> dict[str, Any]:
     """One typed column per technical name, keyed by its records column name (prefixed
     ``technical_`` when a declared column or an unknown member in ``taken`` has the name).
 
     Every entry must be ``{"name": <string>, "value": <number or string>}``: a name, and a
-    number or a text but not both, as many of each as the rewrites counted.
+    number or a text but not both, with as many texts as the rewrite renamed. ``whole_floats``
+    gives the names holding a float written whole; it is asked only when a name's type depends
+    on it (numbers only, all whole, not one of the contract's stable names).
     """
     entries = pc.list_flatten(lists)
     if entries.type.num_fields != 3:  # an entry with a member besides its name and value
         raise Unreadable("technical values", "an entry has members besides name and value")
-    names, numbers, texts = entries.flatten()
+    names, numbers, all_texts = entries.flatten()
     is_number = numbers.is_valid().to_numpy(zero_copy_only=False)
-    is_text = texts.is_valid().to_numpy(zero_copy_only=False)
-    if (
-        entries.null_count
-        or names.null_count
-        or np.any(is_number == is_text)
-        or counts["numbers"] != is_number.sum()
-        or counts["texts"] != is_text.sum()
-    ):
+    is_text = all_texts.is_valid().to_numpy(zero_copy_only=False)
+    if entries.null_count or names.null_count or np.any(is_number == is_text):
         raise Unreadable("technical values", "an entry is not a name with one number or text")
+    if texts != is_text.sum():
+        raise Unreadable("technical values", "an entry holds a text member of its own")
     parents = pc.list_parent_indices(lists).to_numpy()
     encoded = names.dictionary_encode()
     dictionary = encoded.dictionary.to_pylist()
@@ -167,16 +218,42 @@ def technical(
         if np.any(rows[1:] == rows[:-1]) or named in columns:
             # a record repeats the name, or two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
+        numbers_of, texts_of = values[positions], is_text[positions]
+        floats = False  # with text among the values, numbers are rendered as text anyway
+        if not texts_of.any():
+            stable = _STABLE.get(named)
+            column = None if stable is None else _stable_numbers(n, rows, numbers_of, stable)
+            if column is not None:
+                columns[named] = column
+                continue
+            floats = _fractional(numbers_of) or name in whole_floats()
         columns[named] = _technical_column(
-            n,
-            rows,
-            values[positions],
-            texts,
-            positions,
-            is_text[positions],
-            name in whole_floats or _fractional(values[positions]),
+            n, rows, numbers_of, all_texts, positions, texts_of, floats
         )
     return columns
+
+
+#: The technical columns always in one dtype (assemble() casts the others to it).
+_STABLE = dict(RECORDS.stable)
+
+
+def _stable_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, dtype: str) -> Any:
+    """A stable technical column of numbers only, directly in the dtype assemble() would cast
+    it to: ``Float64``, or ``Int64`` unless a number is fractional. ``None`` for numbers beyond
+    2**53 or a text column, left to the general rule."""
+    if dtype not in ("Int64", "Float64") or np.any(np.abs(numbers) >= 2**53):
+        return None
+    return _placed_numbers(n, rows, numbers, floats=dtype == "Float64" or _fractional(numbers))
+
+
+def _placed_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, *, floats: bool) -> Any:
+    """``numbers`` at ``rows`` of a ``Float64`` (else ``Int64``) column of ``n``; NA elsewhere."""
+    data = np.zeros(n, dtype=np.float64 if floats else np.int64)
+    mask = np.ones(n, dtype=bool)
+    data[rows] = numbers
+    mask[rows] = False
+    kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
+    return kind(data, mask)
 
 
 def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -218,12 +295,7 @@ def _technical_column(
         # the float pyarrow read may have rounded an integer's digits away
         raise Unreadable("technical values", "an integer at or beyond 2**53")
     if not is_text.any():
-        data = np.zeros(n, dtype=np.float64 if floats else np.int64)
-        mask = np.ones(n, dtype=bool)
-        data[rows] = numbers
-        mask[rows] = False
-        kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
-        return kind(data, mask)
+        return _placed_numbers(n, rows, numbers, floats=floats)
     texts = all_texts.take(positions)
     if not is_text.all():
         # Text beside numbers: the numbers become text too, written as arrays.render_text does.
@@ -246,3 +318,108 @@ def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
     out[whole] = list(map(str, numbers[whole].astype(np.int64).tolist()))
     out[other] = list(map(repr, numbers[other].tolist()))
     return pa.array(out, type=pa.string())
+
+
+# ------------------------------------------------------------------- extended records
+
+
+def extended(members: dict[str, pa.ChunkedArray], n: int, structure: Structure) -> dict[str, Any]:
+    """The ``caption_*`` and ``status_*`` columns of extended records, as
+    :func:`~mediaframe.frames.captions.extended_columns` gives them.
+
+    A caption value that is a number or an array, an entry without its name (or bit), a name or
+    bit repeated in a record: :class:`Unreadable`, and records() says what it makes of them.
+    Every check comes before the first caption is typed, so that a page that falls back has
+    not warned already.
+    """
+    caption = _fields(members["caption"], "caption")
+    if caption["name"].null_count or caption["value"].null_count != len(caption["value"]):
+        raise Unreadable("captions", "a caption entry has no name, or a value that is not text")
+    names = _by_key(caption["name"], caption["rows"], "caption")
+    status = _fields(members["status"], "status")
+    if status["bit"].null_count:
+        raise Unreadable("captions", "a status entry has no bit")
+    bits = _by_key(status["bit"], status["rows"], "status")
+    columns: dict[str, Any] = {}
+    states = status["state"]
+    for bit, (rows, positions) in bits.items():
+        data = np.zeros(n, dtype=bool)
+        mask = np.ones(n, dtype=bool)
+        taken = states.take(pa.array(positions))
+        data[rows] = pc.fill_null(taken, False).to_numpy(zero_copy_only=False)
+        mask[rows] = taken.is_null().to_numpy(zero_copy_only=False)
+        columns[f"status_{bit}"] = pd.arrays.BooleanArray(data, mask)
+    for bit in structure.bits:
+        if f"status_{bit}" not in columns:
+            columns[f"status_{bit}"] = pd.array([None] * n, dtype="boolean")
+    # the structure's fields first, then the others as records first hold them: the order
+    # records() types them in, hence of their warnings
+    for name in [*structure.fields, *(name for name in names if name not in structure.fields)]:
+        kind = structure.fields.get(name, "string")
+        if name in names:
+            rows, positions = names[name]
+            column = _caption(name, kind, n, rows, caption["text"], positions)
+        else:  # a field no record of the page holds
+            column = _caption(name, kind, n, np.empty(0, np.int64), None, None)
+        columns[f"caption_{name}"] = column
+    return columns
+
+
+def extended_texts(members: dict[str, pa.ChunkedArray]) -> int:
+    """How many text values the captions and metadata of extended records hold (the rewrite
+    renamed them with the technical ones)."""
+    texts = 0
+    for member in ("caption", "metadata"):
+        entries = pc.list_flatten(members[member].combine_chunks())
+        texts += _fields_of(entries)["text"].is_valid().to_numpy(zero_copy_only=False).sum()
+    return int(texts)
+
+
+def _fields(values: pa.ChunkedArray, member: str) -> dict[str, Any]:
+    """The entries of a list-of-objects member by field, and each entry's row (``rows``)."""
+    lists = values.combine_chunks()
+    entries = pc.list_flatten(lists)
+    if entries.null_count:
+        raise Unreadable("captions", f"a {member!r} entry is null")
+    return {**_fields_of(entries), "rows": pc.list_parent_indices(lists).to_numpy()}
+
+
+def _fields_of(entries: pa.StructArray) -> dict[str, pa.Array]:
+    return dict(zip([field.name for field in entries.type], entries.flatten(), strict=True))
+
+
+def _by_key(
+    keys: pa.Array, rows: np.ndarray, member: str
+) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """Each key's rows and entry positions; :class:`Unreadable` if a record repeats a key."""
+    encoded = keys.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    found = {}
+    for code, key in enumerate(dictionary):
+        positions = order[bounds[code] : bounds[code + 1]]
+        where = rows[positions]
+        if np.any(where[1:] == where[:-1]):
+            raise Unreadable("captions", f"{member} {key!r} repeated in a record")
+        found[key] = (where, positions)
+    return found
+
+
+def _caption(
+    name: str,
+    kind: str,
+    n: int,
+    rows: np.ndarray,
+    texts: pa.Array | None,
+    positions: np.ndarray | None,
+) -> Any:
+    """One caption column: texts placed at their rows, typed as the structure says."""
+    index = np.full(n, -1, dtype=np.int64)
+    if texts is not None and positions is not None:
+        index[rows] = positions
+        placed = texts.take(pa.array(index, mask=index < 0))
+    else:
+        placed = pa.nulls(n, pa.string())
+    if kind == "string":
+        return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
+    return typed_caption(name, placed.to_pylist(), kind)

@@ -20,7 +20,15 @@ from mediaframe.frames.schema import (
     USER,
 )
 
-__all__ = ["collections", "databoxes", "describe", "describe_html", "statuses", "user"]
+__all__ = [
+    "collections",
+    "databoxes",
+    "describe",
+    "describe_html",
+    "statuses",
+    "user",
+    "with_base_ids",
+]
 
 
 def user(user: dict[str, Any]) -> pd.Series:
@@ -52,6 +60,38 @@ def collections(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
     label = labeller(items, COLLECTIONS.row, COLLECTIONS.key)
     known, unknown = _rights(items, COLLECTION_RIGHTS, label)
     return flatten(items, COLLECTIONS, given=known, extra=unknown, label=label)
+
+
+def with_base_ids(frame: pd.DataFrame, collections: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (records or stories) with a missing ``base_id`` read from its ``databox_id``
+    and ``collection_id`` in ``collections`` (:func:`collections` of ``/me/``).
+
+    Servers older than ``base_id`` on records (the legacy generation) still name each record's
+    databox and collection, and ``/me/`` maps those pairs to base ids; a pair it does not list
+    stays missing. A frame with every ``base_id`` is returned as it is.
+
+    Examples
+    --------
+    >>> mine = collections([{"databox_id": 1, "base_id": 4, "collection_id": 2}])
+    >>> old = pd.DataFrame({"databox_id": [1, 1], "collection_id": [2, 3],
+    ...                     "base_id": pd.array([None, None], dtype="Int64")})
+    >>> with_base_ids(old, mine)["base_id"].tolist()
+    [4, <NA>]
+    """
+    names = ["databox_id", "collection_id", "base_id"]
+    if not set(names) <= set(frame.columns) or not frame["base_id"].isna().any():
+        return frame
+    pairs = collections[names].dropna().drop_duplicates(["databox_id", "collection_id"])
+    lookup = pd.Series(
+        pairs["base_id"].to_numpy(dtype="int64"),
+        index=pd.MultiIndex.from_frame(pairs[names[:2]].astype("int64")),
+    )
+    keys = pd.MultiIndex.from_frame(frame[names[:2]].astype("Int64").fillna(-1).astype("int64"))
+    found = pd.array(lookup.reindex(keys).to_numpy(), dtype="Int64")
+    filled = frame["base_id"].array.copy()
+    missing = filled.isna()
+    filled[missing] = found[missing]
+    return frame.assign(base_id=filled)
 
 
 def databoxes(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:

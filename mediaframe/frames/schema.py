@@ -5,91 +5,24 @@ Run ``python -m mediaframe.frames > docs/frame-schema.md`` after changing a decl
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from mediaframe.frames.arrays import TIMESTAMP
+from mediaframe.frames.declare import (
+    BOOL,
+    CATEGORY,
+    FLOAT,
+    INT,
+    OBJECT,
+    RULE,
+    TEXT,
+    UNKNOWN,
+    Column,
+    Frame,
+)
 
 __all__ = ["FRAMES", "Column", "Frame", "render_markdown"]
-
-INT = "Int64"
-FLOAT = "Float64"
-TEXT = "string"
-BOOL = "boolean"
-CATEGORY = "category"
-OBJECT = "object"
-
-
-@dataclasses.dataclass(frozen=True)
-class Column:
-    """One declared column.
-
-    ``member`` is the dotted path of the API member it is read from (default: the column name);
-    an empty ``member`` marks a column the frame function computes itself.
-    """
-
-    name: str
-    dtype: str
-    doc: str
-    member: str | None = None
-    required: bool = False
-    joined: bool = False  # an array of strings, kept as one text joined with ","
-
-    @property
-    def path(self) -> str:
-        return self.name if self.member is None else self.member
-
-
-@dataclasses.dataclass(frozen=True)
-class Frame:
-    """One frame: its columns in order and the API variations it reads.
-
-    Attributes
-    ----------
-    name : the function of :mod:`mediaframe.frames` that builds it.
-    row : what one row is, used to name a malformed item (``record #3 (...)``).
-    key : members that identify a row, shown in error messages.
-    nested : member paths flattened into prefixed columns, path → prefix.
-    aliases : member spellings of older servers, alias → the contract's name.
-    ignored : members that are deliberately not columns, with the reason in ``notes``.
-    extras : how columns beyond the declared ones are named and typed.
-    stable : dynamic columns that are always there, each in one dtype, whatever the input.
-    """
-
-    name: str
-    summary: str
-    row: str
-    columns: tuple[Column, ...]
-    key: tuple[str, ...] = ()
-    nested: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    ignored: tuple[str, ...] = ()
-    extras: str = ""
-    notes: str = ""
-    stable: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(column.name for column in self.columns)
-
-    @property
-    def dtypes(self) -> dict[str, str]:
-        return {column.name: column.dtype for column in self.columns}
-
-
-_UNKNOWN = (
-    "Unknown members (newer servers, extensions) are kept, never dropped: one column each, named "
-    "with the prefix of the object they sit in, typed over the whole input by the rule below."
-)
-
-_RULE = (
-    "Typing rule for dynamic columns, decided over every value of the whole input: all integers "
-    "→ `Int64`; integers and floats → `Float64`; all booleans → `boolean`; any string among "
-    "scalars → `string`, the other values written as their JSON text (integral floats without "
-    "`.0`, booleans as `true`/`false`); objects or arrays → `object` holding the raw values; "
-    "only nulls → `object` holding `None`."
-)
 
 
 def _thumbnail(prefix: str, path: str) -> tuple[Column, ...]:
@@ -207,7 +140,7 @@ RECORDS = Frame(
         "that column to the rule below, so nothing is lost). Other names follow the rule; a "
         "name equal to a declared column or to an unknown "
         "member is prefixed `technical_` (so `title` → `technical_title`). "
-        + _UNKNOWN
+        + UNKNOWN
         + " Dynamic columns (technical names and unknown members) follow the declared ones in "
         "sorted order, so the layout does not depend on which page saw a name first."
     ),
@@ -238,7 +171,7 @@ STORIES = Frame(
     nested={"metadatas": "", **_THUMBNAIL_NESTED},
     aliases={"updated-on": "updated_on"},
     ignored=("@entity@", "metadatas.@entity@", "records"),
-    extras=_UNKNOWN + " Unknown `metadatas` keys become columns under their own name.",
+    extras=UNKNOWN + " Unknown `metadatas` keys become columns under their own name.",
     notes="`@entity@` (a constant type URL) is not kept; `records` go to the story frames below.",
 )
 
@@ -268,7 +201,7 @@ V2_RESULTS = Frame(
         Column("collection_id", INT, "collection id, local to the databox"),
         Column("version", INT, "the record's `updated_on` as a Unix timestamp"),
     ),
-    extras=_UNKNOWN,
+    extras=UNKNOWN,
 )
 
 FACETS = Frame(
@@ -296,7 +229,7 @@ SUGGESTIONS = Frame(
         Column("query", TEXT, "query to run for it"),
         Column("hits", INT, "hits of that query"),
     ),
-    extras=_UNKNOWN,
+    extras=UNKNOWN,
 )
 
 SEARCH_INFO = Frame(
@@ -391,7 +324,7 @@ COLLECTIONS = Frame(
     ),
     aliases={"coll_id": "collection_id"},
     ignored=("rights", "statuses"),
-    extras="Rights outside the contract's list become extra boolean columns. " + _UNKNOWN,
+    extras="Rights outside the contract's list become extra boolean columns. " + UNKNOWN,
     notes="Accepts a list or an object keyed by id; `coll_id` is read as `collection_id`.",
 )
 
@@ -425,7 +358,7 @@ DATABOXES = Frame(
         *(Column(right, BOOL, "the user holds this right", "") for right in DATABOX_RIGHTS),
     ),
     ignored=("rights",),
-    extras="Rights outside the contract's list become extra boolean columns. " + _UNKNOWN,
+    extras="Rights outside the contract's list become extra boolean columns. " + UNKNOWN,
     notes="Accepts a list or an object keyed by databox id (the key fills a missing `databox_id`).",
 )
 
@@ -449,7 +382,7 @@ FEED_ENTRIES = Frame(
         Column("item_count", INT, "number of items", ""),
     ),
     ignored=("items",),
-    extras=_UNKNOWN,
+    extras=UNKNOWN,
 )
 
 FEED_ITEMS = Frame(
@@ -483,7 +416,7 @@ FEEDS = Frame(
         Column("updated_on", TIMESTAMP, ""),
     ),
     ignored=("icon",),
-    extras=_UNKNOWN,
+    extras=UNKNOWN,
 )
 
 BASKETS = Frame(
@@ -505,7 +438,7 @@ BASKETS = Frame(
     ),
     nested={"owner": "owner_", "pusher": "pusher_"},
     ignored=("owner.@entity@", "pusher.@entity@"),
-    extras="Unknown user members appear as further `owner_*`/`pusher_*` columns. " + _UNKNOWN,
+    extras="Unknown user members appear as further `owner_*`/`pusher_*` columns. " + UNKNOWN,
 )
 
 TECHNICAL_LONG = Frame(
@@ -551,7 +484,7 @@ FIELDS = Frame(
         *(Column(f"label_{lang}", TEXT, f"label ({lang})", "") for lang in LANGUAGES),
     ),
     ignored=("labels",),
-    extras="Labels in other languages become `label_<lang>` columns. " + _UNKNOWN,
+    extras="Labels in other languages become `label_<lang>` columns. " + UNKNOWN,
 )
 
 STORY_MEMBERS = Frame(
@@ -628,7 +561,7 @@ def render_markdown() -> str:
         "Every function of `mediaframe.frames` returns these columns, in this order, with these "
         "dtypes (`string` is `pd.StringDtype()` with `pd.NA`; timestamps are UTC).",
         "",
-        _RULE,
+        RULE,
         "",
     ]
     for frame in FRAMES.values():

@@ -227,7 +227,6 @@ def audit(
         feeds = gathered["feeds"] if feeds is None else feeds
         feed_entries = gathered["feed_entries"] if feed_entries is None else feed_entries
         previous = gathered["previous"] if previous is None else previous
-    records = checks.with_base_ids(records, collections)
     provenance = {**provenance, "audited at": _now(), "mediaframe version": __version__}
     runs: dict[str, Callable[[], Check] | str] = {
         "duplicates": lambda: checks.duplicates(records),
@@ -330,7 +329,7 @@ def _status_counts(
 ) -> pd.DataFrame | None:
     """Records with each defined status bit on, per collection: from the records' status
     columns when they have them, else one count-only search per collection and bit."""
-    from_columns = checks.status_counts_from(checks.with_base_ids(records, me.collections))
+    from_columns = checks.status_counts_from(records)
     if from_columns is not None:
         return from_columns
     statuses = me.statuses

@@ -354,34 +354,6 @@ def status_usage(
     )
 
 
-def with_base_ids(records: pd.DataFrame, collections: pd.DataFrame | None) -> pd.DataFrame:
-    """``records`` with a missing ``base_id`` taken from the rights' (databox, collection) pairs.
-
-    Servers older than ``base_id`` on records (the legacy generation) still name each record's
-    databox and collection, and ``/me/`` maps those pairs to base ids.
-    """
-    names = ["databox_id", "collection_id", "base_id"]
-    if collections is None or not set(names) <= set(collections.columns):
-        return records
-    if not {"databox_id", "collection_id"} <= set(records.columns):
-        return records
-    if "base_id" in records.columns and not records["base_id"].isna().any():
-        return records
-    pairs = collections[names].dropna().drop_duplicates(["databox_id", "collection_id"])
-    index = pd.MultiIndex.from_frame(pairs[["databox_id", "collection_id"]].astype("int64"))
-    lookup = pd.Series(pairs["base_id"].to_numpy(), index=index)
-    keys = pd.MultiIndex.from_frame(
-        records[["databox_id", "collection_id"]].astype("Int64").fillna(-1).astype("int64")
-    )
-    found = pd.array(lookup.reindex(keys).to_numpy(), dtype="Int64")
-    filled = records.copy()
-    current = (
-        filled["base_id"] if "base_id" in filled.columns else pd.Series(pd.NA, index=filled.index)
-    )
-    filled["base_id"] = current.astype("Int64").fillna(pd.Series(found, index=filled.index))
-    return filled
-
-
 def status_counts_from(records: pd.DataFrame) -> pd.DataFrame | None:
     """``status_<bit>`` columns of a records frame counted per collection, when it has them."""
     bits = [c for c in records.columns if c.startswith("status_") and c[7:].isdigit()]

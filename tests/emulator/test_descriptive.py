@@ -302,3 +302,67 @@ def test_legacy_structures_lack_type_and_list_the_admin_fields(flavoured) -> Non
     assert isinstance(admin["document_metadatas"], list)
     current = flavoured["current"]
     assert all("type" in f for f in response(current, "/api/v1/me/structures/")["meta_fields"])
+
+
+def searched(api, query: str, token: str = "demo") -> set[tuple[int, int]]:
+    token = api.emu.token if token == "demo" else token
+    answer = api.call(
+        "POST", "/api/v2/search/", token=None,
+        data={"oauth_token": token, "query": query, "per_page": 100_000},
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    return {(r["databox_id"], r["record_id"]) for r in answer.json()["response"]["results"]}
+
+
+def visible_captions(api, login: str = "demo"):
+    keys = api.emu.ground_truth(user=login)[["databox_id", "record_id"]]
+    return truth(api).merge(keys, on=["databox_id", "record_id"])
+
+
+def keys(frame) -> set[tuple[int, int]]:
+    return set(zip(frame["databox_id"].tolist(), frame["record_id"].tolist(), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("Copyright", "Example Media"), ("Credit", "Example Broadcasting"),
+     ("Programme", "news"), ("People", "keller"), ("Department", "finance")],
+)  # fmt: skip
+def test_the_structures_caption_fields_are_searchable(api, field, value) -> None:
+    frame = visible_captions(api)
+    column = frame[f"caption_{field}"].fillna("")
+    want = keys(frame[column.str.lower().str.contains(value.lower())])
+    assert want and searched(api, f'{field}:"{value}"') == want
+    assert searched(api, f'field.{field.lower()}:"{value}"') == want
+
+
+def test_a_multi_valued_caption_field_matches_any_of_its_values_exactly(api) -> None:
+    frame = visible_captions(api)
+    values = frame["caption_People"].fillna("").str.split(" ; ")
+    want = keys(frame[values.map(lambda names: "Hanna Keller" in names)])
+    assert want and searched(api, 'People="Hanna Keller"') == want
+    # a field only databox 1 has: no record of another databox matches
+    assert {d for d, _ in searched(api, "People:a")} == {1}
+
+
+def test_a_number_field_compares_as_numbers(api) -> None:
+    frame = visible_captions(api)
+    ratings = frame["caption_Rating"].astype("Float64")
+    assert searched(api, "Rating>=4") == keys(frame[(ratings >= 4).fillna(False)])
+    assert searched(api, "Rating=2.5") == keys(frame[(ratings == 2.5).fillna(False)])
+    assert searched(api, "Rating:4") == keys(
+        frame[frame["caption_Rating"].fillna("") == "4"]
+    ) | keys(frame[frame["caption_Rating"].fillna("") == "4.5"])
+    answer = api.call("POST", "/api/v1/search/", data={"query": "Rating>high"})
+    assert answer.status_code == 400 and "needs a number" in answer.text
+
+
+def test_a_business_field_is_searched_only_where_the_user_may_see_it(api) -> None:
+    note = "Model release on file"
+    demo = visible_captions(api, "demo")
+    want = keys(demo[demo["caption_InternalNote"] == note])
+    assert want and searched(api, f'InternalNote="{note}"') == want
+    photographer = api.emu.token_for("photographer")
+    assert searched(api, f'InternalNote="{note}"', token=photographer) == set()
+    # the same search, for whom it matches nothing, does not hide the other records
+    assert searched(api, f'InternalNote="{note}" OR type:image', token=photographer)

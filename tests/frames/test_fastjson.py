@@ -78,9 +78,9 @@ def fallbacks(monkeypatch):
     calls = []
     decoded = fastjson._decoded
 
-    def spy(body: bytes):
+    def spy(body: bytes, *args: Any):
         calls.append(body)
-        return decoded(body)
+        return decoded(body, *args)
 
     monkeypatch.setattr(fastjson, "_decoded", spy)
     return calls
@@ -254,6 +254,18 @@ def test_each_name_is_typed_by_how_its_numbers_are_written(fallbacks):
     assert str(frame["Whole"].dtype) == "Int64"
     assert str(frame["Written"].dtype) == "Float64"
     assert frame["Both"].tolist() == ["2.5", "n/a", "n/a", "n/a"]
+
+
+def test_a_float_written_whole_is_found_whatever_the_spacing_around_its_colon(fallbacks):
+    # A server may space one member's colon otherwise than the first record's first key.
+    items = catalogue_items(3, 2)
+    for index, item in enumerate(items):
+        item["technical_informations"].append({"name": "Pages", "value": 4.0 + index})
+    body = dumps(envelope(items)).replace(b'"value":4.0', b'"value" :\t4.0')
+    assert b'"value" :\t4.0' in body
+    frame = assert_same(body)
+    assert str(frame["Pages"].dtype) == "Float64"
+    assert fallbacks == []
 
 
 def test_a_name_key_spelled_with_escapes_is_read_natively(fallbacks):

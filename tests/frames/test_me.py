@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mediaframe import frames
 from mediaframe.exceptions import MalformedItemError, MalformedItemWarning
 from mediaframe.frames import collections, databoxes, statuses, user
 from mediaframe.frames.schema import COLLECTION_RIGHTS
@@ -92,3 +93,27 @@ def test_a_users_numeric_string_is_read_as_the_number():
     with pytest.warns(MalformedItemWarning, match="'geoname_id' could not be read in 1 of 1"):
         odd = user({"id": 4, "login": "ada", "geoname_id": "Paris"})
     assert odd["geoname_id"] is pd.NA
+
+
+def test_missing_base_ids_are_read_from_the_collections_pairs():
+    # a legacy /me/: collections keyed by base id, spelling coll_id
+    mine = frames.collections(
+        {
+            "4": {"base_id": 4, "databox_id": 1, "coll_id": 2},
+            "9": {"base_id": 9, "databox_id": 2, "coll_id": 2},
+        }
+    )
+    old = frames.records(
+        [
+            {"databox_id": 1, "record_id": 1, "collection_id": 2},
+            {"databox_id": 2, "record_id": 1, "collection_id": 2},
+            {"databox_id": 2, "record_id": 2, "collection_id": 5},  # not among the user's
+            {"databox_id": 1, "record_id": 3, "collection_id": 2, "base_id": 7},  # kept as sent
+        ]
+    )
+    filled = frames.with_base_ids(old, mine)
+    assert filled["base_id"].tolist() == [4, 9, pd.NA, 7]
+    assert str(filled["base_id"].dtype) == "Int64"
+    assert old["base_id"].isna().sum() == 3  # the frame given is left as it was
+    whole = frames.records([{"databox_id": 1, "record_id": 1, "base_id": 3}])
+    assert frames.with_base_ids(whole, mine) is whole

@@ -109,3 +109,17 @@ def test_technical_wide_is_the_way_back(items):
     flat = records(items).set_index(key)
     for name in wide.columns:
         pd.testing.assert_series_equal(wide[name], flat.loc[wide.index, name])
+
+
+def test_an_integer_of_2_53_on_one_page_and_a_float_on_another_concatenate_alike():
+    # found by test_pages_concatenate_to_the_frame_of_all_items: 2**53 is exact as a float, so
+    # the stable Int64 column keeps its dtype whether the pages are joined or read at once
+    pages = [
+        [{"databox_id": 1, "record_id": 1, "technical_informations": [
+            {"name": "ISO", "value": 2**53}]}],
+        [{"databox_id": 1, "record_id": 2, "technical_informations": [
+            {"name": "ISO", "value": 0.0}]}],
+    ]  # fmt: skip
+    whole = records([item for page in pages for item in page])
+    pd.testing.assert_frame_equal(concat_records([records(page) for page in pages]), whole)
+    assert str(whole["ISO"].dtype) == "Int64" and whole["ISO"].tolist() == [2**53, 0]

@@ -59,4 +59,5 @@ def test_public_surface_is_pinned():
         "technical_wide",
         "user",
         "v2_results",
+        "with_base_ids",
     ]

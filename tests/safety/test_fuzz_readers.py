@@ -103,6 +103,31 @@ def test_records_byte_reader(data):
     survives(frames.records_json, data)
 
 
+def extended_search() -> dict[str, Any]:
+    """The golden answer with every record extended: caption, metadata, status and subdefs."""
+    document = json.loads(json.dumps(SEARCH))
+    for index, record in enumerate(document["response"]["results"]["records"]):
+        caption = [
+            {"meta_structure_id": 1, "name": "Title", "value": f"title {index}"},
+            {"meta_structure_id": 7, "name": "Date", "value": "2024/06/26"},
+            {"meta_structure_id": 10, "name": "Rating", "value": str(index)},
+        ]
+        record["caption"] = caption
+        record["metadata"] = [{**entry, "labels": {"en": entry["name"]}} for entry in caption]
+        record["status"] = [{"bit": 4, "state": bool(index % 2)}, {"bit": 5, "state": None}]
+        record["subdefs"] = [record["thumbnail"]] if record.get("thumbnail") else []
+    return document
+
+
+EXTENDED_SEARCH = extended_search()
+STRUCTURE = frames.Structure({"Date": "date", "Rating": "number", "Title": "string"}, (4, 5))
+
+
+@given(st.one_of(mutated(EXTENDED_SEARCH, changes=4).map(dumps), corrupted(dumps(EXTENDED_SEARCH))))
+def test_extended_records_byte_reader(data):
+    survives(frames.read_records, data, STRUCTURE)
+
+
 # --- flatteners --------------------------------------------------------------------------------
 
 RECORDS = SEARCH["response"]["results"]["records"]
