@@ -27,19 +27,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
 import gc
-import json
 import multiprocessing
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,43 +42,27 @@ import pandas as pd
 import requests
 
 import mediaframe as mf
-from mediaframe.config import Settings
 from mediaframe.harvest import Shard, Spec
 from mediaframe.routes import search_params
+
+sys.path.insert(0, str(Path(__file__).parent))
+from timing import (
+    best_of,
+    catalogue,
+    client_for,
+    mediaframe_command,
+    options,
+    parsed,
+    ratio,
+    served,
+    timed,
+)
 
 KEY = ["databox_id", "record_id"]
 T = TypeVar("T")
 
 
-# --------------------------------------------------------------------------- the server
-
-
-def mediaframe_command() -> str:
-    """The ``mediaframe`` script of the running interpreter's environment."""
-    beside = Path(sys.executable).with_name("mediaframe")
-    found = str(beside) if beside.exists() else shutil.which("mediaframe")
-    if found is None:
-        raise SystemExit("the mediaframe command is not installed: pip install -e .")
-    return found
-
-
-@contextlib.contextmanager
-def served(
-    records: int, *, cap: int, seed: int, flavour: str = "contract"
-) -> Iterator[dict[str, Any]]:
-    """The emulator serving in a child process; yields its JSON line (base_url, token, ...)."""
-    command = [mediaframe_command(), "emulator", "serve", "--flavour", flavour]
-    command += ["--records", str(records), "--cap", str(cap), "--seed", str(seed)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            raise SystemExit(f"the emulator did not start: {' '.join(command)}")
-        yield json.loads(line)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+# --------------------------------------------------------------------------- the truth
 
 
 def ground_truth(records: int, *, seed: int, folder: Path) -> pd.MultiIndex:
@@ -105,20 +84,7 @@ def keys_of(frame: pd.DataFrame) -> pd.MultiIndex:
 
 def connect(server: dict[str, Any], folder: Path, args: argparse.Namespace) -> mf.Client:
     """A client with its own fresh cache, progress bars off, the benchmark's paging."""
-    settings = Settings(
-        config_dir=folder / "config",
-        cache_dir=folder / "cache",
-        progress=False,
-        concurrency=args.concurrency,
-        per_page=args.per_page,
-    )
-    return mf.connect(server["base_url"], token=server["token"], settings=settings)
-
-
-def timed(work: Callable[[], T]) -> tuple[float, T]:
-    started = time.perf_counter()
-    result = work()
-    return time.perf_counter() - started, result
+    return client_for(server, folder, concurrency=args.concurrency, per_page=args.per_page)
 
 
 def naive_loop(server: dict[str, Any], *, per_page: int) -> list[dict[str, Any]]:
@@ -194,7 +160,6 @@ def harvest_memory(server: dict[str, Any], folder: str, args: argparse.Namespace
     the connection.
     """
     client = connect(server, Path(folder), args)
-    client.me_raw()
     gc.collect()
     Path("/proc/self/clear_refs").write_text("5")  # peak := current resident size
     baseline = _status_bytes("VmRSS")
@@ -231,8 +196,7 @@ def in_fresh_process(work: Callable[..., T], *args: Any) -> T:
 
 def read_once(server: dict[str, Any], folder: str, args: argparse.Namespace) -> float:
     """Seconds of the first ``client.records()`` of a process, from the cache of ``folder``."""
-    client = connect(server, Path(folder), args)
-    client.me_raw()  # who the user is: one request any first call makes, not the read
+    client = connect(server, Path(folder), args)  # who the user is: asked, not timed
     seconds, frame = timed(client.records)
     if not mf.HarvestReport.from_frame(frame).from_cache:
         raise SystemExit("the fresh process did not read the cache")
@@ -257,18 +221,17 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
     truth = ground_truth(args.records, seed=args.seed, folder=folder)
     with served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server:
         client = connect(server, folder, args)
-        client.me_raw()  # who the user is, asked once: not part of any timing
-        # Both sides take the best of three, interleaved so that they share the machine's mood:
-        # on a shared 2-core machine one run can swing by a third either way.
+        # Both sides take the best of three, interleaved (the first harvest gives the pages)
         harvest_s, frame = timed(lambda: client.records(refresh=True))
         report = mf.HarvestReport.from_frame(frame)
         shards = harvested_pages(report, per_page=args.per_page)
         floor_s, size = timed(lambda: floor(server, shards, concurrency=args.concurrency))
-        for _ in range(2):
-            harvest_s = min(harvest_s, timed(lambda: client.records(refresh=True))[0])
-            floor_s = min(
-                floor_s, timed(lambda: floor(server, shards, concurrency=args.concurrency))[0]
-            )
+        again = best_of(
+            2,
+            lambda: client.records(refresh=True),
+            lambda: floor(server, shards, concurrency=args.concurrency),
+        )
+        harvest_s, floor_s = min(harvest_s, again[0]), min(floor_s, again[1])
         naive_s, naive = timed(lambda: naive_loop(server, per_page=args.per_page))
         after_s, cached = timed(client.records)
         cache_s = per_call(client.records)
@@ -276,8 +239,7 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
         fresh_s = min(in_fresh_process(read_once, server, str(folder), args) for _ in range(3))
     pages = sum(map(len, shards))
     exact = report.complete and keys_of(frame).equals(truth)
-    print(f"records {args.records:,}, cap {args.cap}, concurrency {args.concurrency}, "
-          f"per_page {args.per_page}, seed {args.seed}, flavour {args.flavour}")  # fmt: skip
+    print(f"{catalogue(args)}, concurrency {args.concurrency}")
     print(f"harvest   {harvest_s:8.2f} s   best of 3; {report.summary()}")
     print(f"          complete={report.complete}, {len(frame):,} rows vs ground truth "
           f"{len(truth):,}: {'keys equal' if exact else 'MISMATCH'}")  # fmt: skip
@@ -317,32 +279,14 @@ def measure_large(args: argparse.Namespace, folder: Path) -> bool:
     return bool(result["complete"] and result["rows"] == result["total"])
 
 
-def ratio(name: str, value: float, sense: str, target: float) -> str:
-    met = value <= target if sense == "<=" else value >= target
-    return f"{name} = {value:.2f}   target {sense} {target}   {'met' if met else 'NOT met'}"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000, help="catalogue size")
-    parser.add_argument("--cap", type=int, default=1000, help="the emulator's retrieval cap")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the catalogue")
+    parser = options(
+        __doc__, records=100_000, quick={"records": 5000, "cap": 500, "no_large": True}
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="shards paged at once")
-    parser.add_argument("--per-page", type=int, default=1000, help="page size (the default's)")
     parser.add_argument("--large", type=int, default=1_000_000, help="records of the memory run")
     parser.add_argument("--no-large", action="store_true", help="skip the memory run")
-    parser.add_argument(
-        "--flavour",
-        default="contract",
-        choices=("contract", "current", "legacy"),
-        help="the server generation the emulator speaks",
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="5,000 records, cap 500, no memory run"
-    )
-    args = parser.parse_args()
-    if args.quick:
-        args.records, args.cap, args.no_large = 5000, 500, True
+    args = parsed(parser)
     with tempfile.TemporaryDirectory(prefix="mediaframe-bench-") as folder:
         ok = measure(args, Path(folder) / "main")
         if not args.no_large:

@@ -18,7 +18,6 @@ resumed harvest is not complete.
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import subprocess
@@ -29,22 +28,22 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harvest import ratio, served
+from timing import catalogue, options, parsed, ratio, served
 
 CHILD = """
-import json, sys, time
+import json, sys
 import mediaframe as mf
-from mediaframe.config import Settings
 
-base_url, token, cache, per_page = sys.argv[1:5]
-settings = Settings.from_env().replace(
-    cache_dir=cache, config_dir=cache + "-config", progress=False, per_page=int(per_page)
+base_url, token, cache, per_page, bench = sys.argv[1:6]
+sys.path.insert(0, bench)
+from pathlib import Path
+from timing import client_for, timed
+
+folder = Path(cache)
+client = client_for(  # who the user is: asked by any first call, not part of the harvest
+    {"base_url": base_url, "token": token}, folder, per_page=int(per_page)
 )
-client = mf.connect(base_url, token=token, settings=settings)
-client.me_raw()  # who the user is: asked by any first call, not part of the harvest
-started = time.perf_counter()
-frame = client.records()
-seconds = time.perf_counter() - started
+seconds, frame = timed(client.records)
 report = mf.HarvestReport.from_frame(frame)
 print(json.dumps({
     "seconds": seconds, "requests": report.requests, "complete": report.complete,
@@ -56,7 +55,8 @@ print(json.dumps({
 
 def child(server: dict[str, Any], cache: Path, per_page: int) -> subprocess.Popen[str]:
     command = [sys.executable, "-c", CHILD, server["base_url"], server["token"], str(cache)]
-    return subprocess.Popen([*command, str(per_page)], stdout=subprocess.PIPE, text=True)
+    command += [str(per_page), str(Path(__file__).parent)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
 
 
 def finished(child: subprocess.Popen[str]) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def finished(child: subprocess.Popen[str]) -> dict[str, Any]:
 
 def checkpointed(cache: Path) -> int:
     """Shards finished so far in ``cache`` (their entries are written last)."""
-    return sum(1 for _ in cache.glob("records/*/shards/*.json"))
+    return sum(1 for _ in cache.glob("cache/records/*/shards/*.json"))
 
 
 def kill_at(server: dict[str, Any], cache: Path, per_page: int, shards: int) -> int:
@@ -81,32 +81,24 @@ def kill_at(server: dict[str, Any], cache: Path, per_page: int, shards: int) -> 
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    if not list(cache.glob("records/*/shards")):
+    if not list(cache.glob("cache/records/*/shards")):
         raise SystemExit("the harvest finished before the kill: use more records")
     return checkpointed(cache)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000, help="catalogue size")
-    parser.add_argument("--cap", type=int, default=1000, help="the emulator's retrieval cap")
-    parser.add_argument("--per-page", type=int, default=1000, help="page size")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the catalogue")
+    parser = options(__doc__, records=100_000, quick={"records": 10_000, "cap": 500})
     parser.add_argument("--at", type=float, default=0.5, help="share of shards before the kill")
-    parser.add_argument("--quick", action="store_true", help="10,000 records, cap 500")
-    args = parser.parse_args()
-    if args.quick:
-        args.records, args.cap = 10_000, 500
+    args = parsed(parser)
     with (
         tempfile.TemporaryDirectory(prefix="mediaframe-bench-") as folder,
-        served(args.records, cap=args.cap, seed=args.seed) as server,
+        served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server,
     ):
         fresh = finished(child(server, Path(folder) / "fresh", args.per_page))
         cache = Path(folder) / "killed"
         kept = kill_at(server, cache, args.per_page, round(fresh["shards"] * args.at))
         resumed = finished(child(server, cache, args.per_page))
-    print(f"records {args.records:,}, cap {args.cap}, per_page {args.per_page}, "
-          f"seed {args.seed}, killed at {args.at:.0%} of {fresh['shards']} shards")  # fmt: skip
+    print(f"{catalogue(args)}, killed at {args.at:.0%} of {fresh['shards']} shards")
     print(f"fresh     {fresh['seconds']:8.2f} s   {fresh['requests']} requests, "
           f"{fresh['rows']:,} of {fresh['total']:,}, complete={fresh['complete']}")  # fmt: skip
     print(f"resume    {resumed['seconds']:8.2f} s   {resumed['requests']} requests, "

@@ -214,6 +214,26 @@ class TestHarvestStore:
         with pytest.raises(CacheCorruptError, match="checksum"):
             store.read_shard(entry)
 
+    def test_pages_are_restored_in_order_while_whole_and_agreeing(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        pages = store.pages("all")
+        for offset in (0, 5, 10):
+            pages.save(offset, frame, total=20)
+        restored = store.pages("all").restore()
+        assert [entry.offset for entry, _ in restored] == [0, 5, 10]
+        pd.testing.assert_frame_equal(restored[1][1], frame)
+        assert (tmp_path / "h" / "shards" / "all.pages").stat().st_mode & 0o777 == 0o700
+        # a page of another paging (the total moved) ends them, and so does damage
+        pages.save(10, frame, total=21)
+        assert [entry.offset for entry, _ in store.pages("all").restore()] == [0, 5]
+        (tmp_path / "h" / "shards" / "all.pages" / f"{5:010d}.arrow").write_bytes(b"damage")
+        assert [entry.offset for entry, _ in store.pages("all").restore()] == [0]
+        (tmp_path / "h" / "shards" / "all.pages" / f"{0:010d}.json").write_text("[1]")
+        assert store.pages("all").restore() == []
+        assert store.finished_shards() == {}, "pages are no finished shard"
+        pages.discard()
+        assert not (tmp_path / "h" / "shards" / "all.pages").exists()
+
     def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         assert store.load_plan() is None

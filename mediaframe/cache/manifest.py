@@ -8,6 +8,8 @@ Three documents, each JSON on disk:
 * :class:`PlanFile` (``plan.json``) — a harvest in progress: its plan, so that a resume pages
   only what is unfinished, and the splits proven so far while it was still planning.
 * :class:`ShardEntry` (``shards/<id>.json``) — one finished shard: its file, checksum and facts.
+* :class:`PageEntry` (``shards/<id>.pages/<offset>.json``) — one page of a shard still being
+  paged: a resume goes on from the pages it finds, so a shard is never paged twice whole.
 
 A document of the wrong shape (a list, a missing member, a member of the wrong type) is damage:
 :func:`decode` raises :class:`~mediaframe.exceptions.CacheCorruptError` naming the member, never a
@@ -28,6 +30,7 @@ from mediaframe.exceptions import CacheCorruptError
 
 __all__ = [
     "Manifest",
+    "PageEntry",
     "PlanFile",
     "PlannedShard",
     "ProvenSplit",
@@ -60,6 +63,23 @@ class ShardEntry:
     stuck: list[str] = dataclasses.field(default_factory=list)
     #: Why its pages could not be trusted, if they could not: never reused by a resume.
     fault: str | None = None
+    #: How its pages were read, when it was paged in another process (a Dask worker):
+    #: ``{"native": n, "decoded": m, "reasons": {...}}``, added to the report's ``page_reads``.
+    page_reads: dict[str, Any] | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass(frozen=True)
+class PageEntry:
+    """One page of an unfinished shard, at ``offset`` of its sorted hits: written after its
+    file, so its presence means the file is whole."""
+
+    shard: str
+    offset: int
+    rows: int
+    #: The shard's ``total_results`` on this page: pages of one shard agree, or are dropped.
+    total: int
+    crc32: str
     schema_version: int = SCHEMA_VERSION
 
 

@@ -7,6 +7,7 @@
     plan.json                 a harvest in progress: its plan and the splits proven so far
     shards/<shard>.arrow      each finished shard (Arrow IPC), written atomically as it completes
     shards/<shard>.json       its entry: rows, SHA-256, total; written after the file
+    shards/<shard>.pages/     pages of a shard still being paged (see :mod:`mediaframe.cache.pages`)
     .writer                   lock file: one writer (harvest or sync) at a time
     .readers                  lock file: readers share it; old versions go only when none holds it
 
@@ -25,33 +26,30 @@ import datetime as dt
 import errno
 import fcntl
 import hashlib
-import io
 import json
 import os
 import posixpath
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pandas as pd
-import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe.cache.datasets import (
-    META_KEY,
     file_checks,
     filesystem,
-    frame_metadata,
+    from_ipc,
     read_frame,
     refuse_secrets,
     remove_tree,
-    restore_frame,
-    to_table,
+    to_ipc,
     write_error,
     write_frame,
 )
+from mediaframe.cache.files import flush_tree, private_dirs, replace_atomically
 from mediaframe.cache.manifest import (
     Manifest,
     PlanFile,
@@ -60,6 +58,7 @@ from mediaframe.cache.manifest import (
     encode,
     is_current,
 )
+from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
@@ -268,17 +267,25 @@ class HarvestStore:
         spec: Mapping[str, Any],
         sort_by: Iterable[str] = (),
         high_water: str | None = None,
+        on_written: Callable[[int], object] | None = None,
     ) -> Manifest:
         """Write ``df`` as a new version and publish it in one atomic step; returns its manifest.
 
         The old version stays readable until the new manifest replaces it, and is removed only
         once no reader holds it (else by a later writer's sweep). The plan and shards of the
-        harvest that made ``df`` are cleared after publication.
+        harvest that made ``df`` are cleared after publication. ``on_written`` is told the rows
+        of each file as it is written.
         """
         with self.writing():
             stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
             version = f"{_DATA_PREFIX}{stamp}"
-            write_frame(df, self._url(version), provenance=provenance, sort_by=sort_by)
+            write_frame(
+                df,
+                self._url(version),
+                provenance=provenance,
+                sort_by=sort_by,
+                on_written=on_written,
+            )
             reached("data-written")
             self._flush_tree(self._path(version))
             reached("data-synced")
@@ -388,12 +395,7 @@ class HarvestStore:
         The entry is written last: a shard counts as finished only once its entry exists, so a
         crash between the two leaves an unfinished shard, never a half-written finished one.
         """
-        # Staging only (for resume), so Arrow's own file format: no parquet encoding to pay.
-        buffer = io.BytesIO()
-        table = to_table(df, frame_metadata(df, {"shard": shard_id}))
-        with pa.ipc.new_file(buffer, table.schema) as writer:
-            writer.write_table(table)
-        data = buffer.getvalue()
+        data = to_ipc(df, {"shard": shard_id})
         self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
         entry = ShardEntry(
             id=shard_id,
@@ -434,14 +436,10 @@ class HarvestStore:
             raise CacheCorruptError(f"shard file {entry.file} is missing") from err
         if _digest(data) != entry.sha256:
             raise CacheCorruptError(f"shard file {entry.file} does not match its checksum")
-        try:
-            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-            meta = json.loads(table.schema.metadata[META_KEY])
-        except (pa.ArrowException, KeyError, ValueError) as err:
-            raise CacheCorruptError(f"shard file {entry.file} cannot be read ({err})") from err
-        if table.num_rows != entry.rows:
+        frame = from_ipc(data, f"shard file {entry.file}")
+        if len(frame) != entry.rows:
             raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
-        return restore_frame(table, meta)
+        return frame
 
     def has_shard(self, entry: ShardEntry) -> bool:
         """Whether a finished shard's file is present and matches its checksum.
@@ -454,6 +452,25 @@ class HarvestStore:
                 return _digest(handle.read()) == entry.sha256
         except OSError:
             return False
+
+    def pages(self, shard_id: str) -> PageCheckpoints:
+        """The page checkpoints of one shard still being paged."""
+        return PageCheckpoints(self, shard_id)
+
+    def write_checkpoint(self, name: str, data: bytes) -> None:
+        """Write the checkpoint file ``name`` (relative to the folder) atomically, unflushed."""
+        self._write_atomic(self._path(name), data)
+
+    def read_checkpoint(self, name: str) -> bytes | None:
+        """The bytes of the checkpoint file ``name``; ``None`` if missing or unreadable."""
+        try:
+            return self._read_bytes(name)
+        except CacheCorruptError:
+            return None
+
+    def remove_checkpoint(self, name: str) -> None:
+        """Remove the checkpoint file or folder ``name`` (missing is fine)."""
+        self._remove(name)
 
     def clear_shards(self) -> None:
         """Drop the staged shards: renamed aside at once, removed on a thread of their own (a
@@ -511,84 +528,27 @@ class HarvestStore:
         Checkpoints are not flushed: one lost to a power cut fails its checksum and is fetched
         again, while flushing each would cost a disk round trip per shard.
         """
-        partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            if not self.local:
-                self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-                with self.fs.open(partial, "wb") as handle:
-                    handle.write(data)
-                self.fs.mv(partial, path)
+            if self.local:
+                staged = (lambda: reached(f"{step}-staged")) if step else None
+                replace_atomically(path, data, durable=durable, staged=staged)
                 return
-            private_dirs(posixpath.dirname(path))
-            handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                _write_all(handle, data)
-                if durable:
-                    os.fsync(handle)
-            finally:
-                os.close(handle)
-            if step:
-                reached(f"{step}-staged")
-            os.replace(partial, path)
-            if durable:
-                _fsync_dir(posixpath.dirname(path))
+            partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            with self.fs.open(partial, "wb") as handle:
+                handle.write(data)
+            self.fs.mv(partial, path)
         except OSError as err:
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
             raise write_error(self.url, err) from err
 
     def _flush_tree(self, path: str) -> None:
-        """Make a written dataset private and durable: every file 0600 and flushed, every folder
-        0700 and flushed."""
+        """Make a written dataset private and durable (local caches only)."""
         if not self.local:
             return
         try:
-            for folder, _, files in os.walk(path, topdown=False):
-                for name in files:
-                    file = os.path.join(folder, name)
-                    os.chmod(file, 0o600)
-                    handle = os.open(file, os.O_RDONLY)
-                    try:
-                        os.fsync(handle)
-                    finally:
-                        os.close(handle)
-                os.chmod(folder, 0o700)
-                _fsync_dir(folder)
-            _fsync_dir(posixpath.dirname(path))
+            flush_tree(path)
         except OSError as err:
             raise write_error(self.url, err) from err
-
-
-def private_dirs(path: str) -> None:
-    """Create ``path`` and any missing parent as folders only their owner may enter (0700)."""
-    missing = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o700)
-
-
-def _write_all(handle: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(handle, view) :]
-
-
-def _fsync_dir(path: str) -> None:
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    except OSError as err:  # some filesystems cannot flush a folder: the rename still stands
-        if err.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(handle)
 
 
 def _is_version(name: str) -> bool:

@@ -11,6 +11,7 @@ The policy, in order:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -32,7 +33,7 @@ from mediaframe.exceptions import (
     NoHitsWarning,
 )
 from mediaframe.harvest.engine import EngineOptions, concat_frames
-from mediaframe.harvest.progress import ProgressOption, bars
+from mediaframe.harvest.progress import Bars, ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
@@ -118,8 +119,20 @@ def collect(client: Client, spec: Spec, options: Options) -> pd.DataFrame:
     if spec.kind not in KINDS:
         raise ConfigurationError(f"kind must be one of {KINDS}, not {spec.kind!r}")
     settings = client.settings
-    service = ClientService(client, dask=options.dask)
     offline = settings.offline if options.offline is None else options.offline
+    progress = settings.progress if options.progress is None else options.progress
+    display = None if offline else bars(spec.kind, progress)
+    # Shown from before the call's first request (who the user is names the cache), and taken
+    # over by the harvest or sync; a call answered from the cache removes it.
+    with display.started() if display is not None else contextlib.nullcontext():
+        return _collected(client, spec, options, offline, display)
+
+
+def _collected(
+    client: Client, spec: Spec, options: Options, offline: bool, display: Bars | None
+) -> pd.DataFrame:
+    settings = client.settings
+    service = ClientService(client, dask=options.dask)
     store = HarvestStore(cache_path(service, spec, options.cache_dir or settings.cache_dir))
     refresh = options.refresh
     called = dt.datetime.now(dt.UTC)
@@ -143,7 +156,7 @@ def collect(client: Client, spec: Spec, options: Options) -> pd.DataFrame:
         if published is not None:
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
-        fetched = _fetch(client, service, settings, spec, options, store, refresh)
+        fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
     return _suggested(client, spec, fetched)
 
 
@@ -155,9 +168,10 @@ def _fetch(
     options: Options,
     store: HarvestStore,
     refresh: bool,
+    display: Bars | None,
 ) -> pd.DataFrame:
     """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
-    engine = _engine_options(client, service, settings, spec, options)
+    engine = _engine_options(client, service, settings, spec, options, display)
     page = service.pages(spec.kind)
     if not refresh:
         synced = sync(
@@ -195,7 +209,7 @@ def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
         warnings.warn(
             f"no {noun} matches {spec.query!r}; the server suggests {offers}",
             NoHitsWarning,
-            stacklevel=5,  # _suggested, collect, Client._collect, Client.records: the caller
+            stacklevel=6,  # _suggested, _collected, collect, Client._collect, Client.records
         )
     return frame
 
@@ -216,7 +230,7 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     except CacheCorruptError as err:
         if offline:
             raise
-        warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=4)
+        warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=5)
         return _DAMAGED
 
 
@@ -242,9 +256,13 @@ def _ttl(options: Options, settings: Settings) -> dt.timedelta:
 
 
 def _engine_options(
-    client: Client, service: SearchService, settings: Settings, spec: Spec, options: Options
+    client: Client,
+    service: SearchService,
+    settings: Settings,
+    spec: Spec,
+    options: Options,
+    display: Bars | None,
 ) -> EngineOptions:
-    progress = settings.progress if options.progress is None else options.progress
     if spec.kind == "records":
         # the engine joins frames it owns and drops: let the join release them column by column
         structure = client.api.structure() if spec.filters.get("extended") else None
@@ -263,7 +281,7 @@ def _engine_options(
         concurrency=options.concurrency or settings.concurrency,
         executor=_executor(options.dask),
         allow_incomplete=options.allow_incomplete,
-        progress=bars(spec.kind, progress),
+        progress=display,
         provenance={"server": service.server, "user": service.user, **spec.identity()},
     )
 

@@ -139,8 +139,8 @@ def harvest(
     """
     started = time.monotonic()
     shown = progress if progress is not None else Progress(spec.kind, spec.kind, [])
-    # How pages were read (natively or decoded) is counted in this process: Dask workers get
-    # the plain page function, and their pages go uncounted.
+    # How pages were read (natively or decoded): counted in this process for its threads, and
+    # by each shard task on a Dask worker, into the shard's entry (added below).
     reads = PageReads()
     counted = reads.counting(page)
     counter = ShardCounter(shown.counting(counted), spec, page_size=per_page)
@@ -161,7 +161,8 @@ def harvest(
             # a shard's rows are shown once written, even before the planner proves it a leaf
             if deliver is not None:
                 deliver = _shown_on_delivery(shown, deliver)
-            return ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+            task = ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
+            return dataclasses.replace(task, count_reads=executor is not None)
 
         early = EarlyShards(new_task, runner, pool, deliver)
         planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
@@ -176,14 +177,17 @@ def harvest(
         todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
         outcomes.update(_page(todo, early, runner, new_task(), shown))
         report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
+        for leaf in todo:
+            reads.merge(outcomes[leaf.id].page_reads)
         joined = joiner.parts()
+    shown.writing()
     report.requests += counter.requests
     report.page_reads = reads.summary()
     held = set() if executor is not None else {leaf.id for leaf in todo}
     frame = _assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
     _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
-    _publish(store, the_plan, frame, report, spec)
+    _publish(store, the_plan, frame, report, spec, shown)
     return frame, report
 
 
@@ -377,9 +381,9 @@ def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
 
 
 def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[..., None]:
-    def found(*leaf: Any) -> None:
-        shown.found()
-        start(*leaf)
+    def found(shard: Shard, *rest: Any) -> None:
+        shown.found(shard.id)
+        start(shard, *rest)
 
     return found
 
@@ -390,6 +394,7 @@ def _publish(
     frame: pd.DataFrame,
     report: HarvestReport,
     spec: Spec,
+    shown: Progress,
 ) -> None:
     """Publish the dataset in one step; the plan and shards it was built from go after."""
     provenance = {
@@ -404,6 +409,7 @@ def _publish(
         spec=spec.identity(),
         sort_by=spec.row_order,
         high_water=_high_water(frame),
+        on_written=shown.written,
     )
 
 

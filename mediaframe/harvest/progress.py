@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol
 
 from mediaframe.exceptions import InvalidParameterError
@@ -26,6 +26,9 @@ __all__ = ["Bars", "Progress", "Snapshot", "bars", "shown_while"]
 
 #: Seconds between two drawings of the state.
 _PACE = 0.25
+#: Seconds after the last drawing past which the harvest's own threads draw, as they tell of
+#: progress: the drawing thread is then late (starved of the GIL on a loaded machine).
+_LATE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +40,8 @@ class Snapshot:
     #: What is counted: ``"records"`` or ``"stories"``.
     unit: str
     #: ``"planning"`` (counting shards, most of whose pages come with their counts),
-    #: ``"paging"`` (the plan is made; the rest is paged), then ``"done"``.
+    #: ``"paging"`` (the plan is made; the rest is paged), ``"writing"`` (every row is in; the
+    #: result is assembled and written to the cache), then ``"done"``.
     phase: str
     #: Rows of the shards finished so far.
     done: int
@@ -49,6 +53,8 @@ class Snapshot:
     counts: int
     #: Seconds since the display was started.
     elapsed: float
+    #: Rows written to the cache so far, while ``"writing"`` (they move there, not ``done``).
+    written: int = 0
 
 
 class View(Protocol):
@@ -56,7 +62,7 @@ class View(Protocol):
 
     def draw(self, snapshot: Snapshot) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, *, erase: bool = False) -> None: ...
 
 
 class Progress:
@@ -64,15 +70,25 @@ class Progress:
 
     Use it as a context manager around the harvest: it is drawn at once on entering (before
     the first request), then every quarter of a second, and a last time on leaving. The
-    ``counted``/``found``/``fetched`` calls are cheap and thread-safe; they never draw.
+    ``counting``/``found``/``fetched``/``written`` calls are cheap and thread-safe; when the
+    drawing thread is late (a loaded machine can keep a thread from the GIL for a second and
+    more), the harvest thread that tells of progress draws instead, so the display keeps up
+    with the work. Drawings never overlap.
+
+    Rows count once their shard is both written and proven a leaf: a shard written under a
+    split the planner then gives up (its parts did not add up) never counts, so ``done`` only
+    grows, and reaches the total once.
     """
 
     def __init__(self, name: str, unit: str, views: list[View]) -> None:
         self.name, self.unit = name, unit
         self._views = views
         self._lock = threading.Lock()
-        self._state = {"done": 0, "shards": 0, "counts": 0}
+        self._state = {"done": 0, "shards": 0, "counts": 0, "written": 0}
         self._rows: dict[str, int] = {}  # by shard id: a shard told twice counts once
+        self._proven: set[str] = set()  # shards proven leaves: their rows count
+        self._drawing = threading.Lock()
+        self._drawn_at = 0.0
         self._total: int | None = None
         self._phase = "planning"
         self._started = time.monotonic()
@@ -80,6 +96,8 @@ class Progress:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Progress:
+        if self._thread is not None or self._stop.is_set():
+            return self  # started early, by the call (before who the user is was asked)
         self._started = time.monotonic()
         self._draw()
         if self._views:
@@ -90,14 +108,20 @@ class Progress:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.close(done=exc_info[0] is None)
+
+    def close(self, *, done: bool, erase: bool = False) -> None:
+        """Stop drawing, after a last drawing (``done``: in the phase ``"done"``); ``erase``:
+        with no last drawing, and the bar removed."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if exc_info[0] is None:
+        if done:
             self._phase = "done"
-        self._draw()
+        if not erase:
+            self._draw()
         for view in self._views:
-            view.close()
+            view.close(erase=erase)
 
     # ---------------------------------------------------------------- told by the harvest
 
@@ -122,23 +146,56 @@ class Progress:
         up) stop counting: they are not part of the result.
         """
         with self._lock:
-            for gone in self._rows.keys() - set(shards):
-                self._state["done"] -= self._rows.pop(gone)
+            for shard_id in set(shards) - self._proven:
+                self._prove(shard_id)
             self._state["shards"] = len(shards)
         self._total, self._phase = total, "paging"
+        self._keep_up()
 
-    def found(self, shards: int = 1) -> None:
-        self._add("shards", shards)
+    def writing(self) -> None:
+        """Every row is in: the result is now assembled and written (``written`` moves)."""
+        self._phase = "writing"
+        self._keep_up()
+
+    def written(self, rows: int) -> None:
+        """``rows`` more rows are written to the cache."""
+        self._add("written", rows)
+
+    def found(self, shard_id: str) -> None:
+        """Shard ``shard_id`` is proven a leaf of the plan: its rows count (now, or once in)."""
+        with self._lock:
+            if shard_id not in self._proven:
+                self._prove(shard_id)
+                self._state["shards"] += 1
+        self._keep_up()
 
     def fetched(self, shard_id: str, rows: int) -> None:
         """Shard ``shard_id`` is in with ``rows`` rows (as soon as written, while planning too)."""
         with self._lock:
-            self._state["done"] += rows - self._rows.get(shard_id, 0)
+            if shard_id in self._proven:
+                self._state["done"] += rows - self._rows.get(shard_id, 0)
             self._rows[shard_id] = rows
+        self._keep_up()
+
+    def _prove(self, shard_id: str) -> None:  # under the lock
+        self._proven.add(shard_id)
+        self._state["done"] += self._rows.get(shard_id, 0)
 
     def _add(self, name: str, amount: int) -> None:
         with self._lock:
             self._state[name] += amount
+        self._keep_up()
+
+    def _keep_up(self) -> None:
+        """Draw from the calling thread if the drawing thread is late (and nobody draws)."""
+        if self._thread is None or time.monotonic() - self._drawn_at < _LATE:
+            return
+        if self._drawing.acquire(blocking=False):
+            try:
+                if not self._stop.is_set():
+                    self._draw_now()
+            finally:
+                self._drawing.release()
 
     # ---------------------------------------------------------------- drawn
 
@@ -159,13 +216,19 @@ class Progress:
             self._draw()
 
     def _draw(self) -> None:
+        with self._drawing:
+            self._draw_now()
+
+    def _draw_now(self) -> None:
+        self._drawn_at = time.monotonic()
         snapshot = self.snapshot()
         for view in self._views:
             view.draw(snapshot)
 
 
 class Callback:
-    """Snapshots handed to a function of the user's (called on the drawing thread)."""
+    """Snapshots handed to a function of the user's: called on the drawing thread (or on a
+    harvest thread when that one is late), never twice at once."""
 
     def __init__(self, function: Callable[[Snapshot], object]) -> None:
         self._function = function
@@ -173,7 +236,7 @@ class Callback:
     def draw(self, snapshot: Snapshot) -> None:
         self._function(snapshot)
 
-    def close(self) -> None:
+    def close(self, *, erase: bool = False) -> None:
         pass
 
 
@@ -191,7 +254,6 @@ class Bar:
             miniters=1,
         )
         self._total: int | None = None
-        self._name = name
 
     def draw(self, snapshot: Snapshot) -> None:
         bar = self._bar
@@ -201,11 +263,16 @@ class Bar:
             bar.start_t = started
             self._total = snapshot.total
         bar.n = snapshot.done
-        bar.set_description_str(f"{self._name} ({snapshot.phase})", refresh=False)
-        bar.set_postfix_str(f"{snapshot.shards} shards, {snapshot.counts} counts", refresh=False)
+        bar.set_description_str(f"{snapshot.name} ({snapshot.phase})", refresh=False)
+        postfix = f"{snapshot.shards} shards, {snapshot.counts} counts"
+        if snapshot.phase in ("writing", "done") and snapshot.total:
+            postfix += f", {snapshot.written / snapshot.total:.0%} written"
+        bar.set_postfix_str(postfix, refresh=False)
         bar.refresh()
 
-    def close(self) -> None:
+    def close(self, *, erase: bool = False) -> None:
+        if erase:
+            self._bar.leave = False  # tqdm clears the line of a bar it does not leave
         self._bar.close()
 
 
@@ -238,17 +305,47 @@ ProgressOption = bool | Callable[[Snapshot], object] | None
 
 @dataclasses.dataclass(frozen=True)
 class Bars:
-    """Makes the displays of one call, each harvest's named (a sync runs two harvests)."""
+    """Makes the displays of one call, each harvest's named (a sync runs two harvests).
+
+    The display of the call's first harvest is started by the call itself (:meth:`started`),
+    before its first request — who the user is, asked to plan — and the harvest takes it over.
+    """
 
     kind: str
     callback: Callable[[Snapshot], object] | None = None
+    _early: dict[str, Progress] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, doing: str) -> Progress:
         """A display for ``doing`` the kind's search: ``"harvesting"``, ``"syncing: keys"``."""
-        verb, _, step = doing.partition(":")
-        name = f"{verb} {self.kind}" + (f":{step}" if step else "")
-        view: View = Callback(self.callback) if self.callback else Bar(name, self.kind)
+        name = self._name(doing)
+        early = self._early.pop("call", None)
+        if early is not None:
+            early.name = name
+            return early
+        view: View = Callback(self.callback) if self.callback is not None else Bar(name, self.kind)
         return Progress(name, self.kind, [view])
+
+    def _name(self, doing: str) -> str:
+        verb, _, step = doing.partition(":")
+        return f"{verb} {self.kind}" + (f":{step}" if step else "")
+
+    @contextlib.contextmanager
+    def started(self) -> Iterator[None]:
+        """Show a display from now on, named ``fetching <kind>`` until a harvest takes it over.
+
+        The call starts it before its first request; the first harvest or sync pass it runs
+        takes it over, under its own name. One not taken over (the call was answered from the
+        cache, or failed first) is removed on leaving, without a last drawing.
+        """
+        shown = self("fetching")
+        shown.__enter__()
+        self._early["call"] = shown
+        try:
+            yield
+        finally:
+            if self._early.get("call") is shown:
+                del self._early["call"]
+                shown.close(done=False, erase=True)
 
 
 def shown_while(display: Bars | None, doing: str) -> contextlib.AbstractContextManager[Any]:

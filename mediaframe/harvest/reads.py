@@ -48,9 +48,22 @@ class PageReads:
         def read(**params: Any) -> tuple[Mapping[str, Any], pd.DataFrame]:
             response, frame = page(**params)
             self.add(frame.attrs.get(READ))
+            # Read: the harvest needs it no more, and pandas deep-copies a frame's attrs into
+            # every Series taken from it (each column, in each join and write of the page).
+            frame.attrs = {}
             return response, frame
 
         return read
+
+    def merge(self, summary: Mapping[str, Any] | None) -> None:
+        """Add the counts of another :meth:`summary` (pages read in another process)."""
+        if not summary:
+            return
+        with self._lock:
+            self.native += int(summary.get("native") or 0)
+            self.decoded += int(summary.get("decoded") or 0)
+            for kind, detail in dict(summary.get("reasons") or {}).items():
+                self.reasons.setdefault(str(kind), str(detail))
 
     def summary(self) -> dict[str, Any]:
         """``{"native": n, "decoded": m, "reasons": {kind: first detail}}``."""

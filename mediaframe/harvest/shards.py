@@ -9,6 +9,7 @@ storage.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -23,6 +24,8 @@ import pandas as pd
 from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlannedShard, ShardEntry
+from mediaframe.cache.pages import PageCheckpoints
+from mediaframe.exceptions import CacheError
 from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
@@ -34,6 +37,7 @@ from mediaframe.harvest.plan import (
     plan,
     repeated_keys,
 )
+from mediaframe.harvest.reads import PageReads
 
 __all__ = [
     "Combine",
@@ -51,6 +55,9 @@ __all__ = [
 _BATCH = 16
 # Times a shard whose pages disagree is paged again before it is given up as incomplete.
 _REPAGES = 2
+# Seconds of paging a shard after which the pages read so far are kept (they are kept at once
+# when paging fails): a kill loses at most this much of a shard's pages.
+_KEEP_EVERY = 2.0
 
 
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
@@ -85,11 +92,15 @@ def fetch_shard(
     capped_engine: bool,
     combine: Combine,
     partial: bool = False,
+    pages: PageCheckpoints | None = None,
 ) -> tuple[pd.DataFrame, int, int]:
     """Page every hit of one shard; returns ``(frame, total, requests)``.
 
     A shard whose pages repeat a key, or whose total moved while it was paged (offsets then
-    shift, and a live record falls between two pages), is paged again, up to twice.
+    shift, and a live record falls between two pages), is paged again, up to twice. With
+    ``pages``, the pages read are kept when paging fails (and every few seconds while it goes
+    on), and paging goes on from the pages an interrupted run kept (its requests are not
+    counted again) unless the shard's total has moved since.
 
     Raises
     ------
@@ -100,14 +111,17 @@ def fetch_shard(
         The pages still disagree after paging again; it carries the distinct rows read.
     """
     requests = 0
-    for _ in range(1 + _REPAGES):
-        frame, totals, spent = _page_through(
-            page, spec, shard, per_page, capped_engine, combine, partial
-        )
+    for attempt in range(1 + _REPAGES):
+        if attempt and pages is not None:
+            pages.discard()  # pages of a paging that disagreed are never resumed from
+        paging = _Paging(page, spec, shard, per_page, capped_engine, partial, pages)
+        frame, totals, spent = paging.through(combine, resume=attempt == 0)
         requests += spent
         fault = paging_fault(frame, totals, spec.key_columns)
         if fault is None:
             return frame, totals[-1], requests
+    if pages is not None:
+        pages.discard()
     raise PagingFault(
         f"shard {shard.id}: {fault}",
         frame.drop_duplicates(list(spec.key_columns)),
@@ -116,32 +130,81 @@ def fetch_shard(
     )
 
 
-def _page_through(
-    page: Page,
-    spec: Spec,
-    shard: Shard,
-    per_page: int,
-    capped_engine: bool,
-    combine: Combine,
-    partial: bool,
-) -> tuple[pd.DataFrame, list[int], int]:
-    """One pass over a shard's pages: ``(frame, every page's total, requests)``."""
-    params = {**spec.params(shard), "sort": spec.paging_sort, "ord": "asc"}
-    parts: list[pd.DataFrame] = []
-    totals: list[int] = []
-    offset = 0
-    while True:
-        response, frame = page(**params, offset_start=offset, per_page=per_page)
+@dataclasses.dataclass
+class _Paging:
+    """One pass over a shard's pages, from where an interrupted run's kept pages end."""
+
+    page: Page
+    spec: Spec
+    shard: Shard
+    per_page: int
+    capped_engine: bool
+    partial: bool
+    pages: PageCheckpoints | None
+
+    def through(self, combine: Combine, *, resume: bool) -> tuple[pd.DataFrame, list[int], int]:
+        """``(frame, every page's total, requests)``.
+
+        Pages read are kept (:attr:`pages`) when paging fails — a revoked token, a dropped
+        network: the next run goes on from them — and every :data:`_KEEP_EVERY` seconds while
+        it goes on, so that a kill loses at most that much of a shard. A harvest whose shards
+        page faster than that writes no page at all.
+        """
+        kept = self.pages.restore() if resume and self.pages is not None else []
+        parts = [frame for _, frame in kept]
+        totals = [entry.total for entry, _ in kept]
+        offset = sum(entry.rows for entry, _ in kept)
+        unsaved: list[tuple[int, pd.DataFrame, int]] = []  # (offset, page, total)
+        saved_at = time.monotonic()
+        requests = 0
+        try:
+            while True:
+                frame, total = self._read(offset)
+                requests += 1
+                if kept and requests == 1 and total != totals[0]:
+                    # the shard moved while the harvest was down: the kept pages shifted
+                    assert self.pages is not None
+                    self.pages.discard()
+                    kept, parts, totals, offset = [], [], [], 0
+                    frame, total = self._read(offset)
+                    requests += 1
+                totals.append(total)
+                if len(frame) or not parts:  # keep one (maybe empty) page: it has the columns
+                    parts.append(frame)
+                last = not len(frame) or offset + len(frame) >= total
+                if not last:
+                    unsaved.append((offset, frame, total))
+                offset += len(frame)
+                if last:
+                    break
+                if time.monotonic() - saved_at >= _KEEP_EVERY:
+                    self._keep(unsaved)
+                    saved_at = time.monotonic()
+        except ShardOverCap:
+            raise  # the shard is planned again: its pages are of no use
+        except Exception:
+            # what this run read is not read again by the next; a page that cannot be kept
+            # (a full disk) is simply read again: the error told is the one that stopped paging
+            with contextlib.suppress(CacheError):
+                self._keep(unsaved)
+            raise
+        return combine(parts), totals, requests
+
+    def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int]]) -> None:
+        if self.pages is not None:
+            for offset, frame, total in unsaved:
+                self.pages.save(offset, frame, total)
+        unsaved.clear()
+
+    def _read(self, offset: int) -> tuple[pd.DataFrame, int]:
+        params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
+        response, frame = self.page(**params, offset_start=offset, per_page=self.per_page)
         total = int_member(response, "total_results")
-        totals.append(total)
-        if capped_engine and not partial and int_member(response, "available_results") < total:
+        # available_results is read only where it means the cap (not all servers send it)
+        capped = self.capped_engine and not self.partial
+        if capped and int_member(response, "available_results") < total:
             raise ShardOverCap(total)
-        if len(frame) or not parts:  # keep one (maybe empty) page: it carries the columns
-            parts.append(frame)
-        offset += len(frame)
-        if not len(frame) or offset >= total:
-            break
-    return combine(parts), totals, len(totals)
+        return frame, total
 
 
 def paging_fault(frame: pd.DataFrame, totals: list[int], key: tuple[str, ...]) -> str | None:
@@ -293,14 +356,24 @@ class ShardTask:
     combine: Combine
     #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
     deliver: Deliver | None = None
+    #: Count how pages are read, into the shard's entry: set where the harvest's own counter
+    #: cannot see them (a Dask worker's process).
+    count_reads: bool = False
 
     def __call__(self, entry: PlannedShard) -> ShardEntry:
+        if self.count_reads:
+            reads = PageReads()
+            task = dataclasses.replace(self, page=reads.counting(self.page), count_reads=False)
+            outcome = task(entry)
+            return dataclasses.replace(outcome, page_reads=reads.summary())
         started = time.monotonic()
         shard = Shard.from_dict(entry.shard)
+        pages = self.store.pages(entry.id)
         try:
             try:
-                frame, total, requests = self._fetch(shard, partial=entry.stuck)
+                frame, total, requests = self._fetch(shard, partial=entry.stuck, pages=pages)
             except ShardOverCap:
+                pages.discard()
                 return self._replan(shard, started)
         except PagingFault as fault:
             # Kept (deduplicated) for allow_incomplete, but never reused by a resume.
@@ -312,7 +385,9 @@ class ShardTask:
                 requests=fault.requests,
                 fault=fault.reason,
             )
-        return self._written(entry.id, frame, started, total=total, requests=requests)
+        outcome = self._written(entry.id, frame, started, total=total, requests=requests)
+        pages.discard()  # the shard's own checkpoint now holds its pages
+        return outcome
 
     def fetched(self, entry: PlannedShard, frame: pd.DataFrame, total: int) -> ShardEntry:
         """Write a shard whose every hit came with its count (the request was the planner's)."""
@@ -329,7 +404,9 @@ class ShardTask:
             self.deliver(shard_id, frame)
         return outcome
 
-    def _fetch(self, shard: Shard, *, partial: bool = False) -> tuple[pd.DataFrame, int, int]:
+    def _fetch(
+        self, shard: Shard, *, partial: bool = False, pages: PageCheckpoints | None = None
+    ) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
             self.page,
             self.spec,
@@ -338,6 +415,7 @@ class ShardTask:
             capped_engine=self.capped_engine,
             combine=self.combine,
             partial=partial,
+            pages=pages,
         )
 
     def _replan(self, shard: Shard, started: float) -> ShardEntry:

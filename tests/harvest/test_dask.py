@@ -43,3 +43,19 @@ def test_dask_harvest_equals_the_threaded_one(cluster, fresh_emulator, tmp_path)
     assert len(workers) == 2, "both worker processes fetched shards"
     truth = emu.ground_truth()
     assert len(on_dask) == len(truth)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside distributed itself
+def test_pages_read_on_workers_are_counted_in_the_report(cluster, fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=1500, seed=4, cap=150)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(progress=False, per_page=50)
+    client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+    on_dask = mf.HarvestReport.from_frame(
+        client.records(cache_dir=str(tmp_path / "shared"), dask=cluster)
+    )
+    threaded = mf.HarvestReport.from_frame(client.records(cache_dir=str(tmp_path / "local")))
+    paged = sum(entry["requests"] for entry in on_dask.shards)
+    assert paged > len(on_dask.shards), "shards of several pages, paged on the workers"
+    read = on_dask.page_reads["native"] + on_dask.page_reads["decoded"]
+    assert read == threaded.page_reads["native"] + threaded.page_reads["decoded"]
+    assert read >= paged, on_dask.page_reads

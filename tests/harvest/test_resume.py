@@ -57,10 +57,6 @@ def test_a_resume_with_a_moved_total_checks_what_it_keeps(tmp_path):
 def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(
     fresh_emulator, tmp_path, flavour
 ):
-    if flavour == "current":
-        # An uncapped server's search is one shard, and a resume keeps whole shards: progress
-        # within one shard across revocations needs page checkpoints, which do not exist yet.
-        pytest.skip("resume keeps whole shards; an uncapped server's harvest is one shard")
     emu = fresh_emulator(records=2000, seed=9, cap=100)
     settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
         cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=2, backoff=0.01
@@ -69,7 +65,9 @@ def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(
         cache_dir=str(tmp_path / "fresh")
     )
     needed = mf.HarvestReport.from_frame(fresh).requests
-    every = needed // 6
+    # An uncapped server (``current``) keeps the whole search in one shard: only the pages
+    # kept within it let a resume go on where the last try stopped.
+    every = max(needed // 6, 12)
     emu.set_faults(revoke_after=every)
     attempt = 0
     for attempt in range(1, 30):  # noqa: B007  (counted)
@@ -83,6 +81,70 @@ def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(
         pytest.fail("the harvest never converged")
     assert mf.HarvestReport.from_frame(frame).complete
     assert keys(frame) == keys(emu.ground_truth())
-    # each attempt costs a constant (who the user is, a count of the whole) and loses at most
-    # the pages of the shards in flight (two at a time, under three pages each)
+    # each attempt costs a constant (who the user is, a count of the whole — two on an engine
+    # without a cap) and loses at most the pages in flight (two threads, under three pages each)
     assert attempt <= needed // (every - 8) + 2, f"{attempt} attempts of {every} requests"
+
+
+def test_a_resume_goes_on_from_the_pages_kept_within_a_shard(tmp_path):
+    # An engine without a cap keeps the whole search in one shard of 25 pages.
+    service = FakeService.build(1000, newer_engine=True)
+    spent = crash_after(service, tmp_path, 15, 40)
+    kept = HarvestStore(str(tmp_path / "h")).pages("all").restore()
+    assert [entry.offset for entry, _ in kept] == [40 * i for i in range(len(kept))] and kept
+    before = service.requests
+    frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete
+    assert service.requests - before == report.requests
+    # two counts of the whole (which meaning of available_results), then the pages not kept
+    assert report.requests == 2 + 25 - len(kept), (report.requests, spent, len(kept))
+    assert not HarvestStore(str(tmp_path / "h")).pages("all").restore(), "pages dropped"
+
+
+def test_pages_kept_before_the_shard_moved_are_not_resumed_from(tmp_path):
+    service = FakeService.build(1000, newer_engine=True)
+    crash_after(service, tmp_path, 15, 40)
+    kept = HarvestStore(str(tmp_path / "h")).pages("all").restore()
+    first = kept[0][1]
+    gone = (int(first.databox_id.iloc[0]), int(first.record_id.iloc[0]))
+    service.records = [r for r in service.records if (r["databox_id"], r["record_id"]) != gone]
+    offsets = []
+    service.after_search = lambda params: offsets.append(params["offset_start"])
+    frame, report = run(service, tmp_path, per_page=40)
+    assert gone not in keys(frame) and keys(frame) == service.truth() and report.complete
+    pages = [offset for offset in offsets if offset]
+    # one page past the kept ones shows the moved total; then the shard is paged from its start
+    assert pages[0] == 40 * len(kept) and pages[1:] == [40 * i for i in range(1, 25)]
+
+
+def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
+    service = FakeService.build(1000, newer_engine=True)
+    crash_after(service, tmp_path, 15, 40)
+    folder = tmp_path / "h" / "shards" / "all.pages"
+    kept = len(list(folder.glob("*.json")))
+    (folder / f"{40 * 3:010d}.arrow").write_bytes(b"not arrow")
+    frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.requests == 2 + 25 - 3, (report.requests, kept)
+
+
+@pytest.mark.parametrize("keep_every", [0.0, 3600.0])
+def test_pages_are_kept_while_paging_only_every_few_seconds(tmp_path, monkeypatch, keep_every):
+    """A kill (no exception to catch) loses at most a few seconds of a shard's pages; a shard
+    paged faster than that writes no page checkpoint at all."""
+    from mediaframe.harvest import shards
+
+    monkeypatch.setattr(shards, "_KEEP_EVERY", keep_every)
+    service = FakeService.build(1000, newer_engine=True)
+    on_disk = []
+
+    def watched(**params):
+        on_disk.append(len(HarvestStore(str(tmp_path / "h")).pages("all").restore()))
+        return service(**params)
+
+    frame, report = run(watched, tmp_path, per_page=40, concurrency=1)
+    assert keys(frame) == service.truth() and report.complete
+    if keep_every:
+        assert max(on_disk) == 0, "a fast shard keeps no page"
+    else:
+        assert on_disk[-1] == 24, on_disk  # when the last page is asked: all 24 before it

@@ -1,0 +1,109 @@
+"""Checkpoints of the pages of a shard still being paged, so that a resume goes on from them.
+
+A shard of an uncapped server may be the whole search, paged a thousand hits at a time: were
+only finished shards kept, a harvest stopped again and again (a token revoked every few dozen
+requests) would page that shard from its start on every try and never converge. Pages read
+are kept when paging fails, and every few seconds while it goes on (see
+:mod:`mediaframe.harvest.shards`), beside the shard checkpoints::
+
+    shards/<shard id>.pages/<offset>.arrow    the page's rows (Arrow IPC), written atomically
+    shards/<shard id>.pages/<offset>.json     its entry (offset, rows, total, CRC-32): written
+                                              after the file, the page's commit point
+
+Read back, pages are taken in order from offset 0 while each follows the last, matches its
+checksum and reports the same shard total: the first gap or damage ends them (what follows is
+fetched again). The caller drops them all when the shard's total has moved since (offsets have
+shifted), and once the shard itself is written.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from mediaframe.cache.datasets import from_ipc, to_ipc
+from mediaframe.cache.manifest import PageEntry, decode, encode
+from mediaframe.exceptions import CacheCorruptError
+
+if TYPE_CHECKING:
+    from mediaframe.cache.store import HarvestStore
+
+__all__ = ["PageCheckpoints"]
+
+
+class PageCheckpoints:
+    """The pages of one shard fetched so far, in a harvest folder (see the module docstring)."""
+
+    def __init__(self, store: HarvestStore, shard_id: str) -> None:
+        self.store, self.shard_id = store, shard_id
+        self.folder = f"shards/{shard_id}.pages"
+        self._touched = False  # saved or found pages: only then is there anything to drop
+
+    def __repr__(self) -> str:
+        return f"PageCheckpoints({self.store.url!r}, {self.shard_id!r})"
+
+    def _name(self, offset: int, suffix: str) -> str:
+        return f"{self.folder}/{offset:010d}.{suffix}"
+
+    def save(self, offset: int, frame: pd.DataFrame, total: int) -> PageEntry:
+        """Keep the page read at ``offset`` (``total``: the shard's total on that page)."""
+        self._touched = True
+        data = to_ipc(frame, {"shard": self.shard_id, "offset": offset})
+        entry = PageEntry(
+            shard=self.shard_id,
+            offset=offset,
+            rows=len(frame),
+            total=total,
+            crc32=_crc32(data),
+        )
+        self.store.write_checkpoint(self._name(offset, "arrow"), data)
+        self.store.write_checkpoint(self._name(offset, "json"), encode(entry))
+        return entry
+
+    def restore(self) -> list[tuple[PageEntry, pd.DataFrame]]:
+        """The pages kept, in order from offset 0, as long as each is whole and agrees."""
+        pages: list[tuple[PageEntry, pd.DataFrame]] = []
+        offset = 0
+        while True:
+            page = self._read(offset)
+            if page is None:
+                return pages
+            entry = page[0]
+            if pages and entry.total != pages[0][0].total:
+                return pages  # a page of another paging: never mixed with these
+            pages.append(page)
+            offset += entry.rows
+
+    def _read(self, offset: int) -> tuple[PageEntry, pd.DataFrame] | None:
+        raw = self.store.read_checkpoint(self._name(offset, "json"))
+        data = self.store.read_checkpoint(self._name(offset, "arrow"))
+        if raw is None and data is None:
+            return None
+        self._touched = True
+        if raw is None or data is None:
+            return None
+        where = f"page {offset} of shard {self.shard_id}"
+        try:
+            entry = decode(PageEntry, raw, where)
+            if (entry.shard, entry.offset) != (self.shard_id, offset) or entry.rows <= 0:
+                return None
+            if _crc32(data) != entry.crc32:
+                return None
+            frame = from_ipc(data, where)
+        except CacheCorruptError:
+            return None  # damage: this page and those after it are fetched again
+        return (entry, frame) if len(frame) == entry.rows else None
+
+    def discard(self) -> None:
+        """Drop every page kept (the shard is written, or its offsets have shifted)."""
+        if self._touched:
+            self.store.remove_checkpoint(self.folder)
+            self._touched = False
+
+
+def _crc32(data: bytes) -> str:
+    # A check against damage, not tampering (as the dataset's files): a quarter of SHA-256's
+    # cost, paid on every page of a multi-page shard.
+    return f"{zlib.crc32(data):08x}"
