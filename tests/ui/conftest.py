@@ -1,13 +1,17 @@
-"""Browser fixtures: Voilà serving notebooks on 127.0.0.1, Debian's Chromium driven by Playwright.
+"""Browser fixtures: Voilà serving notebooks on 127.0.0.1, Debian's Chromium via pytest-playwright.
 
-Playwright drives the system browser at ``/usr/bin/chromium`` (``apt-get install chromium``),
-or the one ``PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH`` names; its own browser download is never
-used. Without that browser the tests are skipped, except under CI (``CI`` set), where a missing
-browser is a failure: ``.ci/run`` installs it.
+pytest-playwright provides the browser (its session fixture ``browser``); the launch options it
+uses, ``browser_type_launch_args``, are overridden here to name the system browser at
+``/usr/bin/chromium`` (``apt-get install chromium``), or the one
+``PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH`` names; Playwright's own browser download is never used.
+Without that browser the tests are skipped, except under CI (``CI`` set), where a missing browser
+is a failure: ``.ci/run`` installs it.
 
 One Voilà server serves a folder for the whole session; a module writes its notebook there with
-:meth:`Voila.serve` and opens it in its own page. Every page only reaches loopback: a request
-elsewhere (Voilà's template asks a CDN for icon fonts) is answered with an empty body, here.
+:meth:`Voila.serve` and opens it with ``open_screen``, in a page of its own that lasts the module
+(a page starts a kernel: one per test would multiply the minutes). Every page only reaches
+loopback: a request elsewhere (Voilà's template asks a CDN for icon fonts) is answered with an
+empty body, here.
 """
 
 from __future__ import annotations
@@ -20,16 +24,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Route
 
 #: Debian's Chromium, or the browser ``PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH`` names (Playwright
-#: itself never reads that variable: the launch below passes it as ``executable_path``).
+#: itself never reads that variable: ``browser_type_launch_args`` passes it as ``executable_path``).
 CHROMIUM = Path(os.environ.get("PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH") or "/usr/bin/chromium")
 #: Headless, and nothing of Chromium's own traffic (updates, sync, QUIC probes) leaves the machine.
 CHROMIUM_ARGS = [
@@ -47,8 +52,20 @@ START_TIMEOUT = 90
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[Browser]:
-    """Debian's headless Chromium, or a skip (a failure under CI) when it is not installed."""
+def browser_type_launch_args(
+    browser_type_launch_args: dict[str, Any], browser_name: str
+) -> dict[str, Any]:
+    """pytest-playwright's launch options aimed at Debian's headless Chromium.
+
+    A missing executable skips the tests (fails them under CI) here, before Playwright or Voilà
+    is started. ``--headed`` and ``--slowmo`` still work; ``--browser`` and ``--browser-channel``
+    cannot name this browser, so they are refused.
+    """
+    if browser_name != "chromium" or browser_type_launch_args.get("channel"):
+        pytest.fail(
+            "tests/ui drive Debian's Chromium only: drop --browser/--browser-channel and name "
+            "another Chromium with PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH=/path/to/chromium"
+        )
     if not CHROMIUM.exists():
         why = (
             f"the browser tests need Chromium at {CHROMIUM}: "
@@ -57,10 +74,26 @@ def chromium() -> Iterator[Browser]:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set and {why}; .ci/run installs it before the tests")
         pytest.skip(why)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    headless = browser_type_launch_args.get("headless", True)
+    args = [arg for arg in CHROMIUM_ARGS if headless or arg != "--headless"]
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": args}
+
+
+@pytest.fixture(scope="session")
+def base_url(pytestconfig: pytest.Config) -> str | None:
+    """``--base-url`` (or the ``base_url`` ini value), as pytest-playwright's fallback gives it.
+
+    That fallback is a session fixture defined as a method, which pytest 9.2 deprecates: its
+    warning is an error in this suite (``filterwarnings = error``), so a plain function stands in.
+    """
+    given = pytestconfig.getoption("--base-url") or pytestconfig.getini("base_url")
+    return str(given) if given else None
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's context options, at the 1280×1000 CSS pixels screenshots are taken at."""
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 1000}}
 
 
 @dataclasses.dataclass
@@ -151,7 +184,7 @@ class Screen:
     def open(self, url: str) -> None:
         self.page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
         self.page.on("console", self._console)
-        self.page.route("**/*", self._loopback_only)
+        self.page.context.route("**/*", self._loopback_only)
         self.page.goto(url, timeout=START_TIMEOUT * 1000)
 
     def _console(self, message: ConsoleMessage) -> None:
@@ -167,12 +200,26 @@ class Screen:
             route.fulfill(status=200, body="", content_type="text/css")
 
 
-def new_screen(browser: Browser, url: str) -> Screen:
-    """A fresh page of 1280×1000 CSS pixels showing ``url``."""
-    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    screen = Screen(page)
-    screen.open(url)
-    return screen
+@pytest.fixture(scope="module")
+def open_screen(
+    browser: Browser, browser_context_args: dict[str, Any]
+) -> Iterator[Callable[[str], Screen]]:
+    """Opens a URL in a fresh context of pytest-playwright's ``browser``, for the whole module.
+
+    ``browser`` is asked for first, so a missing Chromium skips before Voilà starts.
+    """
+    contexts: list[BrowserContext] = []
+
+    def open_url(url: str) -> Screen:
+        context = browser.new_context(**browser_context_args)
+        contexts.append(context)
+        screen = Screen(context.new_page())
+        screen.open(url)
+        return screen
+
+    yield open_url
+    for context in contexts:
+        context.close()
 
 
 def _free_port() -> int:

@@ -11,16 +11,16 @@ line, the preview table, buttons, and that the page logged no JavaScript error.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, expect
+from playwright.sync_api import Locator, expect
 
 import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
-from tests.ui.conftest import Screen, Voila, new_screen
+from tests.ui.conftest import Screen, Voila
 
 #: The emulator of the notebook and of the expectations: 1,644 records over a cap of 1,000.
 RECORDS, SEED, CAP = 2000, 7, 1000
@@ -51,20 +51,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mf.Client]:
 
 
 @pytest.fixture(scope="module")
-def screen(chromium: Browser, voila: Voila) -> Iterator[Screen]:
-    """The notebook rendered by Voilà, its widget on the page."""
-    screen = new_screen(chromium, voila.serve("facet-filter.ipynb", NOTEBOOK))
+def notebook(open_screen: Callable[[str], Screen], voila: Voila) -> Screen:
+    """The notebook rendered by Voilà, its widget on a page that lasts the module."""
+    screen = open_screen(voila.serve("facet-filter.ipynb", NOTEBOOK))
     expect(screen.page.locator(".mf-facet-filter")).to_be_visible(timeout=90_000)
-    yield screen
-    screen.page.context.close()
+    return screen
 
 
 @pytest.fixture
-def page(screen: Screen) -> Iterator[Screen]:
+def screen(notebook: Screen) -> Iterator[Screen]:
     """The page with nothing selected; after the test, no JavaScript error may have been logged."""
-    _reset(screen)
-    yield screen
-    assert not screen.errors, f"the page logged JavaScript errors: {screen.errors}"
+    _reset(notebook)
+    yield notebook
+    assert not notebook.errors, f"the page logged JavaScript errors: {notebook.errors}"
 
 
 def counts(client: mf.Client, facet: str, query: str = "") -> dict[str, str]:
@@ -131,126 +130,127 @@ def _reset(screen: Screen) -> None:
 # --- the tests ------------------------------------------------------------------------------------
 
 
-def test_values_are_listed_with_the_servers_counts(page: Screen, server: mf.Client) -> None:
-    expect(total(page)).to_have_text(hits(server), timeout=FOLLOW)
+def test_values_are_listed_with_the_servers_counts(screen: Screen, server: mf.Client) -> None:
+    expect(total(screen)).to_have_text(hits(server), timeout=FOLLOW)
     for facet in ("Type_Name", "Collection_Name"):
         expected = counts(server, facet)
-        expect(facet_box(page, facet).get_by_role("checkbox")).to_have_count(len(expected))
+        expect(facet_box(screen, facet).get_by_role("checkbox")).to_have_count(len(expected))
         for value, shown in expected.items():
-            expect(checkbox(page, facet, value)).not_to_be_checked()
-            expect(shown_count(page, facet, value)).to_have_text(shown)
+            expect(checkbox(screen, facet, value)).not_to_be_checked()
+            expect(shown_count(screen, facet, value)).to_have_text(shown)
     # a long list scrolls in its box; its rows are not squeezed until their labels are cut
-    heights = page.page.locator(".mf-facet-filter .mf-value").evaluate_all(
+    heights = screen.page.locator(".mf-facet-filter .mf-value").evaluate_all(
         "rows => rows.map(r => [r.getBoundingClientRect().height, r.scrollHeight])"
     )
     assert len(heights) > 20
     tallest = max(height for height, _ in heights)
     assert [h for h, needed in heights if h < tallest - 0.5 or needed > h + 0.5] == []
     # 1,644 records over a cap of 1,000: the page says so and offers the complete harvest
-    expect(page.page.locator(".mf-total")).to_contain_text("more than the 1,000")
-    expect(page.page.get_by_role("button", name="harvest all")).to_be_visible()
+    expect(screen.page.locator(".mf-total")).to_contain_text("more than the 1,000")
+    expect(screen.page.get_by_role("button", name="harvest all")).to_be_visible()
 
 
 def test_clicking_values_refines_total_code_and_preview(
-    page: Screen, server: mf.Client, request: pytest.FixtureRequest
+    screen: Screen, server: mf.Client, request: pytest.FixtureRequest
 ) -> None:
     types = counts(server, "Type_Name")
-    checkbox(page, "Type_Name", "video").check()
-    expect(total(page)).to_have_text(types["video"], timeout=FOLLOW)
-    expect(code(page)).to_have_text("df = client.records('(type:video)')")
-    expect(preview_column(page, "media_type")).to_have_text(["video"] * 10)
-    expect(page.page.get_by_role("button", name="harvest all")).to_be_hidden()
+    checkbox(screen, "Type_Name", "video").check()
+    expect(total(screen)).to_have_text(types["video"], timeout=FOLLOW)
+    expect(code(screen)).to_have_text("df = client.records('(type:video)')")
+    expect(preview_column(screen, "media_type")).to_have_text(["video"] * 10)
+    expect(screen.page.get_by_role("button", name="harvest all")).to_be_hidden()
 
     # a second value of the same facet: OR
-    checkbox(page, "Type_Name", "audio").check()
+    checkbox(screen, "Type_Name", "audio").check()
     either = "((type:video) OR (type:audio))"
-    expect(total(page)).to_have_text(hits(server, either), timeout=FOLLOW)
-    expect(code(page)).to_have_text(f"df = client.records('{either}')")
+    expect(total(screen)).to_have_text(hits(server, either), timeout=FOLLOW)
+    expect(code(screen)).to_have_text(f"df = client.records('{either}')")
 
     # a value of another facet: AND; each facet is counted within the other facets' values
-    checkbox(page, "Collection_Name", "Video rushes").check()
+    checkbox(screen, "Collection_Name", "Video rushes").check()
     rushes = 'collection:"Video rushes"'
     both = f"{either} AND ({rushes})"
-    expect(code(page)).to_have_text(f"df = client.records('{both}')", timeout=FOLLOW)
-    expect(total(page)).to_have_text(hits(server, both), timeout=FOLLOW)
+    expect(code(screen)).to_have_text(f"df = client.records('{both}')", timeout=FOLLOW)
+    expect(total(screen)).to_have_text(hits(server, both), timeout=FOLLOW)
     for value, shown in counts(server, "Type_Name", rushes).items():
-        expect(shown_count(page, "Type_Name", value)).to_have_text(shown)
+        expect(shown_count(screen, "Type_Name", value)).to_have_text(shown)
     in_rushes = counts(server, "Collection_Name", either)["Video rushes"]
-    expect(shown_count(page, "Collection_Name", "Video rushes")).to_have_text(in_rushes)
-    _screenshot(page, request)
+    expect(shown_count(screen, "Collection_Name", "Video rushes")).to_have_text(in_rushes)
+    _screenshot(screen, request)
 
-    checkbox(page, "Type_Name", "video").uncheck()
-    expect(total(page)).to_have_text(hits(server, f"(type:audio) AND ({rushes})"), timeout=FOLLOW)
+    checkbox(screen, "Type_Name", "video").uncheck()
+    expect(total(screen)).to_have_text(hits(server, f"(type:audio) AND ({rushes})"), timeout=FOLLOW)
 
     # "clear" of one facet, then "clear all"
-    facet_box(page, "Type_Name").get_by_role("button", name="clear", exact=True).click()
-    expect(total(page)).to_have_text(hits(server, rushes), timeout=FOLLOW)
-    expect(checkbox(page, "Type_Name", "audio")).not_to_be_checked()
-    expect(checkbox(page, "Collection_Name", "Video rushes")).to_be_checked()
-    page.page.get_by_role("button", name="clear all").click()
-    expect(total(page)).to_have_text(hits(server), timeout=FOLLOW)
-    expect(code(page)).to_have_text("df = client.records()")
-    expect(checkbox(page, "Collection_Name", "Video rushes")).not_to_be_checked()
+    facet_box(screen, "Type_Name").get_by_role("button", name="clear", exact=True).click()
+    expect(total(screen)).to_have_text(hits(server, rushes), timeout=FOLLOW)
+    expect(checkbox(screen, "Type_Name", "audio")).not_to_be_checked()
+    expect(checkbox(screen, "Collection_Name", "Video rushes")).to_be_checked()
+    screen.page.get_by_role("button", name="clear all").click()
+    expect(total(screen)).to_have_text(hits(server), timeout=FOLLOW)
+    expect(code(screen)).to_have_text("df = client.records()")
+    expect(checkbox(screen, "Collection_Name", "Video rushes")).not_to_be_checked()
 
 
-def test_an_empty_selection_keeps_its_values_at_zero(page: Screen, server: mf.Client) -> None:
+def test_an_empty_selection_keeps_its_values_at_zero(screen: Screen, server: mf.Client) -> None:
     press, sound = 'collection:"Press photos"', 'collection:"Sound archive"'
     assert "audio" not in counts(server, "Type_Name", press)
     # no press photo is a sound: reach that selection through the sound archive
-    checkbox(page, "Collection_Name", "Press photos").check()
-    expect(total(page)).to_have_text(hits(server, press), timeout=FOLLOW)
-    expect(checkbox(page, "Type_Name", "audio")).to_have_count(0)  # no value of the selection
-    checkbox(page, "Collection_Name", "Sound archive").check()
-    expect(total(page)).to_have_text(hits(server, f"({press}) OR ({sound})"), timeout=FOLLOW)
-    checkbox(page, "Type_Name", "audio").check()
-    checkbox(page, "Collection_Name", "Sound archive").uncheck()
-    expect(total(page)).to_have_text("0", timeout=FOLLOW)
-    expect(preview(page)).to_have_text("no records")
+    checkbox(screen, "Collection_Name", "Press photos").check()
+    expect(total(screen)).to_have_text(hits(server, press), timeout=FOLLOW)
+    expect(checkbox(screen, "Type_Name", "audio")).to_have_count(0)  # no value of the selection
+    checkbox(screen, "Collection_Name", "Sound archive").check()
+    expect(total(screen)).to_have_text(hits(server, f"({press}) OR ({sound})"), timeout=FOLLOW)
+    checkbox(screen, "Type_Name", "audio").check()
+    checkbox(screen, "Collection_Name", "Sound archive").uncheck()
+    expect(total(screen)).to_have_text("0", timeout=FOLLOW)
+    expect(preview(screen)).to_have_text("no records")
     # both values stay listed and checked, counted 0, so they can be taken back
-    expect(checkbox(page, "Type_Name", "audio")).to_be_checked()
-    expect(shown_count(page, "Type_Name", "audio")).to_have_text("0")
-    expect(checkbox(page, "Collection_Name", "Press photos")).to_be_checked()
-    expect(shown_count(page, "Collection_Name", "Press photos")).to_have_text("0")
-    checkbox(page, "Type_Name", "audio").uncheck()
-    expect(total(page)).to_have_text(hits(server, press), timeout=FOLLOW)
+    expect(checkbox(screen, "Type_Name", "audio")).to_be_checked()
+    expect(shown_count(screen, "Type_Name", "audio")).to_have_text("0")
+    expect(checkbox(screen, "Collection_Name", "Press photos")).to_be_checked()
+    expect(shown_count(screen, "Collection_Name", "Press photos")).to_have_text("0")
+    checkbox(screen, "Type_Name", "audio").uncheck()
+    expect(total(screen)).to_have_text(hits(server, press), timeout=FOLLOW)
 
 
-def test_a_query_without_hits_says_no_records(page: Screen) -> None:
-    query = page.page.get_by_placeholder("search…")
+def test_a_query_without_hits_says_no_records(screen: Screen) -> None:
+    query = screen.page.get_by_placeholder("search…")
     query.fill("zebra-crossing-nowhere")
     query.press("Enter")
-    expect(total(page)).to_have_text("0", timeout=FOLLOW)
-    expect(code(page)).to_have_text("df = client.records('(zebra-crossing-nowhere)')")
-    expect(preview(page)).to_have_text("no records")
+    expect(total(screen)).to_have_text("0", timeout=FOLLOW)
+    expect(code(screen)).to_have_text("df = client.records('(zebra-crossing-nowhere)')")
+    expect(preview(screen)).to_have_text("no records")
     # a query the server refuses: its error in the widget, the last answer kept
     query.fill('title:"unclosed')
     query.press("Enter")
-    expect(page.page.locator(".mf-error")).to_contain_text("BadRequestError", timeout=FOLLOW)
-    expect(preview(page)).to_have_text("no records")
+    expect(screen.page.locator(".mf-error")).to_contain_text("BadRequestError", timeout=FOLLOW)
+    expect(preview(screen)).to_have_text("no records")
 
 
-def test_a_date_range_narrows_the_total(page: Screen, server: mf.Client) -> None:
-    page.page.get_by_label("from", exact=True).fill("2020-01-01")
+def test_a_date_range_narrows_the_total(screen: Screen, server: mf.Client) -> None:
+    screen.page.get_by_label("from", exact=True).fill("2020-01-01")
     since = {"date_field": "created_on", "date_min": "2020/01/01"}
-    expect(total(page)).to_have_text(hits(server, **since), timeout=FOLLOW)
-    expect(code(page)).to_have_text(
+    expect(total(screen)).to_have_text(hits(server, **since), timeout=FOLLOW)
+    expect(code(screen)).to_have_text(
         "df = client.records(date_field='created_on', date_min='2020/01/01')"
     )
-    page.page.get_by_label("dates", exact=True).select_option("updated_on")
+    screen.page.get_by_label("dates", exact=True).select_option("updated_on")
     since["date_field"] = "updated_on"
-    expect(total(page)).to_have_text(hits(server, **since), timeout=FOLLOW)
-    page.page.get_by_label("to", exact=True).fill("2019-12-31")  # ends before it starts
-    expect(page.page.locator(".mf-error")).to_contain_text("after date_max", timeout=FOLLOW)
-    expect(total(page)).to_have_text(hits(server, **since))  # the last good range stays
+    expect(total(screen)).to_have_text(hits(server, **since), timeout=FOLLOW)
+    screen.page.get_by_label("to", exact=True).fill("2019-12-31")  # ends before it starts
+    expect(screen.page.locator(".mf-error")).to_contain_text("after date_max", timeout=FOLLOW)
+    expect(total(screen)).to_have_text(hits(server, **since))  # the last good range stays
 
 
-def test_harvest_all_fetches_every_record_past_the_cap(page: Screen, server: mf.Client) -> None:
-    page.page.get_by_role("button", name="harvest all").click()
-    expect(page.page.locator(".mf-total")).to_contain_text(
+def test_harvest_all_fetches_every_record_past_the_cap(screen: Screen, server: mf.Client) -> None:
+    screen.page.get_by_role("button", name="harvest all").click()
+    expect(screen.page.locator(".mf-total")).to_contain_text(
         f"harvested {hits(server)} records (complete)", timeout=60_000
     )
     # with its progress bar, finished, under the widget
-    expect(page.page.locator(".mf-facet-filter")).to_contain_text("harvesting records (done): 100%")
+    widget = screen.page.locator(".mf-facet-filter")
+    expect(widget).to_contain_text("harvesting records (done): 100%")
 
 
 def _screenshot(screen: Screen, request: pytest.FixtureRequest) -> None:
