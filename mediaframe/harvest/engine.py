@@ -24,6 +24,7 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.harvest.kept import intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
     Page,
@@ -251,14 +252,14 @@ class _Planning:
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
-                return saved, _kept(self.store, saved)
+                return saved, kept_shards(self.store, saved)
             if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
-                return saved, _still_valid(self.store, saved, self.counter, self.pool)
+                return saved, still_valid(self.store, saved, self.counter, self.pool)
             # windows of a search that moved no longer hold what they held: plan again
         if resume:
             # Shards finished by a run killed while planning: their counts are trusted if the
             # whole did not move, else each is checked by a one-hit count.
-            self.early.keep(_intact_shards(self.store), trusted=unmoved)
+            self.early.keep(intact_shards(self.store), trusted=unmoved)
         else:
             self.store.clear_shards()
         trusted = saved if saved is not None and unmoved else None
@@ -463,25 +464,6 @@ def _high_water(frame: pd.DataFrame) -> str | None:
     return pd.Timestamp(frame["updated_on"].max()).isoformat()
 
 
-def _intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
-    """The finished shards in ``store`` whose files match their checksums, by id."""
-    return {
-        shard_id: entry
-        for shard_id, entry in store.finished_shards().items()
-        if entry.fault is None and store.has_shard(entry)
-    }
-
-
-def _kept(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
-    """The intact finished shards of a plan, kept without a request (the whole did not move)."""
-    planned = {leaf.id: leaf for leaf in the_plan.leaves}
-    return {
-        shard_id: entry
-        for shard_id, entry in _intact_shards(store).items()
-        if shard_id in planned and not planned[shard_id].stuck
-    }
-
-
 def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
     stuck = the_plan.stuck
     cap = the_plan.cap or 0
@@ -501,23 +483,6 @@ def _ids(ids: Sequence[str]) -> str:
 
 def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
     return saved if saved is not None and saved.spec == spec.identity() else None
-
-
-def _still_valid(
-    store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
-) -> dict[str, ShardEntry]:
-    """Finished shards of an interrupted run that can be kept: intact and not changed since.
-
-    A damaged file is fetched again, and so is a shard whose count moved (records added,
-    deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
-    """
-    found = list(_kept(store, the_plan).values())
-    planned = {leaf.id: leaf for leaf in the_plan.leaves}
-    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
-    totals = list(pool.map(lambda shard: counter(shard).total, shards))
-    return {
-        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
-    }
 
 
 def _assemble(
