@@ -24,6 +24,7 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.harvest.kept import intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
     Page,
@@ -33,6 +34,8 @@ from mediaframe.harvest.plan import (
     Statuses,
     plan,
     to_plain,
+    windows,
+    windows_failed,
 )
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
@@ -164,22 +167,36 @@ def harvest(
             task = ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
             return dataclasses.replace(task, count_reads=executor is not None)
 
-        early = EarlyShards(new_task, runner, pool, deliver)
-        planning = _Planning(counter, spec, store, early, pool, bases, statuses, provenance, shown)
-        the_plan, outcomes = planning.run(resume)
-        _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
-        report.total_results, report.cap = the_plan.total, the_plan.cap
-        report.capped_engine = the_plan.capped_engine
-        report.resumed_shards = len(outcomes)
-        shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
-        for shard_id, outcome in outcomes.items():
-            shown.fetched(shard_id, outcome.rows)
-        todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
-        outcomes.update(_page(todo, early, runner, new_task(), shown))
-        report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
-        for leaf in todo:
-            reads.merge(outcomes[leaf.id].page_reads)
-        joined = joiner.parts()
+        # With no cap the search is paged by offset windows, with no planning counts; windows
+        # that do not come back whole (a cap after all, a search that moved) are given up for
+        # filter shards, planned from scratch.
+        learned: int | None = None  # the cap a server that claimed none showed
+        for windows in (concurrency, 0):
+            early = EarlyShards(new_task, runner, pool, deliver)
+            planning = _Planning(
+                counter, spec, store, early, pool, bases, statuses, provenance, shown, windows
+            )
+            planning.learned_cap = learned
+            the_plan, outcomes = planning.run(resume)
+            _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+            report.total_results, report.cap = the_plan.total, the_plan.cap
+            report.capped_engine = the_plan.capped_engine
+            report.resumed_shards = len(outcomes)
+            shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
+            for shard_id, outcome in outcomes.items():
+                shown.fetched(shard_id, outcome.rows)
+            todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
+            outcomes.update(_page(todo, early, runner, new_task(), shown))
+            report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
+            for leaf in todo:
+                reads.merge(outcomes[leaf.id].page_reads)
+            joined = joiner.parts()
+            failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
+            if not failed:
+                break
+            for shard_id in outcomes:
+                shown.fetched(shard_id, 0)  # their rows are not the result's
+            resume = False
     shown.writing()
     report.requests += counter.requests
     report.page_reads = reads.summary()
@@ -209,8 +226,14 @@ class _Planning:
         statuses: Statuses | None,
         provenance: Mapping[str, Any] | None,
         shown: Progress,
+        windows: int = 0,
     ) -> None:
         self.counter, self.spec, self.store, self.early = counter, spec, store, early
+        #: With no cap, page by offset windows, a multiple of this many (0: plan filter shards).
+        self.windows = windows
+        #: A cap the server did not tell of, seen when windows came back short: shards are
+        #: planned under it.
+        self.learned_cap: int | None = None
         self.shown = shown
         self.pool, self.bases, self.statuses = pool, bases, statuses
         self.provenance = dict(provenance or {})
@@ -229,12 +252,14 @@ class _Planning:
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
-                return saved, _kept(self.store, saved)
-            return saved, _still_valid(self.store, saved, self.counter, self.pool)
+                return saved, kept_shards(self.store, saved)
+            if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
+                return saved, still_valid(self.store, saved, self.counter, self.pool)
+            # windows of a search that moved no longer hold what they held: plan again
         if resume:
             # Shards finished by a run killed while planning: their counts are trusted if the
             # whole did not move, else each is checked by a one-hit count.
-            self.early.keep(_intact_shards(self.store), trusted=unmoved)
+            self.early.keep(intact_shards(self.store), trusted=unmoved)
         else:
             self.store.clear_shards()
         trusted = saved if saved is not None and unmoved else None
@@ -247,6 +272,10 @@ class _Planning:
         and counts of ``saved`` (an interrupted run's) are taken as they are."""
         counter = self.counter
         cap = root.retrievable if root.over_cap else None
+        if cap is None and self.windows and not counter.capped_engine:
+            return self._windowed(root)
+        if cap is None and self.learned_cap is not None and self.learned_cap < root.total:
+            cap = max(1, self.learned_cap)
         limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
         counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
         checkpoint = PlanFile(
@@ -288,6 +317,21 @@ class _Planning:
             capped_engine=counter.capped_engine,
             leaves=[_planned(s, n) for s, n in leaves]
             + [_planned(s, n, stuck=True) for s, n in stuck],
+            planned=True,
+        )
+        self._save(made)
+        return made
+
+    def _windowed(self, root: Count) -> PlanFile:
+        """The plan of a search on a server with no cap: offset windows of the whole."""
+        found = windows(root.total, self.counter.page_size, self.windows, _UNCAPPED_SHARD)
+        made = PlanFile(
+            spec=self.spec.identity(),
+            provenance=self.provenance,
+            total=root.total,
+            cap=None,
+            capped_engine=False,
+            leaves=[_planned(shard, shard.size(root.total)) for shard in found],
             planned=True,
         )
         self._save(made)
@@ -420,25 +464,6 @@ def _high_water(frame: pd.DataFrame) -> str | None:
     return pd.Timestamp(frame["updated_on"].max()).isoformat()
 
 
-def _intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
-    """The finished shards in ``store`` whose files match their checksums, by id."""
-    return {
-        shard_id: entry
-        for shard_id, entry in store.finished_shards().items()
-        if entry.fault is None and store.has_shard(entry)
-    }
-
-
-def _kept(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
-    """The intact finished shards of a plan, kept without a request (the whole did not move)."""
-    planned = {leaf.id: leaf for leaf in the_plan.leaves}
-    return {
-        shard_id: entry
-        for shard_id, entry in _intact_shards(store).items()
-        if shard_id in planned and not planned[shard_id].stuck
-    }
-
-
 def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
     stuck = the_plan.stuck
     cap = the_plan.cap or 0
@@ -458,23 +483,6 @@ def _ids(ids: Sequence[str]) -> str:
 
 def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
     return saved if saved is not None and saved.spec == spec.identity() else None
-
-
-def _still_valid(
-    store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
-) -> dict[str, ShardEntry]:
-    """Finished shards of an interrupted run that can be kept: intact and not changed since.
-
-    A damaged file is fetched again, and so is a shard whose count moved (records added,
-    deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
-    """
-    found = list(_kept(store, the_plan).values())
-    planned = {leaf.id: leaf for leaf in the_plan.leaves}
-    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
-    totals = list(pool.map(lambda shard: counter(shard).total, shards))
-    return {
-        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
-    }
 
 
 def _assemble(

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mediaframe.cache.manifest import PlannedShard, ShardEntry
 from mediaframe.exceptions import ResponseFormatError
 from mediaframe.harvest.spec import (
     Page,
@@ -43,6 +44,8 @@ __all__ = [
     "plan",
     "repeated_keys",
     "to_plain",
+    "windows",
+    "windows_failed",
     "without",
 ]
 
@@ -292,6 +295,47 @@ class _Dimensions:
             dataclasses.replace(shard, status=(*shard.status, (free[0], state, databox)))
             for state in ("on", "off")
         ]
+
+
+def windows(total: int, per_page: int, concurrency: int, most: int) -> list[Shard]:
+    """Offset windows covering a search of ``total`` hits on a server with no cap.
+
+    Whole pages each, at most ``most`` hits, and as many windows as a multiple of
+    ``concurrency``, so that the last round of windows keeps every thread busy.
+    """
+    pages = math.ceil(total / per_page)
+    if not pages:
+        return []
+    count = math.ceil(pages * per_page / most)
+    count = max(1, math.ceil(count / concurrency) * concurrency)
+    width = math.ceil(pages / count) * per_page
+    return [
+        Shard(window=(start, min(start + width, total), total)) for start in range(0, total, width)
+    ]
+
+
+def windows_failed(
+    total: int, leaves: Sequence[PlannedShard], outcomes: Mapping[str, ShardEntry]
+) -> tuple[bool, int | None]:
+    """Whether a plan of offset windows failed to bring its search whole — a window short, its
+    pages in disagreement, the windows not adding up to the search — and the cap a short window
+    shows (the deepest offset it reached), if any. Filter shards never fail here: the engine
+    judges them as they are."""
+    windowed = [
+        (Shard.from_dict(leaf.shard).window, outcomes[leaf.id])
+        for leaf in leaves
+        if leaf.shard.get("window")
+    ]
+    if not windowed:
+        return False, None
+    reached = [
+        window[0] + entry.rows
+        for window, entry in windowed
+        if window is not None and entry.fault is None and entry.rows < entry.total
+    ]
+    cap = min(reached) if reached else None
+    failed = any(entry.fault or entry.rows < entry.total for _, entry in windowed)
+    return failed or sum(entry.total for _, entry in windowed) != total, cap
 
 
 def repeated_keys(frame: pd.DataFrame, key: tuple[str, ...]) -> int:

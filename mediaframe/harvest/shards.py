@@ -118,8 +118,11 @@ def fetch_shard(
         frame, totals, spent = paging.through(combine, resume=attempt == 0)
         requests += spent
         fault = paging_fault(frame, totals, spec.key_columns)
+        if fault is None and shard.window is not None and totals[-1] != shard.window[2]:
+            # offsets of the whole search shift when it moves: windows then miss or repeat hits
+            fault = f"the search's total moved from {shard.window[2]} to {totals[-1]}"
         if fault is None:
-            return frame, totals[-1], requests
+            return frame, shard.size(totals[-1]), requests
     if pages is not None:
         pages.discard()
     raise PagingFault(
@@ -171,7 +174,7 @@ class _Paging:
                 totals.append(total)
                 if len(frame) or not parts:  # keep one (maybe empty) page: it has the columns
                     parts.append(frame)
-                last = not len(frame) or offset + len(frame) >= total
+                last = not len(frame) or offset + len(frame) >= self.shard.size(total)
                 if not last:
                     unsaved.append((offset, frame, total))
                 offset += len(frame)
@@ -198,7 +201,11 @@ class _Paging:
 
     def _read(self, offset: int) -> tuple[pd.DataFrame, int]:
         params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
-        response, frame = self.page(**params, offset_start=offset, per_page=self.per_page)
+        per_page = self.per_page
+        if self.shard.window is not None:  # offsets within the window
+            offset += self.shard.window[0]
+            per_page = max(1, min(per_page, self.shard.window[1] - offset))
+        response, frame = self.page(**params, offset_start=offset, per_page=per_page)
         total = int_member(response, "total_results")
         # available_results is read only where it means the cap (not all servers send it)
         capped = self.capped_engine and not self.partial

@@ -83,6 +83,16 @@ class Shard:
     date_max: dt.date | None = None
     record_type: str | None = None
     status: tuple[tuple[int, str, int], ...] = ()
+    #: ``(start, stop, whole)``: the hits at offsets ``start`` to ``stop`` of a search of
+    #: ``whole`` hits, sorted for paging (a server with no cap is paged by such windows).
+    window: tuple[int, int, int] | None = None
+
+    def size(self, total: int) -> int:
+        """How many hits the shard holds when its search reports ``total``."""
+        if self.window is None:
+            return total
+        start, stop, _ = self.window
+        return max(0, min(stop, total) - start)
 
     @property
     def id(self) -> str:
@@ -95,6 +105,8 @@ class Shard:
         if self.record_type:
             parts.append("t" + self.record_type)
         parts.extend(f"s{bit}{state}{databox}" for bit, state, databox in self.status)
+        if self.window is not None:
+            parts.append("o{}-{}-of{}".format(*self.window))
         return "_".join(parts) or "all"
 
     @property
@@ -104,13 +116,16 @@ class Shard:
         return (self.date_max - self.date_min).days + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "bases": list(self.bases),
             "date_min": self.date_min.isoformat() if self.date_min else None,
             "date_max": self.date_max.isoformat() if self.date_max else None,
             "record_type": self.record_type,
             "status": [list(entry) for entry in self.status],
         }
+        if self.window is not None:
+            found["window"] = list(self.window)
+        return found
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Shard:
@@ -120,7 +135,15 @@ class Shard:
             date_max=_parse_day(data.get("date_max")),
             record_type=data.get("record_type"),
             status=tuple((int(b), str(s), int(d)) for b, s, d in data.get("status") or ()),
+            window=_window(data.get("window")),
         )
+
+
+def _window(value: Any) -> tuple[int, int, int] | None:
+    if value is None:
+        return None
+    start, stop, whole = (int(number) for number in value)
+    return start, stop, whole
 
 
 def _merge_status(

@@ -21,6 +21,8 @@ class FakeService:
     records: list[dict]
     cap: int = 100
     newer_engine: bool = False  # available_results = hits in this page, and no cap
+    #: A newer engine that has a cap after all, untold: no hit past this offset.
+    untold_cap: int | None = None
     requests: int = 0
     #: A lying server or caching proxy: every page is the first one.
     ignore_offset: bool = False
@@ -76,6 +78,8 @@ class FakeService:
         if self.ignore_offset:
             offset = 0
         retrievable = hits if self.newer_engine else hits[: self.cap]
+        if self.untold_cap is not None:
+            retrievable = retrievable[: self.untold_cap]
         page = retrievable[offset : offset + per_page]
         kind = "records" if params.get("search_type", 0) == 0 else "stories"
         if self.after_search is not None:

@@ -1,6 +1,7 @@
 """client.records() and friends against the emulator: complete, cached, synced, offline."""
 
 import logging
+import math
 
 import pandas as pd
 import pytest
@@ -50,7 +51,10 @@ def test_records_are_complete_under_a_low_cap(capped, settings):
     assert report.page_reads["decoded"] == 0 and report.page_reads["native"] >= len(report.shards)
     assert "read natively, 0 decoded" in repr(report)
     if capped.flavour.name == "current":  # counts per page, no cap: nothing to split
-        assert report.cap is None and not report.capped_engine and len(report.shards) == 1
+        assert report.cap is None and not report.capped_engine
+        # paged by offset windows of the whole: the root's two counts and its pages, no more
+        assert all(shard["shard"]["window"] for shard in report.shards)
+        assert report.requests == 2 + math.ceil(len(truth) / 1000)
     else:
         assert report.cap == 200 and report.capped_engine and len(report.shards) > 1
 

@@ -111,7 +111,35 @@ def test_newer_engine_without_cap_is_detected(tmp_path):
     service = FakeService.build(700, cap=100, newer_engine=True)
     frame, report = run(service, tmp_path)
     assert keys(frame) == service.truth()
-    assert report.complete and report.capped_engine is False and len(report.shards) == 1
+    assert report.complete and report.capped_engine is False
+    # paged by offset windows of the whole: two counts of the whole, then 18 pages of 40
+    assert all(shard["shard"]["window"] for shard in report.shards) and len(report.shards) > 1
+    assert report.requests == 2 + 18
+
+
+def test_a_server_that_says_it_has_no_cap_but_caps_is_sharded_under_the_cap_it_shows(tmp_path):
+    service = FakeService.build(1000, newer_engine=True, untold_cap=300)
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth() and report.complete
+    # the offset windows came back short from offset 300 on: filter shards under that cap
+    assert report.cap == 300 and len(report.shards) > 1
+    assert not any(shard["shard"].get("window") for shard in report.shards)
+
+
+def test_a_search_that_moves_while_paged_by_windows_is_sharded_instead(tmp_path):
+    service = FakeService.build(1000, newer_engine=True)
+    gone = service.records[500]
+    seen = []
+
+    def moved(params):
+        seen.append(params)
+        if len(seen) == 6:  # amid the windows' pages: every offset after it shifts by one
+            service.records = [r for r in service.records if r is not gone]
+
+    service.after_search = moved
+    frame, report = run(service, tmp_path)
+    assert keys(frame) == service.truth() and report.complete and len(frame) == 999
+    assert not any(shard["shard"].get("window") for shard in report.shards)
 
 
 def test_filters_narrow_the_harvest(tmp_path):
