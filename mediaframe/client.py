@@ -19,8 +19,9 @@ from mediaframe.exceptions import ConfigurationError, InvalidParameterError
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
 from mediaframe.harvest.collect import ClientService, cache_path, collect
 from mediaframe.http import Transport
+from mediaframe.parameters import search_params
 from mediaframe.remote import RemoteSearch
-from mediaframe.routes import API, search_params
+from mediaframe.routes import API
 
 __all__ = ["Client", "Me", "RemoteSearch", "connect"]
 

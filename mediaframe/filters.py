@@ -13,7 +13,7 @@ from mediaframe import validate
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.harvest import Spec
 from mediaframe.harvest.collect import Options
-from mediaframe.routes import search_params, to_ymd
+from mediaframe.parameters import search_params, to_ymd
 
 __all__ = ["RESULT_SORTS", "collect_options", "ordered_result", "search_spec", "split_filters"]
 

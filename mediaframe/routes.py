@@ -1,35 +1,16 @@
 """One method per route of the service: typed parameters in, the decoded ``response`` out.
 
-Parameters are validated before anything is sent (:class:`InvalidParameterError` says what to
-change). Answers keep every member the server sent; a few spellings of older servers are
-normalised here so that every consumer (frames, harvest, cache) sees one shape:
-
-==============================  ===================================  ==========================
-variation                       normalised to                        where
-==============================  ===================================  ==========================
-``updated-on`` on records       ``updated_on`` (if absent)           :func:`normalise_record`
-``phrasea_type``                ``media_type`` (if absent)           :func:`normalise_record`
-``coll_id``                     ``collection_id`` (if absent)        :func:`normalise_record`,
-                                                                     :func:`normalise_me`
-objects keyed by id             lists, the key kept as ``*_id``      :func:`as_list`
-``response: []``                ``{}``                               ``http.decode_envelope``
-==============================  ===================================  ==========================
-
-The original key is kept beside the canonical one, so nothing is lost. Left to ``frames``
-(values, not names): placeholder dates such as ``-0001-11-30T00:00:00+00:09``, ``query_time`` in
-seconds or milliseconds, feed ``icon`` as boolean or path. Left to ``harvest``: the two meanings
-of ``available_results``. ``api_version`` is informational and never checked.
+Parameters are built and validated before anything is sent (:mod:`mediaframe.parameters`);
+answers are normalised for the spellings of older servers (:mod:`mediaframe.normalise`). Both
+modules' public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import logging
-import re
 import threading
 import warnings
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -40,11 +21,28 @@ from mediaframe.exceptions import (
     MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
-    ResponseFormatError,
 )
 from mediaframe.frames import RecordsPage, read_records
 from mediaframe.frames.fastjson import READ
 from mediaframe.http import Transport
+from mediaframe.normalise import (
+    _dicts,
+    _normalise_entry,
+    as_list,
+    normalise_me,
+    normalise_record,
+    normalise_search,
+    search_rights,
+)
+from mediaframe.parameters import (
+    ORDERS,
+    RECORD_TYPES,
+    SEARCH_TYPES,
+    SORTS,
+    _paging,
+    search_params,
+    to_ymd,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,319 +61,7 @@ __all__ = [
     "to_ymd",
 ]
 
-RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
-SORTS = ("relevance", "created_on", "updated_on", "random")
-ORDERS = ("asc", "desc")
-#: ``search_type`` by name; the service takes 0 (records) or 1 (stories).
-SEARCH_TYPES = {"records": 0, "stories": 1}
-
-_YMD = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})$")
-_RENAMES = (
-    ("updated-on", "updated_on"),
-    ("phrasea_type", "media_type"),
-    ("coll_id", "collection_id"),
-)
-
-
-# --- parameters ---------------------------------------------------------------------------------
-
-
-@validate.keywords_checked
-def search_params(
-    query: str = "",
-    *,
-    bases: Iterable[int] | None = None,
-    offset_start: int | None = None,
-    per_page: int | None = None,
-    ord: str | None = None,
-    sort: str | None = None,
-    record_type: str | None = None,
-    search_type: int | str | None = None,
-    stemme: bool | int | None = None,
-    date_field: str | None = None,
-    date_min: dt.date | str | None = None,
-    date_max: dt.date | str | None = None,
-    status: Mapping[int, Mapping[str, Iterable[int] | int]] | None = None,
-    fields: Iterable[str] | None = None,
-) -> list[tuple[str, str]]:
-    """Validate search filters and encode them as the service's ``(name, value)`` pairs.
-
-    Pure: sends nothing. ``None`` leaves a parameter out (the service's default applies).
-
-    Parameters
-    ----------
-    query : the search query in the service's syntax; ``""`` matches everything.
-    bases : base ids (instance-wide collection ids), sent as ``bases[]``.
-    offset_start, per_page : paging; ``offset_start >= 0``, ``per_page >= 1``.
-    ord, sort : ``asc``/``desc``; ``relevance``, ``created_on``, ``updated_on`` or ``random``.
-    record_type : ``image``, ``video``, ``audio``, ``document``, ``flash`` or ``unknown``.
-    search_type : ``0``/``"records"`` or ``1``/``"stories"``.
-    stemme : stemmed search (sent as ``1``/``0``).
-    date_field, date_min, date_max : dates as ``date``, ``datetime`` or ``"Y/m/d"``, inclusive,
-        sent as ``Y/m/d``; ``date_field`` is required with either bound.
-    status : ``{bit: {"on": [databox_id, ...], "off": [...]}}``, sent in the contract's nested
-        form ``status[<bit>][on|off][]=<databox_id>``. Each condition constrains only the
-        databox it names: ``{4: {"on": [1]}}`` keeps databox 1's records with bit 4 on and every
-        record of the other databoxes (``client.records(..., status_only=True)`` keeps only the
-        named databoxes).
-    fields : field names the query is searched in, sent as ``fields[]``.
-
-    Returns
-    -------
-    list of (str, str)
-
-    Raises
-    ------
-    InvalidParameterError
-        A value the service would refuse or misread, with what to send instead.
-
-    Examples
-    --------
-    >>> search_params("sunset", bases=[1, 2], per_page=10, date_field="created_on",
-    ...               date_min="2024/01/01")
-    [('query', 'sunset'), ('bases[]', '1'), ('bases[]', '2'), ('per_page', '10'), \
-('date_field', 'created_on'), ('date_min', '2024/01/01')]
-    """
-    if not isinstance(query, str):
-        raise InvalidParameterError(f"query must be a string, not {type(query).__name__}")
-    pairs = [("query", query)]
-    base_ids = _items(bases, "bases")
-    if bases is not None and not base_ids:
-        raise InvalidParameterError(
-            "bases is empty, which the service reads as every collection: leave it out for "
-            "every collection, or name at least one base id"
-        )
-    pairs += [("bases[]", str(_count(b, "bases", minimum=0))) for b in base_ids]
-    pairs += _paging(offset_start, per_page)
-    pairs += _choice("ord", ord, ORDERS) + _choice("sort", sort, SORTS)
-    pairs += _choice("record_type", record_type, RECORD_TYPES)
-    if search_type is not None:
-        pairs.append(("search_type", str(_search_type(search_type))))
-    if stemme is not None:
-        pairs.append(("stemme", "1" if validate.flag(stemme, "stemme") else "0"))
-    pairs += _dates(date_field, date_min, date_max)
-    pairs += _status(status)
-    pairs += [("fields[]", _name(f, "fields")) for f in _items(fields, "fields")]
-    return pairs
-
-
-def to_ymd(value: dt.date | str, *, name: str = "date") -> str:
-    """A ``date``, ``datetime`` or ``"Y/m/d"`` (or ``"Y-m-d"``) string as ``Y/m/d``.
-
-    Examples
-    --------
-    >>> to_ymd(dt.date(2024, 3, 1)), to_ymd("2024-3-1")
-    ('2024/03/01', '2024/03/01')
-    """
-    if isinstance(value, dt.date):  # datetime is a date too
-        day = value.date() if isinstance(value, dt.datetime) else value
-    elif isinstance(value, str) and (match := _YMD.match(value.strip())):
-        try:
-            day = dt.date(*map(int, match.groups()))
-        except ValueError:
-            raise InvalidParameterError(f"{name}={value!r} is not a real day") from None
-    else:
-        raise InvalidParameterError(
-            f"{name}={value!r} is not a date: give a datetime.date, a datetime or 'Y/m/d'"
-        )
-    return f"{day.year:04d}/{day.month:02d}/{day.day:02d}"
-
-
-def _paging(offset_start: int | None, per_page: int | None) -> list[tuple[str, str]]:
-    pairs = []
-    if offset_start is not None:
-        pairs.append(("offset_start", str(_count(offset_start, "offset_start", minimum=0))))
-    if per_page is not None:
-        # The service reads 0 as "the default (10)": refuse it rather than surprise.
-        pairs.append(("per_page", str(_count(per_page, "per_page", minimum=1))))
-    return pairs
-
-
 _count = validate.count
-_items = validate.items
-_name = validate.name
-
-
-def _choice(name: str, value: str | None, allowed: Iterable[str]) -> list[tuple[str, str]]:
-    return [] if value is None else [(name, validate.choice(value, name, allowed))]
-
-
-def _search_type(value: int | str) -> int:
-    if isinstance(value, str) and value in SEARCH_TYPES:
-        return SEARCH_TYPES[value]
-    if value in (0, 1) and not isinstance(value, bool):
-        return int(value)
-    raise InvalidParameterError(
-        f"search_type must be 0 or 'records', 1 or 'stories'; not {value!r}"
-    )
-
-
-def _dates(
-    field: str | None, low: dt.date | str | None, high: dt.date | str | None
-) -> list[tuple[str, str]]:
-    if field is None:
-        if low is not None or high is not None:
-            raise InvalidParameterError(
-                "date_min/date_max need date_field (e.g. date_field='created_on'): the service "
-                "ignores them without it"
-            )
-        return []
-    pairs = [("date_field", _name(field, "date_field"))]
-    if low is not None:
-        pairs.append(("date_min", to_ymd(low, name="date_min")))
-    if high is not None:
-        pairs.append(("date_max", to_ymd(high, name="date_max")))
-    if low is not None and high is not None and pairs[1][1] > pairs[2][1]:
-        raise InvalidParameterError(f"date_min {pairs[1][1]} is after date_max {pairs[2][1]}")
-    return pairs
-
-
-def _status(
-    status: Mapping[int, Mapping[str, Iterable[int] | int]] | None,
-) -> list[tuple[str, str]]:
-    if status is None:
-        return []
-    return [
-        (f"status[{bit}][{state}][]", str(databox_id))
-        for bit, states in validate.status(status).items()
-        for state, databoxes in states.items()
-        for databox_id in databoxes
-    ]
-
-
-# --- answers ------------------------------------------------------------------------------------
-
-
-def normalise_record(item: dict[str, Any]) -> dict[str, Any]:
-    """Add the canonical name beside an older spelling (``updated-on``, ``phrasea_type``, ...).
-
-    Works on records and stories (and the records inside a story), in place; returns ``item``.
-    """
-    if not isinstance(item, dict):
-        return item
-    for old, new in _RENAMES:
-        if old in item and new not in item:
-            item[new] = item[old]
-    if isinstance(item.get("records"), list):
-        for record in item["records"]:
-            normalise_record(record)
-    return item
-
-
-def as_list(value: Any, *, key: str) -> Any:
-    """A list from an object keyed by id (``{"1": {...}}``), the id kept as ``key``.
-
-    Lists and anything else come back unchanged.
-
-    Examples
-    --------
-    >>> as_list({"7": {"name": "Press"}}, key="databox_id")
-    [{'name': 'Press', 'databox_id': 7}]
-    """
-    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
-        return value
-    items = []
-    for ident, item in value.items():
-        item = dict(item)
-        if key not in item:
-            item[key] = int(ident) if str(ident).isdigit() else ident
-        items.append(item)
-    return items
-
-
-def normalise_search(response: dict[str, Any]) -> dict[str, Any]:
-    """Normalise the records and stories of a v1 search answer, in place."""
-    results = response.get("results") if isinstance(response, dict) else None
-    if isinstance(results, dict):
-        for kind in ("records", "stories"):
-            if isinstance(results.get(kind), list):
-                for item in results[kind]:
-                    normalise_record(item)
-    return response
-
-
-def normalise_me(response: dict[str, Any]) -> dict[str, Any]:
-    """Lists for ``collections``/``databoxes`` keyed by id, ``collection_id`` for ``coll_id``."""
-    if not isinstance(response, dict):
-        return response
-    if "collections" in response:
-        response["collections"] = as_list(response["collections"], key="base_id")
-        for collection in _dicts(response["collections"]):
-            normalise_record(collection)
-    if "databoxes" in response:
-        response["databoxes"] = as_list(response["databoxes"], key="databox_id")
-    return response
-
-
-def search_rights(
-    me: Mapping[str, Any],
-) -> tuple[tuple[int, ...], dict[int, tuple[int, list[int]]]]:
-    """What a harvest plans with, from a normalised ``/me/`` answer: the base ids the user may
-    search (``actif``), and ``{base_id: (databox_id, status bits defined)}``.
-
-    Raises
-    ------
-    ResponseFormatError
-        A member is not what ``/me/`` says it is; the message names it.
-    """
-    bases, statuses = [], {}
-    collections = me.get("collections") or []
-    if not isinstance(collections, list):
-        raise _odd("collections", collections, "a list of collections")
-    for index, entry in enumerate(collections):
-        where = f"collections[{index}]"
-        if not isinstance(entry, Mapping):
-            raise _odd(where, entry, "an object")
-        rights = entry.get("rights") or []
-        if not isinstance(rights, list | Mapping):
-            raise _odd(f"{where}.rights", rights, "a list of rights")
-        if "actif" not in rights or entry.get("base_id") is None:
-            continue
-        base = _member_int(entry["base_id"], f"{where}.base_id")
-        bases.append(base)
-        defined = entry.get("statuses") or []
-        if not isinstance(defined, list):
-            raise _odd(f"{where}.statuses", defined, "a list of status bits")
-        bits = set()
-        for position, bit in enumerate(defined):
-            if not isinstance(bit, Mapping):
-                raise _odd(f"{where}.statuses[{position}]", bit, "an object")
-            if "position" in bit:
-                name = f"{where}.statuses[{position}].position"
-                bits.add(_member_int(bit["position"], name, maximum=31))
-        if entry.get("databox_id") is not None and bits:
-            statuses[base] = (_member_int(entry["databox_id"], f"{where}.databox_id"), sorted(bits))
-    return tuple(sorted(set(bases))), statuses
-
-
-def _member_int(value: Any, where: str, *, maximum: int | None = None) -> int:
-    """An id or bit number of an answer: an integer, or a string of digits (older servers)."""
-    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= 18:
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _odd(where, value, "a non-negative integer")
-    if maximum is not None and value > maximum:
-        raise _odd(where, value, f"an integer up to {maximum}")
-    return value
-
-
-def _odd(where: str, value: Any, expected: str) -> ResponseFormatError:
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return ResponseFormatError(
-        f"the /me/ answer's {where} is {shown}, not {expected}: the service (or a proxy) "
-        "answered in a shape mediaframe cannot plan with; please report it"
-    )
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _normalise_entry(entry: Any) -> Any:
-    for item in _dicts(entry.get("items") if isinstance(entry, dict) else None):
-        normalise_record(item.get("record"))  # type: ignore[arg-type]
-    return entry
 
 
 # --- the routes ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import click
 import pandas as pd
 
 from mediaframe.cli.app import State, emit, main, reads
-from mediaframe.routes import RECORD_TYPES, SORTS
+from mediaframe.parameters import RECORD_TYPES, SORTS
 
 __all__ = ["search_filters"]
 

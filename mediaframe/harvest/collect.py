@@ -39,7 +39,7 @@ from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.sync import sync
-from mediaframe.routes import search_rights
+from mediaframe.normalise import search_rights
 
 if TYPE_CHECKING:
     from mediaframe.client import Client

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.routes import search_params, to_ymd
+from mediaframe.parameters import search_params, to_ymd
 
 __all__ = ["DATE_FIELDS", "SEARCH_FILTERS", "Selection"]
 
