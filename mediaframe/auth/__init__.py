@@ -28,6 +28,7 @@ from mediaframe.auth.tokens import (
     redact_url,
     register_secret,
     same_origin,
+    shown_url,
     token_header,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "refresh",
     "register_secret",
     "same_origin",
+    "shown_url",
     "token_from_redirect",
     "token_header",
 ]

@@ -32,6 +32,7 @@ __all__ = [
     "redact_url",
     "register_secret",
     "same_origin",
+    "shown_url",
     "token_header",
 ]
 
@@ -97,26 +98,27 @@ def check_base_url(base_url: str) -> str:
         )
     parts = urlsplit(url)
     if "@" in parts.netloc:
-        shown = f"{parts.scheme}://***@{parts.netloc.rpartition('@')[2]}"
         raise ConfigurationError(
-            f"base_url {shown!r} carries a user name or password: they would be stored and "
-            "shown with the URL. Give the URL alone, and log in with token=, username=/password= "
-            "or `mediaframe login`"
+            f"base_url {shown_url(url)!r} carries a user name or password: they would be stored "
+            "and shown with the URL. Give the URL alone, and log in with token=, "
+            "username=/password= or `mediaframe login`"
         )
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ConfigurationError(
-            f"base_url {url!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
+            f"base_url {shown_url(url)!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
         )
     if parts.query or parts.fragment:
-        raise ConfigurationError(f"base_url {url!r} must not carry a query or a fragment")
+        raise ConfigurationError(
+            f"base_url {shown_url(url)!r} must not carry a query or a fragment"
+        )
     if _host(url) != parts.hostname.lower():
         raise ConfigurationError(
-            f"base_url {url!r} names its host ambiguously; give a plain URL such as "
+            f"base_url {shown_url(url)!r} names its host ambiguously; give a plain URL such as "
             "https://assets.example.org"
         )
     if parts.scheme == "http" and not is_loopback_url(url):
         raise ConfigurationError(
-            f"base_url {url!r} uses plain http: tokens would travel in clear text. "
+            f"base_url {shown_url(url)!r} uses plain http: tokens would travel in clear text. "
             "Use https (plain http is allowed only for 127.0.0.1, ::1 and localhost)"
         )
     return url
@@ -206,6 +208,30 @@ def redact(text: str) -> str:
     text = _redact_values(text)
     text = _SECRET_HEADER.sub(r"\1\2 ***", text)
     return _SECRET_VALUE.sub(r"\1\2***", text)
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit to quote in a message about it, even when it is malformed: what stands before
+    an ``@`` of its authority (a user name and password; the first segment when there is no
+    ``//``) becomes ``***``, a query or fragment (it may hold a token) ``?...``, known secrets
+    ``***``. Unlike :func:`redact_url`, the scheme is kept as given and ``***@`` shows where
+    credentials were.
+
+    Examples
+    --------
+    >>> shown_url("https://ada:pw@assets.example.org/api?oauth_token=abc")
+    'https://***@assets.example.org/api?...'
+    >>> shown_url("ada:pw@assets.example.org")
+    '***@assets.example.org'
+    """
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+    head, sep, rest = url[:cut].partition("//")
+    if not sep:
+        head, rest = "", url[:cut]
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return redact(head + sep + authority + slash + path + ("?..." if cut < len(url) else ""))
 
 
 def redact_url(url: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -195,11 +194,10 @@ def _shown_url(url: str | None) -> str:
     """``url`` as info may print it: a user name or password in it is not repeated."""
     if not url:
         return ""
-    from mediaframe.auth import check_base_url
+    from mediaframe.auth import check_base_url, shown_url
     from mediaframe.exceptions import ConfigurationError
 
     try:
         return check_base_url(url)
     except ConfigurationError as err:
-        masked = re.sub(r"(?<=//)[^/?#]*@", "***@", url)
-        return f"{masked} (refused: {' '.join(str(err).split())})"
+        return f"{shown_url(url)} (refused: {' '.join(str(err).split())})"

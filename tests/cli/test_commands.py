@@ -217,6 +217,13 @@ def test_info_names_folders_profiles_and_hides_the_token(run, emulator, tmp_path
     assert leaky.exit_code == 0, leaky.stderr
     assert "s3cret-pw" not in leaky.stdout and "ada" not in leaky.stdout
     assert "MEDIAFRAME_BASE_URL=https://***@assets.example.org (refused:" in leaky.stdout
+    for url in (
+        "ada:s3cret-pw@assets.example.org",
+        "https://assets.example.org/?oauth_token=s3cret-pw",
+    ):
+        shown = run("info", MEDIAFRAME_BASE_URL=url)
+        assert shown.exit_code == 0, shown.stderr
+        assert "s3cret-pw" not in shown.stdout and "(refused:" in shown.stdout
 
 
 def test_a_hostile_title_from_the_server_is_neutralised_in_every_output(fresh_emulator, tmp_path):

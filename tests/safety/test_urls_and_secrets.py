@@ -56,6 +56,22 @@ def test_credentials_in_the_url_are_refused_without_being_repeated(url):
     assert "pa55w0rd-top" not in texts_of(caught.value)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ada:pa55w0rd-top@assets.example.org",  # no scheme: urllib sees no authority
+        "https://assets.example.org/?oauth_token=pa55w0rd-top",
+        "https://assets.example.org/api#pa55w0rd-top",
+        "http://assets.example.org/?password=pa55w0rd-top",
+        "ftp://ada:pa55w0rd-top@assets.example.org",
+    ],
+)
+def test_a_refused_url_is_quoted_without_what_may_be_a_secret(url):
+    with pytest.raises(ConfigurationError) as caught:
+        check_base_url(url)
+    assert "pa55w0rd-top" not in texts_of(caught.value)
+
+
 def test_the_transport_checks_the_prepared_url_before_sending(settings):
     fake = FakeService(envelope({}))
     transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
