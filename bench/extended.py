@@ -20,9 +20,9 @@ give the identical frame. Extended answers are about four times the bytes of pla
 from __future__ import annotations
 
 import argparse
-import gc
-import time
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,6 +33,9 @@ from mediaframe.emulator.descriptive import EXTENDED_TYPE
 from mediaframe.emulator.flavours import FLAVOURS
 from mediaframe.emulator.structures import STRUCTURES
 from mediaframe.frames import Structure, concat_records, read_records, records
+
+sys.path.insert(0, str(Path(__file__).parent))
+from flatten import timed
 
 PAGE = 1000
 
@@ -57,20 +60,6 @@ def answers(flavour: str, n: int, pages: int) -> tuple[list[bytes], list[bytes],
     return one, paged, structure
 
 
-def timed(work: Callable[[bytes], Any], bodies: list[bytes]) -> tuple[float, list[Any]]:
-    gc.collect()
-    gc.disable()
-    try:
-        results, seconds = [], 0.0
-        for body in bodies:
-            started = time.perf_counter()
-            results.append(work(body))
-            seconds += time.perf_counter() - started
-    finally:
-        gc.enable()
-    return seconds, results
-
-
 def measure(bodies: list[bytes], structure: Structure, repeat: int) -> dict[str, Any]:
     measures: dict[str, Callable[[bytes], Any]] = {
         "a": orjson.loads,
@@ -81,7 +70,7 @@ def measure(bodies: list[bytes], structure: Structure, repeat: int) -> dict[str,
     kept: dict[str, list[Any]] = {}
     for _ in range(repeat):
         for name, work in measures.items():
-            seconds, results = timed(work, bodies)
+            seconds, results = timed(work, bodies, keep_gc=False)
             best[name] = min(best[name], seconds)
             if name != "a":
                 kept[name] = results
