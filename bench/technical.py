@@ -32,7 +32,7 @@ import pandas as pd
 
 from mediaframe import frames
 from mediaframe.cache.datasets import read_frame, write_frame
-from mediaframe.harvest.engine import in_row_order
+from mediaframe.harvest.assemble import in_row_order
 
 ROW_ORDER = ["databox_id", "collection_id", "record_id"]
 

@@ -32,7 +32,8 @@ from mediaframe.exceptions import (
     ConfigurationError,
     NoHitsWarning,
 )
-from mediaframe.harvest.engine import EngineOptions, concat_frames
+from mediaframe.harvest.assemble import concat_frames
+from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.progress import Bars, ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService

@@ -24,7 +24,8 @@ import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import Manifest
-from mediaframe.harvest.engine import EngineOptions, concat_frames, in_row_order
+from mediaframe.harvest.assemble import concat_frames, in_row_order
+from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
 

@@ -14,7 +14,7 @@ import pandas as pd
 from mediaframe import frames
 from mediaframe.cache import HarvestStore
 from mediaframe.harvest import Spec, harvest
-from mediaframe.harvest.engine import in_row_order
+from mediaframe.harvest.assemble import in_row_order
 
 from .fake import FakeService
 
