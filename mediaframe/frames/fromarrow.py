@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -208,18 +208,12 @@ def technical(
     if texts != is_text.sum():
         raise Unreadable("technical values", "an entry holds a text member of its own")
     parents = pc.list_parent_indices(lists).to_numpy()
-    encoded = names.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(), len(dictionary))
     values = numbers.to_numpy(zero_copy_only=False)
     columns: dict[str, Any] = {}
-    for code, name in enumerate(dictionary):
-        positions = order[bounds[code] : bounds[code + 1]]
-        rows = parents[positions]
+    for name, rows, positions in _groups(names, parents, "technical values", ""):
         named = column_name(name)
         named = f"technical_{named}" if named in taken else named
-        if np.any(rows[1:] == rows[:-1]) or named in columns:
-            # a record repeats the name, or two names share a column: records() says which
+        if named in columns:  # two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
         numbers_of, texts_of = values[positions], is_text[positions]
         floats = False  # with text among the values, numbers are rendered as text anyway
@@ -257,6 +251,28 @@ def _placed_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, *, floats: bo
     mask[rows] = False
     kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
     return kind(data, mask)
+
+
+def _groups(
+    keys: pa.Array, rows: np.ndarray, kind: str, prefix: str
+) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+    """Each distinct key of the entries, in order of first sight, with its entries' records
+    (``rows`` at them) and positions; :class:`Unreadable` (``kind``, the key after ``prefix``)
+    if a record repeats it.
+
+    A generator, so that a caller checking or building each key in turn meets a repeated key
+    when it reaches it, not before (technical() then refuses a page for the same reason as
+    ever when it has more than one fault).
+    """
+    encoded = keys.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    for code, key in enumerate(dictionary):
+        positions = order[bounds[code] : bounds[code + 1]]
+        where = rows[positions]
+        if np.any(where[1:] == where[:-1]):
+            raise Unreadable(kind, f"{prefix}{key!r} repeated in a record")
+        yield key, where, positions
 
 
 def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -413,17 +429,10 @@ def _by_key(
     keys: pa.Array, rows: np.ndarray, member: str
 ) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
     """Each key's rows and entry positions; :class:`Unreadable` if a record repeats a key."""
-    encoded = keys.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
-    found = {}
-    for code, key in enumerate(dictionary):
-        positions = order[bounds[code] : bounds[code + 1]]
-        where = rows[positions]
-        if np.any(where[1:] == where[:-1]):
-            raise Unreadable("captions", f"{member} {key!r} repeated in a record")
-        found[key] = (where, positions)
-    return found
+    return {
+        key: (where, positions)
+        for key, where, positions in _groups(keys, rows, "captions", f"{member} ")
+    }
 
 
 def _caption(
