@@ -34,7 +34,8 @@ The tricks, each measured where it is used:
     secret (:func:`mediaframe.auth.install_redaction`); off, the factory in place before is put
     back, and secrets are still scrubbed by a filter on each logger mediaframe's modules log
     through (attached when a secret becomes known and before each transport sends), but not
-    from records of a logger of the hierarchy created after that.
+    from records of a logger of the hierarchy created after that. On, the filters pass the
+    records the factory scrubbed as they are (:func:`is_redacted`): each is scrubbed once.
 
 Arrow's parser of search answers allocates from the C library's allocator rather than Arrow's
 default pool; that is chosen per call (``memory_pool=`` of that one parse), not for the
@@ -63,6 +64,7 @@ __all__ = [
     "active",
     "collector_paused",
     "give_back_memory",
+    "is_redacted",
     "process_tricks",
     "reader_threads",
     "redact_log_records",
@@ -159,6 +161,8 @@ def _new_readers() -> ThreadPoolExecutor:
 # --- log records ------------------------------------------------------------------------------
 
 _HIERARCHY = "mediaframe"
+#: Set on a record the factory scrubbed: the loggers' filters need not scrub it again.
+_REDACTED = "_mediaframe_redacted"
 _redactor: Callable[[logging.LogRecord], None] | None = None
 _installed: _RedactingFactory | None = None
 _factory_lock = threading.Lock()
@@ -179,7 +183,14 @@ class _RedactingFactory:
             and _redacting()
         ):
             redactor(record)
+            setattr(record, _REDACTED, True)
         return record
+
+
+def is_redacted(record: logging.LogRecord) -> bool:
+    """Whether the record factory of :func:`redact_log_records` scrubbed ``record`` as it was
+    made (a filter scrubbing the same records then leaves it as it is)."""
+    return getattr(record, _REDACTED, False) is True
 
 
 def _redacting() -> bool:

@@ -273,10 +273,16 @@ def redact_record(record: logging.LogRecord) -> None:
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that scrubs secrets from every record it sees, then lets it through."""
+    """A logging filter that scrubs secrets from every record it sees, then lets it through.
+
+    A record the process's record factory already scrubbed (the ``mediaframe`` hierarchy's,
+    while the process tricks are on) is let through as it is: scrubbing it again would find
+    nothing and cost a second pass over every message.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        redact_record(record)
+        if not _process.is_redacted(record):
+            redact_record(record)
         return True
 
 

@@ -47,7 +47,7 @@ class PageCheckpoints:
     def _name(self, offset: int, suffix: str) -> str:
         return f"{self.folder}/{offset:010d}.{suffix}"
 
-    def save(self, offset: int, frame: pd.DataFrame, total: int) -> PageEntry:
+    def save(self, offset: int, frame: pd.DataFrame, total: int) -> None:
         """Keep the page read at ``offset`` (``total``: the shard's total on that page)."""
         self._touched = True
         data = to_ipc(frame, {"shard": self.shard_id, "offset": offset})
@@ -60,7 +60,6 @@ class PageCheckpoints:
         )
         self.store.write_checkpoint(self._name(offset, "arrow"), data)
         self.store.write_checkpoint(self._name(offset, "json"), encode(entry))
-        return entry
 
     def restore(self) -> list[tuple[PageEntry, pd.DataFrame]]:
         """The pages kept, in order from offset 0, as long as each is whole and agrees."""

@@ -201,7 +201,12 @@ class HarvestStore:
         return True
 
     def _hold(self, name: str, mode: int) -> int | None:
-        """The lock ``name`` taken with ``mode``; ``None`` if held elsewhere (non-blocking)."""
+        """The lock ``name`` taken with ``mode``; ``None`` if held elsewhere (non-blocking).
+
+        The one place the store takes a lock it may not wait for (``remove_unused``, the
+        sweep), so that a lock file it cannot open reaches the user as a :class:`CacheError`
+        saying what to do, never as a bare ``OSError``.
+        """
         try:
             handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as err:
@@ -332,26 +337,16 @@ class HarvestStore:
         ]
         if not old:
             return
-        readers = self._try_lock(_READERS_LOCK)
-        if readers is False:
-            return  # someone is reading: a later writer sweeps
+        readers = None  # a remote cache takes no locks
+        if self.local:
+            readers = self._hold(_READERS_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if readers is None:
+                return  # someone is reading: a later writer sweeps
         try:
             for name in old:
                 self._remove(name)
         finally:
-            self._unlock(readers if isinstance(readers, int) else None)
-
-    def _try_lock(self, name: str) -> int | bool | None:
-        """An exclusive lock if free right now; ``False`` if held; ``None`` where no locks."""
-        if not self.local:
-            return None
-        handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(handle)
-            return False
-        return handle
+            self._unlock(readers)
 
     def _remove(self, name: str) -> None:
         path = self._path(name)

@@ -328,13 +328,15 @@ def _frame(
     dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
     taken = set(dynamic)
     n = len(struct)
-    if structure is not None:  # the texts renamed in captions and metadata
-        texts -= fromarrow.extended_texts(members)
+    if structure is None:
+        lists = members[_TECHNICAL].combine_chunks()
+        technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
+        return assemble(RECORDS, columns, {**dynamic, **technical}), False
+    captions = fromarrow.entries(members["caption"])  # flattened once, for both calls below
+    texts -= fromarrow.extended_texts(members, captions)  # the texts renamed in them
     lists = members[_TECHNICAL].combine_chunks()
     technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
-    if structure is None:
-        return assemble(RECORDS, columns, {**dynamic, **technical}), False
-    extended = fromarrow.extended(members, n, structure)  # last: it may warn
+    extended = fromarrow.extended(members, n, structure, captions)  # last: it may warn
     extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
     described = any(members[m].null_count < n for m in ("caption", "status"))
     return assemble(RECORDS, columns, {**dynamic, **technical, **extended}), described

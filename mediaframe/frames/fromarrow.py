@@ -6,8 +6,9 @@ answer, or raises :class:`Unreadable`: the caller then takes the decoded route.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,10 +25,12 @@ from mediaframe.frames.technical import column_name
 __all__ = [
     "KNOWN",
     "KNOWN_EXTENDED",
+    "Entries",
     "Unreadable",
     "convert",
     "convert_all",
     "dynamic",
+    "entries",
     "extended",
     "extended_texts",
     "members",
@@ -205,18 +208,12 @@ def technical(
     if texts != is_text.sum():
         raise Unreadable("technical values", "an entry holds a text member of its own")
     parents = pc.list_parent_indices(lists).to_numpy()
-    encoded = names.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(), len(dictionary))
     values = numbers.to_numpy(zero_copy_only=False)
     columns: dict[str, Any] = {}
-    for code, name in enumerate(dictionary):
-        positions = order[bounds[code] : bounds[code + 1]]
-        rows = parents[positions]
+    for name, rows, positions in _groups(names, parents, "technical values", ""):
         named = column_name(name)
         named = f"technical_{named}" if named in taken else named
-        if np.any(rows[1:] == rows[:-1]) or named in columns:
-            # a record repeats the name, or two names share a column: records() says which
+        if named in columns:  # two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
         numbers_of, texts_of = values[positions], is_text[positions]
         floats = False  # with text among the values, numbers are rendered as text anyway
@@ -254,6 +251,28 @@ def _placed_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, *, floats: bo
     mask[rows] = False
     kind = pd.arrays.FloatingArray if floats else pd.arrays.IntegerArray
     return kind(data, mask)
+
+
+def _groups(
+    keys: pa.Array, rows: np.ndarray, kind: str, prefix: str
+) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+    """Each distinct key of the entries, in order of first sight, with its entries' records
+    (``rows`` at them) and positions; :class:`Unreadable` (``kind``, the key after ``prefix``)
+    if a record repeats it.
+
+    A generator, so that a caller checking or building each key in turn meets a repeated key
+    when it reaches it, not before (technical() then refuses a page for the same reason as
+    ever when it has more than one fault).
+    """
+    encoded = keys.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    for code, key in enumerate(dictionary):
+        positions = order[bounds[code] : bounds[code + 1]]
+        where = rows[positions]
+        if np.any(where[1:] == where[:-1]):
+            raise Unreadable(kind, f"{prefix}{key!r} repeated in a record")
+        yield key, where, positions
 
 
 def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -323,25 +342,45 @@ def _rendered(numbers: np.ndarray, present: np.ndarray) -> pa.Array:
 # ------------------------------------------------------------------- extended records
 
 
-def extended(members: dict[str, pa.ChunkedArray], n: int, structure: Structure) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class Entries:
+    """The entries of a list-of-objects member (``caption``, ``status``) of a page's records,
+    flattened: each field's values, each entry's record (``rows``), how many entries are null."""
+
+    fields: dict[str, pa.Array]
+    rows: np.ndarray
+    nulls: int
+
+
+def entries(values: pa.ChunkedArray) -> Entries:
+    """The entries of a list-of-objects member, flattened once for whoever needs them."""
+    lists = values.combine_chunks()
+    flat = pc.list_flatten(lists)
+    return Entries(_fields_of(flat), pc.list_parent_indices(lists).to_numpy(), flat.null_count)
+
+
+def extended(
+    members: dict[str, pa.ChunkedArray], n: int, structure: Structure, captions: Entries
+) -> dict[str, Any]:
     """The ``caption_*`` and ``status_*`` columns of extended records, as
-    :func:`~mediaframe.frames.captions.extended_columns` gives them.
+    :func:`~mediaframe.frames.captions.extended_columns` gives them; ``captions`` are the
+    entries of ``members["caption"]`` (flattened once, for :func:`extended_texts` too).
 
     A caption value that is a number or an array, an entry without its name (or bit), a name or
     bit repeated in a record: :class:`Unreadable`, and records() says what it makes of them.
     Every check comes before the first caption is typed, so that a page that falls back has
     not warned already.
     """
-    caption = _fields(members["caption"], "caption")
+    caption = _whole(captions, "caption").fields
     if caption["name"].null_count or caption["value"].null_count != len(caption["value"]):
         raise Unreadable("captions", "a caption entry has no name, or a value that is not text")
-    names = _by_key(caption["name"], caption["rows"], "caption")
-    status = _fields(members["status"], "status")
-    if status["bit"].null_count:
+    names = _by_key(caption["name"], captions.rows, "caption")
+    status = _whole(entries(members["status"]), "status")
+    if status.fields["bit"].null_count:
         raise Unreadable("captions", "a status entry has no bit")
-    bits = _by_key(status["bit"], status["rows"], "status")
+    bits = _by_key(status.fields["bit"], status.rows, "status")
     columns: dict[str, Any] = {}
-    states = status["state"]
+    states = status.fields["state"]
     for bit, (rows, positions) in bits.items():
         data = np.zeros(n, dtype=bool)
         mask = np.ones(n, dtype=bool)
@@ -365,23 +404,21 @@ def extended(members: dict[str, pa.ChunkedArray], n: int, structure: Structure) 
     return columns
 
 
-def extended_texts(members: dict[str, pa.ChunkedArray]) -> int:
-    """How many text values the captions and metadata of extended records hold (the rewrite
-    renamed them with the technical ones)."""
+def extended_texts(members: dict[str, pa.ChunkedArray], captions: Entries) -> int:
+    """How many text values the captions (``captions``, their entries) and metadata of extended
+    records hold (the rewrite renamed them with the technical ones)."""
+    metadata = _fields_of(pc.list_flatten(members["metadata"].combine_chunks()))
     texts = 0
-    for member in ("caption", "metadata"):
-        entries = pc.list_flatten(members[member].combine_chunks())
-        texts += _fields_of(entries)["text"].is_valid().to_numpy(zero_copy_only=False).sum()
+    for fields in (captions.fields, metadata):
+        texts += fields["text"].is_valid().to_numpy(zero_copy_only=False).sum()
     return int(texts)
 
 
-def _fields(values: pa.ChunkedArray, member: str) -> dict[str, Any]:
-    """The entries of a list-of-objects member by field, and each entry's row (``rows``)."""
-    lists = values.combine_chunks()
-    entries = pc.list_flatten(lists)
-    if entries.null_count:
+def _whole(found: Entries, member: str) -> Entries:
+    """``found``, unless an entry of ``member`` is null: :class:`Unreadable`."""
+    if found.nulls:
         raise Unreadable("captions", f"a {member!r} entry is null")
-    return {**_fields_of(entries), "rows": pc.list_parent_indices(lists).to_numpy()}
+    return found
 
 
 def _fields_of(entries: pa.StructArray) -> dict[str, pa.Array]:
@@ -392,17 +429,10 @@ def _by_key(
     keys: pa.Array, rows: np.ndarray, member: str
 ) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
     """Each key's rows and entry positions; :class:`Unreadable` if a record repeats a key."""
-    encoded = keys.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
-    found = {}
-    for code, key in enumerate(dictionary):
-        positions = order[bounds[code] : bounds[code + 1]]
-        where = rows[positions]
-        if np.any(where[1:] == where[:-1]):
-            raise Unreadable("captions", f"{member} {key!r} repeated in a record")
-        found[key] = (where, positions)
-    return found
+    return {
+        key: (where, positions)
+        for key, where, positions in _groups(keys, rows, "captions", f"{member} ")
+    }
 
 
 def _caption(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Executor
 
 from mediaframe.cache import HarvestStore
-from mediaframe.cache.manifest import PlanFile, ShardEntry
+from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.harvest.plan import ShardCounter
 from mediaframe.harvest.spec import Shard
 
@@ -23,7 +24,11 @@ def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
 
 def kept_shards(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
     """The intact finished shards of a plan, kept without a request (the whole did not move)."""
-    planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    return _kept(store, {leaf.id: leaf for leaf in the_plan.leaves})
+
+
+def _kept(store: HarvestStore, planned: Mapping[str, PlannedShard]) -> dict[str, ShardEntry]:
+    """:func:`kept_shards` of the plan whose leaves are ``planned``, by id."""
     return {
         shard_id: entry
         for shard_id, entry in intact_shards(store).items()
@@ -39,8 +44,8 @@ def still_valid(
     A damaged file is fetched again, and so is a shard whose count moved (records added,
     deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
     """
-    found = list(kept_shards(store, the_plan).values())
     planned = {leaf.id: leaf for leaf in the_plan.leaves}
+    found = list(_kept(store, planned).values())
     shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
     totals = list(pool.map(lambda shard: counter(shard).total, shards))
     return {

@@ -322,16 +322,16 @@ def windows_failed(
     shows (the deepest offset it reached), if any. Filter shards never fail here: the engine
     judges them as they are."""
     windowed = [
-        (Shard.from_dict(leaf.shard).window, outcomes[leaf.id])
+        (window, outcomes[leaf.id])
         for leaf in leaves
-        if leaf.shard.get("window")
+        if leaf.shard.get("window") and (window := Shard.from_dict(leaf.shard).window)
     ]
     if not windowed:
         return False, None
     reached = [
         window[0] + entry.rows
         for window, entry in windowed
-        if window is not None and entry.fault is None and entry.rows < entry.total
+        if entry.fault is None and entry.rows < entry.total
     ]
     cap = min(reached) if reached else None
     failed = any(entry.fault or entry.rows < entry.total for _, entry in windowed)

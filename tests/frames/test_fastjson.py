@@ -240,6 +240,16 @@ def test_a_repeated_technical_name_falls_back_and_keeps_the_last_value(fallbacks
     assert len(fallbacks) == 1
 
 
+def test_a_technical_name_repeated_in_a_record_is_the_reason_given():
+    items = catalogue_items(5, 1)
+    items[2]["technical_informations"] += [
+        {"name": "Mode", "value": 1},
+        {"name": "Mode", "value": 2},
+    ]
+    page = fastjson.read_records(dumps(envelope(items)))
+    assert page.fallback == ("technical values", "'Mode' repeated in a record")
+
+
 def test_each_name_is_typed_by_how_its_numbers_are_written(fallbacks):
     items = catalogue_items(4, 2)
     for index, item in enumerate(items):

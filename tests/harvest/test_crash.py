@@ -166,6 +166,27 @@ def test_a_read_only_cache_says_what_to_do(tmp_path, monkeypatch):
         store.write_shard("x", version(3, "x"), total=3)
 
 
+def test_a_lock_the_sweep_cannot_open_says_what_to_do_and_removes_nothing(tmp_path, monkeypatch):
+    store = HarvestStore(str(tmp_path / "h"))
+    publish(store, version(30, "old"))
+    leftover = tmp_path / "h" / "data-leftover"
+    leftover.mkdir()
+    real_open = os.open
+
+    def refused(path, flags, *args, **kwargs):
+        if str(path).endswith(".readers"):
+            raise OSError(errno.EACCES, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refused)
+    # a writer sweeps on entry, under the readers' lock
+    with pytest.raises(CacheError, match=r"not writable.*MEDIAFRAME_CACHE_DIR"), store.writing():
+        pass
+    monkeypatch.undo()
+    assert leftover.is_dir()
+    pd.testing.assert_frame_equal(store.read_data()[0], version(30, "old"))
+
+
 WRITER = FRAME + textwrap.dedent(
     """
     import sys

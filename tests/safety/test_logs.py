@@ -11,6 +11,7 @@ import pytest
 
 import mediaframe as mf
 from mediaframe import _process, auth
+from mediaframe.auth import tokens
 
 SECRET = "10g5ecre7-10g5ecre7-10g5ecre7"
 LEVELS = [logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL]
@@ -72,19 +73,60 @@ def _log_everything(name: str) -> None:
         logger.setLevel(level)
 
 
+#: How the tricks (and with them the record factory) are switched: on, off at run time, off by
+#: the environment; and whether the factory is then in place.
+SWITCHES = pytest.mark.parametrize(
+    ("chosen", "environment", "factory"),
+    [(True, None, True), (False, None, False), (None, "0", False)],
+    ids=["tricks-on", "tricks-off", "MEDIAFRAME_PROCESS_TRICKS=0"],
+)
+
+
+def _switch(monkeypatch: pytest.MonkeyPatch, chosen: bool | None, environment: str | None) -> None:
+    if environment is not None:
+        monkeypatch.setenv("MEDIAFRAME_PROCESS_TRICKS", environment)
+    mf.process_tricks(chosen)
+
+
 def _leaks(seen: Seen) -> list[str]:
     assert seen.texts, "the handler saw nothing: the test proves nothing"
     return [text for text in seen.texts if SECRET in text]
 
 
-@pytest.mark.parametrize("tricks", [True, False], ids=["tricks-on", "tricks-off"])
-def test_no_logger_of_mediaframes_modules_lets_a_secret_through(seen, tricks):
-    mf.process_tricks(tricks)
+@SWITCHES
+def test_no_logger_of_mediaframes_modules_lets_a_secret_through(
+    seen, monkeypatch, chosen, environment, factory
+):
+    _switch(monkeypatch, chosen, environment)
     names = ["mediaframe", *_mediaframe_loggers()]
     auth.register_secret(SECRET)  # as every token, password and client secret handed over is
     auth.install_redaction()  # as before any request
+    assert _process.redacting_records() is factory
     for name in names:
         _log_everything(name)
+    assert _leaks(seen) == []
+
+
+@SWITCHES
+def test_each_record_is_redacted_once(seen, monkeypatch, chosen, environment, factory):
+    # with the tricks on, the record factory scrubs the record and the logger's own filter
+    # lets it through; off, the filter alone scrubs it
+    _switch(monkeypatch, chosen, environment)
+    logging.getLogger("mediaframe.http")  # a logger of mediaframe's, with its filter
+    auth.register_secret(SECRET)
+    auth.install_redaction()
+    assert _process.redacting_records() is factory
+    scrubbed = []
+    redact_record = tokens.redact_record
+
+    def counted(record: logging.LogRecord) -> None:
+        scrubbed.append(record.msg)
+        redact_record(record)
+
+    monkeypatch.setattr(tokens, "redact_record", counted)  # the filter's
+    monkeypatch.setattr(_process, "_redactor", counted)  # the factory's
+    logging.getLogger("mediaframe.http").warning("sent with token %s", SECRET)
+    assert scrubbed == ["sent with token %s"]
     assert _leaks(seen) == []
 
 
