@@ -142,6 +142,10 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
         return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
     if str(getattr(values, "dtype", "")) == dtype:
         return values  # already so (a Series costs more than the check)
+    if dtype in ("Int64", "Float64") and isinstance(values, pd.arrays.ArrowStringArray):
+        numbers = _text_numbers(values, dtype)
+        if numbers is not None:
+            return numbers
     series = pd.Series(values, copy=False)
     if str(series.dtype) == dtype:
         return values
@@ -158,6 +162,22 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     if (numbers.notna() != present).any() or (numbers[present].abs() > _EXACT).any():
         return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
     if dtype == "Int64" and not (numbers[present] == numbers[present].round()).all():
+        dtype = "Float64"
+    return pd.array(numbers, dtype=dtype)
+
+
+def _text_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:
+    """:func:`stable_array` of a text column, the same steps on the array itself (a Series, and
+    the Python scalars looked for booleans that text never holds, cost twice the parse);
+    ``None`` when the parse gives no nullable numbers, left to the general steps."""
+    numbers = pd.to_numeric(values, errors="coerce")  # parsed as a Series of them is
+    if not isinstance(numbers, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+        return None
+    present = ~values.isna()
+    written = numbers[present]
+    if (numbers.isna() == present).any() or (abs(written) > _EXACT).any():
+        return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
+    if dtype == "Int64" and not (written == written.round()).all():
         dtype = "Float64"
     return pd.array(numbers, dtype=dtype)
 

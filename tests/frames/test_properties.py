@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mediaframe.frames import concat_records, records, technical_long, technical_wide
+from mediaframe.frames.arrays import text
+from mediaframe.frames.flatten import stable_array
 
 from .conftest import parquet_round_trip
 
@@ -123,3 +125,21 @@ def test_an_integer_of_2_53_on_one_page_and_a_float_on_another_concatenate_alike
     whole = records([item for page in pages for item in page])
     pd.testing.assert_frame_equal(concat_records([records(page) for page in pages]), whole)
     assert str(whole["ISO"].dtype) == "Int64" and whole["ISO"].tolist() == [2**53, 0]
+
+
+NUMERIC_TEXT = st.one_of(
+    st.none(),
+    st.sampled_from(["12", "-3", "10.3", "-0", " 7", "+3", "1e5", "nan", "inf", "1/250", "", "x"]),
+    st.integers(-(2**64), 2**64).map(str),
+    st.floats(allow_nan=False).map(repr),
+)
+
+
+@SETTINGS
+@given(st.lists(NUMERIC_TEXT, max_size=12), st.sampled_from(["Int64", "Float64"]))
+def test_stable_numbers_from_a_text_array_are_those_from_a_series_of_it(values, dtype):
+    # a text array takes its own shorter steps; a Series of it takes the general ones
+    array = text(values)
+    fast = stable_array(array, dtype, len(values))
+    general = stable_array(pd.Series(array), dtype, len(values))
+    pd.testing.assert_extension_array_equal(fast, pd.Series(general).array, check_exact=True)
