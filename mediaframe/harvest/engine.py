@@ -170,10 +170,10 @@ def harvest(
         # that do not come back whole (a cap after all, a search that moved) are given up for
         # filter shards, planned from scratch.
         learned: int | None = None  # the cap a server that claimed none showed
-        for windows in (concurrency, 0):
+        for windowing in (concurrency, 0):  # windows in multiples of the threads, then none
             early = EarlyShards(new_task, runner, pool, deliver)
             planning = _Planning(
-                counter, spec, store, early, pool, bases, statuses, provenance, shown, windows
+                counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing
             )
             planning.learned_cap = learned
             the_plan, outcomes = planning.run(resume)

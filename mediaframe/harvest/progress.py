@@ -303,7 +303,7 @@ def _in_kernel() -> bool:
 ProgressOption = bool | Callable[[Snapshot], object] | None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Bars:
     """Makes the displays of one call, each harvest's named (a sync runs two harvests).
 
@@ -313,12 +313,13 @@ class Bars:
 
     kind: str
     callback: Callable[[Snapshot], object] | None = None
-    _early: dict[str, Progress] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    #: The display :meth:`started` shows until a harvest takes it over.
+    _early: Progress | None = dataclasses.field(default=None, init=False, compare=False, repr=False)
 
     def __call__(self, doing: str) -> Progress:
         """A display for ``doing`` the kind's search: ``"harvesting"``, ``"syncing: keys"``."""
         name = self._name(doing)
-        early = self._early.pop("call", None)
+        early, self._early = self._early, None
         if early is not None:
             early.name = name
             return early
@@ -339,12 +340,12 @@ class Bars:
         """
         shown = self("fetching")
         shown.__enter__()
-        self._early["call"] = shown
+        self._early = shown
         try:
             yield
         finally:
-            if self._early.get("call") is shown:
-                del self._early["call"]
+            if self._early is shown:
+                self._early = None
                 shown.close(done=False, erase=True)
 
 
