@@ -209,24 +209,37 @@ def technical(
         raise Unreadable("technical values", "an entry holds a text member of its own")
     parents = pc.list_parent_indices(lists).to_numpy()
     values = numbers.to_numpy(zero_copy_only=False)
+    encoded = names.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    traits = _traits(codes, len(dictionary), values, is_text)
     columns: dict[str, Any] = {}
-    for name, rows, positions in _groups(names, parents, "technical values", ""):
+    groups = _each_group(dictionary, codes, parents, "technical values", "")
+    for code, (name, rows, positions) in enumerate(groups):
         named = column_name(name)
         named = f"technical_{named}" if named in taken else named
         if named in columns:  # two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
-        numbers_of, texts_of = values[positions], is_text[positions]
         floats = False  # with text among the values, numbers are rendered as text anyway
-        if not texts_of.any():
+        if not traits.text[code]:
             stable = _STABLE.get(named)
-            column = None if stable is None else _stable_numbers(n, rows, numbers_of, stable)
-            if column is not None:
-                columns[named] = column
+            if stable in ("Int64", "Float64") and not traits.beyond[code]:
+                # directly in the dtype assemble() would cast it to: Float64, or Int64 unless
+                # a number is fractional (numbers beyond 2**53 are left to the general rule)
+                floats = stable == "Float64" or bool(traits.fractional[code])
+                columns[named] = _placed_numbers(n, rows, values[positions], floats=floats)
                 continue
-            floats = _fractional(numbers_of) or name in whole_floats()
-        columns[named] = _technical_column(
-            n, rows, numbers_of, all_texts, positions, texts_of, floats
-        )
+            floats = bool(traits.fractional[code]) or name in whole_floats()
+        if not floats and traits.beyond_whole[code]:
+            # the float pyarrow read may have rounded an integer's digits away (records() too
+            # makes every number of a name holding a fraction or a float a float)
+            raise Unreadable("technical values", "an integer at or beyond 2**53")
+        if traits.text[code]:
+            texts_of = is_text[positions]
+            column = _text_column(n, rows, values[positions], all_texts, positions, texts_of)
+        else:
+            column = _placed_numbers(n, rows, values[positions], floats=floats)
+        columns[named] = column
     return columns
 
 
@@ -234,13 +247,34 @@ def technical(
 _STABLE = dict(RECORDS.stable)
 
 
-def _stable_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, dtype: str) -> Any:
-    """A stable technical column of numbers only, directly in the dtype assemble() would cast
-    it to: ``Float64``, or ``Int64`` unless a number is fractional. ``None`` for numbers beyond
-    2**53 or a text column, left to the general rule."""
-    if dtype not in ("Int64", "Float64") or np.any(np.abs(numbers) >= 2**53):
-        return None
-    return _placed_numbers(n, rows, numbers, floats=dtype == "Float64" or _fractional(numbers))
+@dataclasses.dataclass(frozen=True)
+class _Traits:
+    """What each technical name's values hold, by the name's code: found in one pass over all
+    entries, rather than a handful of numpy calls for every name of every page.
+
+    ``text``: a text value; ``fractional``: a number not whole; ``beyond``: a number at or beyond
+    2**53; ``beyond_whole``: such a number that is whole (its digits may have been rounded).
+    """
+
+    text: np.ndarray
+    fractional: np.ndarray
+    beyond: np.ndarray
+    beyond_whole: np.ndarray
+
+
+def _traits(codes: np.ndarray, size: int, values: np.ndarray, is_text: np.ndarray) -> _Traits:
+    """The :class:`_Traits` of ``size`` names from their entries' codes, numbers (NaN for a
+    text) and text flags."""
+
+    def some(flags: np.ndarray) -> np.ndarray:
+        found = np.zeros(size, dtype=bool)
+        found[codes[flags]] = True
+        return found
+
+    whole = values == np.floor(values)  # NaN is not
+    beyond = np.abs(values) >= 2**53
+    fractional = ~whole & ~np.isnan(values)
+    return _Traits(some(is_text), some(fractional), some(beyond), some(beyond & whole))
 
 
 def _placed_numbers(n: int, rows: np.ndarray, numbers: np.ndarray, *, floats: bool) -> Any:
@@ -258,15 +292,23 @@ def _groups(
 ) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
     """Each distinct key of the entries, in order of first sight, with its entries' records
     (``rows`` at them) and positions; :class:`Unreadable` (``kind``, the key after ``prefix``)
-    if a record repeats it.
+    if a record repeats it (see :func:`_each_group`)."""
+    encoded = keys.dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    return _each_group(dictionary, codes, rows, kind, prefix)
+
+
+def _each_group(
+    dictionary: list[Any], codes: np.ndarray, rows: np.ndarray, kind: str, prefix: str
+) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+    """:func:`_groups` of keys already encoded as ``dictionary`` and ``codes``.
 
     A generator, so that a caller checking or building each key in turn meets a repeated key
     when it reaches it, not before (technical() then refuses a page for the same reason as
     ever when it has more than one fault).
     """
-    encoded = keys.dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    order, bounds = _grouped(encoded.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    order, bounds = _grouped(codes, len(dictionary))
     for code, key in enumerate(dictionary):
         positions = order[bounds[code] : bounds[code + 1]]
         where = rows[positions]
@@ -288,39 +330,27 @@ def _grouped(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return order, bounds
 
 
-def _fractional(numbers: np.ndarray) -> bool:
-    """Whether some number is not whole (text entries, NaN here, do not count)."""
-    written = numbers[~np.isnan(numbers)]
-    return bool(np.any(written != np.floor(written)))
-
-
-def _technical_column(
+def _text_column(
     n: int,
     rows: np.ndarray,
     numbers: np.ndarray,
     all_texts: pa.Array,
     positions: np.ndarray,
     is_text: np.ndarray,
-    floats: bool,
 ) -> Any:
-    """One name's values placed at their rows, typed as :func:`records` types them.
+    """One name's values, some of them text, placed at their rows as a ``string`` column.
 
     ``numbers`` and ``is_text`` are the name's own; its texts are ``all_texts`` at
-    ``positions``, taken only for a name that has text (the take is most of the cost).
+    ``positions`` (the takes are most of the cost: one for a name of texts only).
     """
-    written = numbers[~is_text]
-    exact = floats and not is_text.any()  # records() too makes every number of the name a float
-    if not exact and np.any((np.abs(written) >= 2**53) & (written == np.floor(written))):
-        # the float pyarrow read may have rounded an integer's digits away
-        raise Unreadable("technical values", "an integer at or beyond 2**53")
-    if not is_text.any():
-        return _placed_numbers(n, rows, numbers, floats=floats)
-    texts = all_texts.take(positions)
-    if not is_text.all():
-        # Text beside numbers: the numbers become text too, written as arrays.render_text does.
-        texts = pc.coalesce(texts, _rendered(numbers, ~is_text))
     index = np.full(n, -1, dtype=np.int64)
-    index[rows] = np.arange(len(rows))
+    if is_text.all():  # taken from all texts at once
+        index[rows] = positions
+        texts = all_texts
+    else:
+        # Text beside numbers: the numbers become text too, written as arrays.render_text does.
+        texts = pc.coalesce(all_texts.take(positions), _rendered(numbers, ~is_text))
+        index[rows] = np.arange(len(rows))
     placed = texts.take(pa.array(index, mask=index < 0))
     return pd.arrays.ArrowStringArray(placed.cast(pa.large_string()))
 
