@@ -99,29 +99,61 @@ def dynamic(values: pa.ChunkedArray, name: str) -> Any:
 
 
 def convert_all(members: dict[str, pa.ChunkedArray], columns: Iterable[Column]) -> dict[str, Any]:
-    """Every declared column by name, as :func:`convert` gives it; the dates of all columns are
-    read in one cast (a page pays each compute call's fixed cost once, not once per column)."""
+    """Every declared column by name, as :func:`convert` gives it, with the same checks in the
+    same order; the columns of one plain type are converted together, and the dates of all
+    columns read in one cast (a page pays each call's fixed cost once, not once per column)."""
+    columns = list(columns)
     converted: dict[str, Any] = {}
     dates: list[Column] = []
+    plain: dict[tuple[str, pa.DataType], list[Column]] = {}
     for column in columns:
+        values = members[column.path]
         if column.dtype == TIMESTAMP and not column.required:
             dates.append(column)
+        elif column.dtype in _PLAIN and not column.joined:
+            if column.required and values.null_count:
+                raise Unreadable("key", f"a record lacks {column.path!r}")  # as convert()
+            plain.setdefault((column.dtype, values.type), []).append(column)
         else:
-            converted[column.name] = convert(members[column.path], column)
+            converted[column.name] = convert(values, column)
+    for (dtype, kind), group in plain.items():
+        together = _together([members[column.path] for column in group], kind)
+        if dtype == "string":
+            whole: Any = together.cast(pa.large_string())
+            for column, (start, n) in zip(group, _spans(group, members), strict=True):
+                converted[column.name] = pd.arrays.ArrowStringArray(whole.slice(start, n))
+        else:
+            whole = _PANDAS_TYPES[kind].__from_arrow__(together)
+            for column, (start, n) in zip(group, _spans(group, members), strict=True):
+                converted[column.name] = whole[start : start + n]
     if dates:
-        chunks = [chunk for column in dates for chunk in members[column.path].chunks]
         try:
-            stamps = _stamps(pa.chunked_array(chunks, pa.string()), "a date")
+            stamps = _stamps(_together([members[c.path] for c in dates], pa.string()), "a date")
         except Unreadable:  # one column at a time, to name the member
             for column in dates:
                 converted[column.name] = convert(members[column.path], column)
-            return converted
-        start = 0
-        for column in dates:
-            n = len(members[column.path])
-            converted[column.name] = _UTC_DTYPE.__from_arrow__(stamps.slice(start, n))
-            start += n
-    return converted
+        else:
+            for column, (start, n) in zip(dates, _spans(dates, members), strict=True):
+                converted[column.name] = _UTC_DTYPE.__from_arrow__(stamps.slice(start, n))
+    return {column.name: converted[column.name] for column in columns}
+
+
+#: The dtypes :func:`convert` gives by one call per column that can as well be one per page.
+_PLAIN = frozenset({"Int64", "Float64", "boolean", "string"})
+
+
+def _together(arrays: list[pa.ChunkedArray], kind: pa.DataType) -> pa.ChunkedArray:
+    """Columns of one type end to end, to be converted in one call and sliced apart."""
+    return pa.chunked_array([chunk for values in arrays for chunk in values.chunks], kind)
+
+
+def _spans(group: list[Column], members: dict[str, pa.ChunkedArray]) -> Iterator[tuple[int, int]]:
+    """Where each column of ``group`` lies in :func:`_together` of them: ``(start, length)``."""
+    start = 0
+    for column in group:
+        n = len(members[column.path])
+        yield start, n
+        start += n
 
 
 def convert(values: pa.ChunkedArray, column: Column) -> Any:

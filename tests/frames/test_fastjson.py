@@ -310,6 +310,14 @@ def test_a_malformed_record_is_named():
         records_json(dumps(envelope(items)))
 
 
+@pytest.mark.parametrize("key", ["databox_id", "record_id"])
+def test_a_record_lacking_a_key_is_named_as_records_names_it(key):
+    items = catalogue_items(5, 1)
+    del items[3][key]
+    with pytest.raises(MalformedItemError, match=f"record #3.*{key}"):
+        records_json(dumps(envelope(items)))
+
+
 @pytest.mark.parametrize(
     "body",
     [
