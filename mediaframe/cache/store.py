@@ -59,7 +59,7 @@ from mediaframe.cache.manifest import (
     is_current,
 )
 from mediaframe.cache.pages import PageCheckpoints
-from mediaframe.exceptions import CacheCorruptError, CacheMissError
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
 
@@ -167,7 +167,7 @@ class HarvestStore:
                 if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
                     return None  # a read-only cache can still be read; nothing removes from it
                 raise write_error(self.url, err) from err
-            fcntl.flock(handle, mode)
+            self._flock(handle, mode)
             if os.fstat(handle).st_nlink:
                 return handle
             # the harvest was removed (remove_unused) while this waited: lock its new folder
@@ -211,12 +211,25 @@ class HarvestStore:
             handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as err:
             raise write_error(self.url, err) from err
+        return handle if self._flock(handle, mode) else None
+
+    def _flock(self, handle: int, mode: int) -> bool:
+        """Lock the open ``handle``; ``False`` (handle closed) if a non-blocking ``mode`` finds
+        it held. A filesystem that cannot lock (``ENOLCK`` on some network mounts) is a
+        :class:`CacheError` saying what to do: two writers there could break the cache."""
         try:
             fcntl.flock(handle, mode)
         except BlockingIOError:
             os.close(handle)
-            return None
-        return handle
+            return False
+        except OSError as err:
+            os.close(handle)
+            raise CacheError(
+                f"could not lock the cache at {self.url} ({err.strerror or err}): its "
+                "filesystem does not support locks; point cache_dir (MEDIAFRAME_CACHE_DIR) at a "
+                "local disk"
+            ) from err
+        return True
 
     @staticmethod
     def _unlock(handle: int | None) -> None:

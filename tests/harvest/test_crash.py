@@ -187,6 +187,33 @@ def test_a_lock_the_sweep_cannot_open_says_what_to_do_and_removes_nothing(tmp_pa
     pd.testing.assert_frame_equal(store.read_data()[0], version(30, "old"))
 
 
+@pytest.mark.parametrize("blocking", [True, False])
+def test_a_filesystem_that_cannot_lock_says_what_to_do_and_keeps_the_data(
+    tmp_path, monkeypatch, blocking
+):
+    import fcntl
+
+    store = HarvestStore(str(tmp_path / "h"))
+    publish(store, version(30, "old"))
+
+    def no_locks(handle, mode):
+        if blocking == (not mode & fcntl.LOCK_NB):
+            raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    # a writer waits for its own lock, then sweeps under the readers' lock without waiting
+    with pytest.raises(
+        CacheError, match=r"cannot lock|does not support locks.*MEDIAFRAME_CACHE_DIR"
+    ):
+        publish(store, version(50, "new"))
+    monkeypatch.undo()
+    # the writer's own lock fails before anything is written; the sweep's after the new
+    # version is published: either way one whole version is there
+    read = store.read_data()[0]
+    expected = version(30, "old") if blocking else version(50, "new")
+    pd.testing.assert_frame_equal(read, expected)
+
+
 WRITER = FRAME + textwrap.dedent(
     """
     import sys
