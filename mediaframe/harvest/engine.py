@@ -24,7 +24,7 @@ from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
-from mediaframe.harvest.kept import intact_shards, kept_shards, still_valid
+from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
     Page,
@@ -153,6 +153,7 @@ def harvest(
     with (
         store.writing(),
         Joiner(combine) as joiner,
+        KeptFrames(store) as kept_frames,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
         runner = executor or pool
@@ -173,8 +174,9 @@ def harvest(
         for windowing in (concurrency, 0):  # windows in multiples of the threads, then none
             early = EarlyShards(new_task, runner, pool, deliver)
             planning = _Planning(
-                counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing
-            )
+                counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing,
+                kept_frames if executor is None else None,
+            )  # fmt: skip
             planning.learned_cap = learned
             the_plan, outcomes = planning.run(resume)
             _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
@@ -184,6 +186,8 @@ def harvest(
             shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
             for shard_id, outcome in outcomes.items():
                 shown.fetched(shard_id, outcome.rows)
+            # kept shards read back meanwhile are joined while the rest is paged
+            read_back = _deliver_kept(outcomes, kept_frames, deliver)
             todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
             outcomes.update(_page(todo, early, runner, new_task(), shown))
             report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
@@ -199,7 +203,7 @@ def harvest(
     shown.writing()
     report.requests += counter.requests
     report.page_reads = reads.summary()
-    held = set() if executor is not None else {leaf.id for leaf in todo}
+    held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
     frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
     report.seconds = round(time.monotonic() - started, 3)
     _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
@@ -226,8 +230,12 @@ class _Planning:
         provenance: Mapping[str, Any] | None,
         shown: Progress,
         windows: int = 0,
+        kept_frames: KeptFrames | None = None,
     ) -> None:
         self.counter, self.spec, self.store, self.early = counter, spec, store, early
+        #: Reads the frames of the finished shards a resume keeps (threads only: Dask workers
+        #: leave every frame in the store).
+        self.kept_frames = kept_frames
         #: With no cap, page by offset windows, a multiple of this many (0: plan filter shards).
         self.windows = windows
         #: A cap the server did not tell of, seen when windows came back short: shards are
@@ -251,20 +259,27 @@ class _Planning:
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
-                return saved, kept_shards(self.store, saved)
+                return saved, self._read_ahead(kept_shards(self.store, saved))
             if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
-                return saved, still_valid(self.store, saved, self.counter, self.pool)
+                valid = still_valid(self.store, saved, self.counter, self.pool)
+                return saved, self._read_ahead(valid)
             # windows of a search that moved no longer hold what they held: plan again
         if resume:
             # Shards finished by a run killed while planning: their counts are trusted if the
             # whole did not move, else each is checked by a one-hit count.
-            self.early.keep(intact_shards(self.store), trusted=unmoved)
+            self.early.keep(self._read_ahead(intact_shards(self.store)), trusted=unmoved)
         else:
             self.store.clear_shards()
         trusted = saved if saved is not None and unmoved else None
         made = self._plan(root, trusted)
         self.early.forget_all_but({leaf.id for leaf in made.leaves})
         return made, dict(self.early.reused)
+
+    def _read_ahead(self, kept: dict[str, ShardEntry]) -> dict[str, ShardEntry]:
+        """``kept``, whose frames start being read back while the rest is planned and paged."""
+        if self.kept_frames is not None:
+            self.kept_frames.read(kept)
+        return kept
 
     def _plan(self, root: Count, saved: PlanFile | None) -> PlanFile:
         """Count and split the root, starting on each leaf as soon as it is proven; the splits
@@ -367,6 +382,20 @@ class _Planning:
             },
             on_split=proven,
         )
+
+
+def _deliver_kept(
+    kept: Mapping[str, ShardEntry], frames: KeptFrames, deliver: Deliver | None
+) -> set[str]:
+    """Hand the frames of the ``kept`` shards already read back to ``deliver``; their ids."""
+    delivered = set()
+    if deliver is not None:
+        for shard_id, entry in kept.items():
+            frame = frames.take(shard_id, entry)
+            if frame is not None:
+                deliver(shard_id, frame)
+                delivered.add(shard_id)
+    return delivered
 
 
 def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:

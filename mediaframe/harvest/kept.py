@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+
+import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
+from mediaframe.exceptions import CacheError
 from mediaframe.harvest.plan import ShardCounter
 from mediaframe.harvest.spec import Shard
 
-__all__ = ["intact_shards", "kept_shards", "still_valid"]
+__all__ = ["KeptFrames", "intact_shards", "kept_shards", "still_valid"]
 
 
 def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
@@ -51,3 +54,44 @@ def still_valid(
     return {
         entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
     }
+
+
+class KeptFrames:
+    """The frames of an interrupted run's finished shards, read back from the store on a
+    thread of their own while the rest of the harvest is planned and paged.
+
+    Read at the end instead, the 61 shards a resume kept of 120 took most of its tail (restoring
+    each frame from its file, then joining them): the resume cost 0.6–0.7 of a fresh run's time
+    for half its requests. A frame is taken only for the entry it was read from; one that could
+    not be read is left for the store to read again at the end, which then says why.
+    """
+
+    def __init__(self, store: HarvestStore) -> None:
+        self.store = store
+        self._reading: dict[str, tuple[ShardEntry, Future[pd.DataFrame]]] = {}
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-kept")
+
+    def __enter__(self) -> KeptFrames:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.shutdown(cancel_futures=True)
+        self._reading.clear()
+
+    def read(self, entries: Mapping[str, ShardEntry]) -> None:
+        """Start reading these shards' frames (those not asked for already)."""
+        for shard_id, entry in entries.items():
+            if shard_id not in self._reading:
+                future = self._thread.submit(self.store.read_shard, entry)
+                self._reading[shard_id] = (entry, future)
+
+    def take(self, shard_id: str, entry: ShardEntry) -> pd.DataFrame | None:
+        """The frame read for ``entry``; ``None`` if it was not asked for, was asked for another
+        entry, or could not be read."""
+        reading = self._reading.pop(shard_id, None)
+        if reading is None or reading[0] != entry:
+            return None
+        try:
+            return reading[1].result()
+        except CacheError:
+            return None

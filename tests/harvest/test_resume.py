@@ -2,12 +2,17 @@
 so a resume costs the unfinished part plus a small constant, and a harvest whose token is
 revoked every few requests converges."""
 
+import dataclasses
+import threading
+
+import pandas as pd
 import pytest
 
 import mediaframe as mf
 from mediaframe.cache import HarvestStore
 from mediaframe.config import Settings
-from mediaframe.exceptions import TokenRejectedError
+from mediaframe.exceptions import CacheCorruptError, TokenRejectedError
+from mediaframe.harvest.kept import KeptFrames
 
 from .fake import FakeService
 from .test_engine import Crash, keys, run
@@ -153,3 +158,43 @@ def test_pages_are_kept_while_paging_only_every_few_seconds(tmp_path, monkeypatc
         assert max(on_disk) == 0, "a fast shard keeps no page"
     else:
         assert on_disk[-1] == 24, on_disk  # when the last page is asked: all 24 before it
+
+
+def test_a_resume_reads_its_kept_shards_back_while_the_rest_is_paged(tmp_path, monkeypatch):
+    """Read at the end, the kept shards were most of a resume's tail."""
+    service = FakeService.build(3000, cap=100)
+    crash_after(service, tmp_path, 120, 100)
+    kept = HarvestStore(str(tmp_path / "h")).finished_shards()
+    assert kept, "the crash left finished shards"
+    readers: list[str] = []
+    real = HarvestStore.read_shard
+
+    def spied(self, entry):
+        readers.append(threading.current_thread().name)
+        return real(self, entry)
+
+    monkeypatch.setattr(HarvestStore, "read_shard", spied)
+    frame, report = run(service, tmp_path, per_page=100)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards == len(kept)
+    assert len(readers) == len(kept)
+    assert all(name.startswith("mediaframe-kept") for name in readers), readers
+
+
+def test_kept_frames_are_taken_only_for_the_entry_read_and_only_when_readable(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    frame = pd.DataFrame({"databox_id": pd.array([1, 1], dtype="Int64"), "n": [1, 2]})
+    good = store.write_shard("good", frame, total=2)
+    bad = store.write_shard("bad", frame, total=2)
+    (tmp_path / "h" / bad.file).write_bytes(b"damaged")
+    with KeptFrames(store) as kept:
+        kept.read({"good": good, "bad": bad})
+        other = dataclasses.replace(good, rows=3)
+        assert kept.take("good", other) is None  # read for another entry
+        kept.read({"good": good})
+        pd.testing.assert_frame_equal(kept.take("good", good), frame)
+        assert kept.take("good", good) is None  # taken once
+        assert kept.take("bad", bad) is None  # left for the store, which says why
+        assert kept.take("never", good) is None
+    with pytest.raises(CacheCorruptError):
+        store.read_shard(bad)
