@@ -198,3 +198,19 @@ def test_record_pages_are_read_from_bytes_not_decoded(capped, settings, monkeypa
     monkeypatch.setattr(mf.routes.API, "search", decoded)
     frame = connect(capped, settings).records(record_type="document", refresh=True)
     assert len(frame) == (capped.ground_truth().media_type == "document").sum()
+
+
+def test_shards_of_one_page_give_the_frame_shards_of_many_pages_give(
+    fresh_emulator, tmp_path, flavour
+):
+    """A shard of one page is that page's frame, not joined again: the result is the same."""
+    emu = fresh_emulator(records=1500, seed=5, cap=100)
+    frames = []
+    for per_page in (100, 30):  # one page a shard under the cap; several
+        settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+            cache_dir=tmp_path / f"cache{per_page}", progress=False, per_page=per_page
+        )
+        client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+        frames.append(client.records(extended=True))
+        assert mf.HarvestReport.from_frame(frames[-1]).complete
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
