@@ -6,9 +6,11 @@ import io
 import socketserver
 import sys
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from email.message import Message
+from typing import Any, cast
 from urllib.parse import urlsplit
+from wsgiref.headers import Headers
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 import requests
@@ -20,10 +22,24 @@ from mediaframe.emulator.faults import DropConnection
 
 
 class _Handler(ServerHandler):
-    """wsgiref's handler, except that a dropped connection sends nothing at all."""
+    """wsgiref's handler, except that a dropped connection sends nothing at all, and that it
+    answers in HTTP/1.1, keeping the connection open when the answer says its length."""
 
     dropped = False
     request_handler: WSGIRequestHandler | None = None  # set as wsgiref's own handler does
+    http_version = "1.1"
+    environ: dict[str, Any]  # set by wsgiref's run(), as its own handler uses them
+    headers: Headers
+    #: The answer carried its ``Content-Length`` and the client did not ask to close: the
+    #: connection can serve its next request.
+    reusable = False
+
+    def cleanup_headers(self) -> None:
+        super().cleanup_headers()
+        wants_close = self.environ.get("HTTP_CONNECTION", "").lower() == "close"
+        self.reusable = "Content-Length" in self.headers and not wants_close
+        if not self.reusable:
+            self.headers["Connection"] = "close"  # else the client could reuse a closed socket
 
     def handle_error(self) -> None:
         if isinstance(sys.exc_info()[1], DropConnection):
@@ -39,9 +55,14 @@ class _Handler(ServerHandler):
 class _RequestHandler(WSGIRequestHandler):
     """Quiet request handler that closes the socket without an answer on DropConnection.
 
-    Its socket times out after ``server.connection_timeout`` seconds without a byte, so an idle
-    or dripping client cannot hold its thread for ever.
+    Connections are kept alive between requests, as deployed servers keep them (wsgiref's own
+    handler serves one request a connection: every request then paid a new connection and a new
+    server thread). Its socket times out after ``server.connection_timeout`` seconds without a
+    byte within a request, and after ``server.keepalive_timeout`` between two, so an idle or
+    dripping client cannot hold its thread for ever.
     """
+
+    protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
         super().setup()
@@ -51,17 +72,27 @@ class _RequestHandler(WSGIRequestHandler):
         pass  # the emulator serves tests and notebooks: no access log on stderr
 
     def handle(self) -> None:
+        self.close_connection = True
         try:
             self._handle()
+            while not self.close_connection:
+                self.connection.settimeout(self.server.keepalive_timeout)  # type: ignore[attr-defined]
+                if not cast(io.BufferedReader, self.rfile).peek(1):  # the client closed its end
+                    return
+                self.connection.settimeout(self.server.connection_timeout)  # type: ignore[attr-defined]
+                self._handle()
         except TimeoutError:
             self.close_connection = True  # the client went quiet: free the thread
 
     def _handle(self) -> None:
+        self.close_connection = True  # unless the request and its answer allow another
         self.raw_requestline = self.rfile.readline(65537)
         if len(self.raw_requestline) > 65536 or not self.parse_request():
+            self.close_connection = True
             return
+        body = _Body(self.rfile, self.headers)
         handler = _Handler(
-            self.rfile,
+            cast(io.BufferedIOBase, body),  # read as wsgi.input: only read* are used
             self.wfile,  # type: ignore[arg-type]  # a socket writer, as wsgiref passes it too
             self.get_stderr(),
             self.get_environ(),
@@ -69,8 +100,47 @@ class _RequestHandler(WSGIRequestHandler):
         )
         handler.request_handler = self
         handler.run(self.server.get_app())  # type: ignore[attr-defined]  # our WSGIServer
-        if handler.dropped:
-            self.close_connection = True
+        if handler.dropped or not handler.reusable or not body.whole:
+            self.close_connection = True  # what is left of the request would be misread
+
+
+class _Body:
+    """A request's body as the app reads it: no further than its ``Content-Length``, so that
+    the next request on the connection starts where this one ends."""
+
+    def __init__(self, stream: io.BufferedIOBase, headers: Message) -> None:
+        self.stream = stream
+        length = headers.get("Content-Length", "0")
+        self.left = int(length) if length.isdigit() else -1
+        #: a length that cannot be told (chunked, malformed) leaves the connection to close
+        self.framed = self.left >= 0 and "Transfer-Encoding" not in headers
+
+    @property
+    def whole(self) -> bool:
+        """The body was framed and read to its end."""
+        return self.framed and self.left == 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        if not self.framed:
+            return self.stream.read(size)
+        size = self.left if size is None or size < 0 else min(size, self.left)
+        data: bytes = self.stream.read(size) if size else b""
+        self.left -= len(data)
+        return data
+
+    def readline(self, size: int | None = -1) -> bytes:
+        if not self.framed:
+            return self.stream.readline(size)
+        size = self.left if size is None or size < 0 else min(size, self.left)
+        data: bytes = self.stream.readline(size) if size else b""
+        self.left -= len(data)
+        return data
+
+    def readlines(self, hint: int = -1) -> list[bytes]:
+        return list(iter(self.readline, b""))  # the hint is optional (PEP 3333)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
 
 
 class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
@@ -94,9 +164,13 @@ class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
         max_connections: int = 64,
         connection_timeout: float = 30.0,
         queue_wait: float = 5.0,
+        keepalive_timeout: float = 5.0,
     ) -> None:
         super().__init__(address, handler)
         self.connection_timeout = connection_timeout
+        #: Seconds an open connection may wait for its next request (Apache's default): idle
+        #: connections a client keeps in its pool give their threads back soon.
+        self.keepalive_timeout = min(keepalive_timeout, connection_timeout)
         self.queue_wait = queue_wait
         self._slots = threading.BoundedSemaphore(max_connections)
 

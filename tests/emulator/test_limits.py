@@ -131,3 +131,87 @@ def test_connections_beyond_the_cap_do_not_get_threads():
         for sock in idle:
             sock.close()
         server.stop()
+
+
+def _answer(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP answer read from ``sock``: its head and its body (by Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"the server hung up after {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head, body
+
+
+def test_a_connection_serves_request_after_request_as_deployed_servers_do():
+    """wsgiref alone answers one request a connection: a harvest then opened one per page."""
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    server.start()
+    try:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            for _ in range(3):
+                form = b"per_page=1"
+                sock.sendall(
+                    b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nAuthorization: OAuth "
+                    + emu.token.encode()
+                    + b"\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + b"Content-Length: %d\r\n\r\n" % len(form)
+                    + form
+                )
+                head, body = _answer(sock)
+                assert head.startswith(b"HTTP/1.1 200") and b'"total_results"' in body
+                assert b"connection: close" not in head.lower()
+            # a client asking to close gets its answer, then the end of the connection
+            sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            head, _ = _answer(sock)
+            assert b"connection: close" in head.lower()
+            assert sock.recv(1) == b""
+    finally:
+        server.stop()
+
+
+def test_a_request_whose_body_cannot_be_framed_closes_its_connection():
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    server.start()
+    try:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(
+                b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"3\r\nabc\r\n0\r\n\r\n"
+            )
+            sock.settimeout(5)
+            received = b""
+            while chunk := sock.recv(65536):  # answered (or not), then hung up: no misread
+                received += chunk
+            assert b"HTTP/1.1 " not in received.split(b"\r\n\r\n", 1)[-1]
+    finally:
+        server.stop()
+
+
+def test_an_idle_kept_alive_connection_gives_its_thread_back():
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    server._server.keepalive_timeout = 0.3
+    server.start()
+    try:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            _answer(sock)
+            started = time.monotonic()
+            assert sock.recv(1) == b""  # closed once idle for the keep-alive timeout
+            assert time.monotonic() - started < 3
+    finally:
+        server.stop()
