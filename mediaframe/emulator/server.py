@@ -42,6 +42,9 @@ class _Handler(ServerHandler):
             self.headers["Connection"] = "close"  # else the client could reuse a closed socket
 
     def handle_error(self) -> None:
+        # an answer cut by an error ends its connection; an error answer sent whole (500)
+        # makes it reusable again as its headers are cleaned up
+        self.reusable = False
         if isinstance(sys.exc_info()[1], DropConnection):
             self.dropped = True
             return

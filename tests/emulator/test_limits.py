@@ -215,3 +215,24 @@ def test_an_idle_kept_alive_connection_gives_its_thread_back():
             assert time.monotonic() - started < 3
     finally:
         server.stop()
+
+
+def test_an_answer_cut_by_an_error_ends_its_connection():
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "6")])
+        yield b"abc"
+        raise RuntimeError("the app failed mid-answer")
+
+    server = LoopbackServer(app)
+    server.start()
+    try:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            started, received = time.monotonic(), b""
+            while chunk := sock.recv(65536):
+                received += chunk
+            assert received.endswith(b"abc")  # never reused with three bytes missing
+            assert time.monotonic() - started < 2
+    finally:
+        server.stop()
