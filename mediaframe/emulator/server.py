@@ -124,18 +124,17 @@ class _Body:
         return self.framed and self.left == 0
 
     def read(self, size: int | None = -1) -> bytes:
-        if not self.framed:
-            return self.stream.read(size)
-        size = self.left if size is None or size < 0 else min(size, self.left)
-        data: bytes = self.stream.read(size) if size else b""
-        self.left -= len(data)
-        return data
+        return self._within(self.stream.read, size)
 
     def readline(self, size: int | None = -1) -> bytes:
+        return self._within(self.stream.readline, size)
+
+    def _within(self, reader: Callable[[int | None], bytes], size: int | None) -> bytes:
+        """``reader(size)``, never past the body's end."""
         if not self.framed:
-            return self.stream.readline(size)
+            return reader(size)
         size = self.left if size is None or size < 0 else min(size, self.left)
-        data: bytes = self.stream.readline(size) if size else b""
+        data = reader(size) if size else b""
         self.left -= len(data)
         return data
 

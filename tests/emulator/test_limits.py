@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 import requests
@@ -88,49 +90,53 @@ def test_a_non_ascii_basic_header_on_the_token_endpoint_is_a_bad_request(served,
     assert answer.status_code == 400 and answer.json() == {"error": "invalid_client"}
 
 
-def test_an_idle_connection_is_closed_after_the_connection_timeout():
-    emu = Emulator(records=50, seed=1)
-    server = LoopbackServer(emu.app, connection_timeout=0.5)
+@contextlib.contextmanager
+def serving(server: LoopbackServer) -> Iterator[tuple[str, int]]:
+    """``server`` started, as the address to connect to; stopped afterwards."""
     server.start()
     try:
         host, port = server.base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as idle:
-            idle.sendall(b"GET /api/ HT")  # and then nothing
-            started = time.monotonic()
-            assert idle.recv(1024) == b""  # the server hung up
-        assert time.monotonic() - started < 3
+        yield host, int(port)
     finally:
         server.stop()
+
+
+def test_an_idle_connection_is_closed_after_the_connection_timeout():
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app, connection_timeout=0.5)
+    with serving(server) as address, socket.create_connection(address, timeout=5) as idle:
+        idle.sendall(b"GET /api/ HT")  # and then nothing
+        started = time.monotonic()
+        assert idle.recv(1024) == b""  # the server hung up
+    assert time.monotonic() - started < 3
 
 
 def test_connections_beyond_the_cap_do_not_get_threads():
     emu = Emulator(records=50, seed=1)
     server = LoopbackServer(emu.app, max_connections=2, connection_timeout=3)
     server._server.queue_wait = 0.2
-    server.start()
-    host, port = server.base_url.removeprefix("http://").split(":")
-    idle = []
-    try:
-        before = threading.active_count()
-        for _ in range(6):
-            sock = socket.create_connection((host, int(port)), timeout=5)
-            sock.sendall(b"GET /api/ HT")
-            idle.append(sock)
-        time.sleep(1.0)
-        assert threading.active_count() - before <= 2
-        # the connections over the cap were closed unanswered
-        closed = 0
-        for sock in idle[2:]:
-            sock.settimeout(2)
-            try:
-                closed += sock.recv(1) == b""
-            except OSError:
-                closed += 1
-        assert closed == 4
-    finally:
-        for sock in idle:
-            sock.close()
-        server.stop()
+    with serving(server) as address:
+        idle = []
+        try:
+            before = threading.active_count()
+            for _ in range(6):
+                sock = socket.create_connection(address, timeout=5)
+                sock.sendall(b"GET /api/ HT")
+                idle.append(sock)
+            time.sleep(1.0)
+            assert threading.active_count() - before <= 2
+            # the connections over the cap were closed unanswered
+            closed = 0
+            for sock in idle[2:]:
+                sock.settimeout(2)
+                try:
+                    closed += sock.recv(1) == b""
+                except OSError:
+                    closed += 1
+            assert closed == 4
+        finally:
+            for sock in idle:
+                sock.close()
 
 
 def _answer(sock: socket.socket) -> tuple[bytes, bytes]:
@@ -155,66 +161,51 @@ def test_a_connection_serves_request_after_request_as_deployed_servers_do():
     """wsgiref alone answers one request a connection: a harvest then opened one per page."""
     emu = Emulator(records=50, seed=1)
     server = LoopbackServer(emu.app)
-    server.start()
-    try:
-        host, port = server.base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            for _ in range(3):
-                form = b"per_page=1"
-                sock.sendall(
-                    b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nAuthorization: OAuth "
-                    + emu.token.encode()
-                    + b"\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                    + b"Content-Length: %d\r\n\r\n" % len(form)
-                    + form
-                )
-                head, body = _answer(sock)
-                assert head.startswith(b"HTTP/1.1 200") and b'"total_results"' in body
-                assert b"connection: close" not in head.lower()
-            # a client asking to close gets its answer, then the end of the connection
-            sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            head, _ = _answer(sock)
-            assert b"connection: close" in head.lower()
-            assert sock.recv(1) == b""
-    finally:
-        server.stop()
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        for _ in range(3):
+            form = b"per_page=1"
+            sock.sendall(
+                b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nAuthorization: OAuth "
+                + emu.token.encode()
+                + b"\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(form)
+                + form
+            )
+            head, body = _answer(sock)
+            assert head.startswith(b"HTTP/1.1 200") and b'"total_results"' in body
+            assert b"connection: close" not in head.lower()
+        # a client asking to close gets its answer, then the end of the connection
+        sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, _ = _answer(sock)
+        assert b"connection: close" in head.lower()
+        assert sock.recv(1) == b""
 
 
 def test_a_request_whose_body_cannot_be_framed_closes_its_connection():
     emu = Emulator(records=50, seed=1)
     server = LoopbackServer(emu.app)
-    server.start()
-    try:
-        host, port = server.base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(
-                b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                b"3\r\nabc\r\n0\r\n\r\n"
-            )
-            sock.settimeout(5)
-            received = b""
-            while chunk := sock.recv(65536):  # answered (or not), then hung up: no misread
-                received += chunk
-            assert b"HTTP/1.1 " not in received.split(b"\r\n\r\n", 1)[-1]
-    finally:
-        server.stop()
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(
+            b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n\r\n"
+        )
+        sock.settimeout(5)
+        received = b""
+        while chunk := sock.recv(65536):  # answered (or not), then hung up: no misread
+            received += chunk
+        assert b"HTTP/1.1 " not in received.split(b"\r\n\r\n", 1)[-1]
 
 
 def test_an_idle_kept_alive_connection_gives_its_thread_back():
     emu = Emulator(records=50, seed=1)
     server = LoopbackServer(emu.app)
     server._server.keepalive_timeout = 0.3
-    server.start()
-    try:
-        host, port = server.base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
-            _answer(sock)
-            started = time.monotonic()
-            assert sock.recv(1) == b""  # closed once idle for the keep-alive timeout
-            assert time.monotonic() - started < 3
-    finally:
-        server.stop()
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        _answer(sock)
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # closed once idle for the keep-alive timeout
+        assert time.monotonic() - started < 3
 
 
 def test_an_answer_cut_by_an_error_ends_its_connection():
@@ -224,15 +215,10 @@ def test_an_answer_cut_by_an_error_ends_its_connection():
         raise RuntimeError("the app failed mid-answer")
 
     server = LoopbackServer(app)
-    server.start()
-    try:
-        host, port = server.base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            started, received = time.monotonic(), b""
-            while chunk := sock.recv(65536):
-                received += chunk
-            assert received.endswith(b"abc")  # never reused with three bytes missing
-            assert time.monotonic() - started < 2
-    finally:
-        server.stop()
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        started, received = time.monotonic(), b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        assert received.endswith(b"abc")  # never reused with three bytes missing
+        assert time.monotonic() - started < 2
