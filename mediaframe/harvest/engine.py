@@ -157,8 +157,10 @@ def harvest(
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
         runner = executor or pool
-        # Threads hand their frames to the joiner; Dask workers leave theirs in the store.
+        # Threads hand their frames to the joiner; Dask workers leave theirs in the store, and
+        # so the kept shards are read back from it at the end, not ahead.
         deliver = joiner.add if executor is None else None
+        reading = kept_frames if executor is None else None
 
         def new_task(deliver: Deliver | None = deliver) -> ShardTask:
             # a shard's rows are shown once written, even before the planner proves it a leaf
@@ -175,7 +177,7 @@ def harvest(
             early = EarlyShards(new_task, runner, pool, deliver)
             planning = _Planning(
                 counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing,
-                kept_frames if executor is None else None,
+                reading,
             )  # fmt: skip
             planning.learned_cap = learned
             the_plan, outcomes = planning.run(resume)
@@ -186,10 +188,11 @@ def harvest(
             shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
             for shard_id, outcome in outcomes.items():
                 shown.fetched(shard_id, outcome.rows)
-            # kept shards read back meanwhile are joined while the rest is paged
-            read_back = _deliver_kept(outcomes, kept_frames, deliver)
             todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
-            outcomes.update(_page(todo, early, runner, new_task(), shown))
+            paging = _start(todo, early, runner, new_task())
+            # kept shards read back meanwhile are joined while the rest is paged
+            read_back = _deliver_kept(outcomes, reading, deliver)
+            outcomes.update(_finished(todo, paging, shown))
             report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
             for leaf in todo:
                 reads.merge(outcomes[leaf.id].page_reads)
@@ -385,17 +388,15 @@ class _Planning:
 
 
 def _deliver_kept(
-    kept: Mapping[str, ShardEntry], frames: KeptFrames, deliver: Deliver | None
+    kept: Mapping[str, ShardEntry], frames: KeptFrames | None, deliver: Deliver | None
 ) -> set[str]:
-    """Hand the frames of the ``kept`` shards already read back to ``deliver``; their ids."""
-    delivered = set()
-    if deliver is not None:
-        for shard_id, entry in kept.items():
-            frame = frames.take(shard_id, entry)
-            if frame is not None:
-                deliver(shard_id, frame)
-                delivered.add(shard_id)
-    return delivered
+    """Hand the frames of the ``kept`` shards read back to ``deliver``; their ids."""
+    if frames is None or deliver is None:
+        return set()
+    taken = frames.taken(kept)
+    for shard_id, frame in taken.items():
+        deliver(shard_id, frame)
+    return set(taken)
 
 
 def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:
@@ -425,18 +426,20 @@ def _refuse_stuck(
     )
 
 
-def _page(
-    todo: list[PlannedShard],
-    early: EarlyShards,
-    runner: Executor,
-    task: ShardTask,
-    shown: Progress,
-) -> dict[str, ShardEntry]:
-    """Page every unfinished shard (those started while planning are waited for)."""
-    futures: list[Future[ShardEntry]] = [
+def _start(
+    todo: list[PlannedShard], early: EarlyShards, runner: Executor, task: ShardTask
+) -> list[Future[ShardEntry]]:
+    """Start paging every unfinished shard (those started while planning go on)."""
+    return [
         early.futures.pop(leaf.id) if leaf.id in early.futures else runner.submit(task, leaf)
         for leaf in todo
     ]
+
+
+def _finished(
+    todo: list[PlannedShard], futures: list[Future[ShardEntry]], shown: Progress
+) -> dict[str, ShardEntry]:
+    """The outcomes of the shards :func:`_start` started, as they finish."""
     outcomes = {}
     for leaf, future in zip(todo, futures, strict=True):
         outcome = outcomes[leaf.id] = future.result()

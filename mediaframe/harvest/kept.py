@@ -95,3 +95,12 @@ class KeptFrames:
             return reading[1].result()
         except CacheError:
             return None
+
+    def taken(self, kept: Mapping[str, ShardEntry]) -> dict[str, pd.DataFrame]:
+        """The frames read for the ``kept`` entries, by id; the frames of shards the plan did
+        not keep are let go (cancelled when not read yet), not held to the end."""
+        frames = {shard_id: self.take(shard_id, entry) for shard_id, entry in kept.items()}
+        for _, future in self._reading.values():
+            future.cancel()
+        self._reading.clear()
+        return {shard_id: frame for shard_id, frame in frames.items() if frame is not None}

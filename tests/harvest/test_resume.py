@@ -198,3 +198,15 @@ def test_kept_frames_are_taken_only_for_the_entry_read_and_only_when_readable(tm
         assert kept.take("never", good) is None
     with pytest.raises(CacheCorruptError):
         store.read_shard(bad)
+
+
+def test_kept_frames_let_go_of_the_shards_the_plan_did_not_keep(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    frame = pd.DataFrame({"databox_id": pd.array([1, 1], dtype="Int64"), "n": [1, 2]})
+    kept, dropped = (store.write_shard(name, frame, total=2) for name in ("kept", "dropped"))
+    with KeptFrames(store) as frames:
+        frames.read({"kept": kept, "dropped": dropped})
+        taken = frames.taken({"kept": kept})
+        assert list(taken) == ["kept"]
+        pd.testing.assert_frame_equal(taken["kept"], frame)
+        assert frames.take("dropped", dropped) is None  # not held to the end
