@@ -23,32 +23,37 @@ from mediaframe.emulator.faults import DropConnection
 
 class _Handler(ServerHandler):
     """wsgiref's handler, except that a dropped connection sends nothing at all, and that it
-    answers in HTTP/1.1, keeping the connection open when the answer says its length."""
+    answers in HTTP/1.1, saying when the connection closes after its answer."""
 
-    dropped = False
-    request_handler: WSGIRequestHandler | None = None  # set as wsgiref's own handler does
+    request_handler: _RequestHandler | None = None  # set as wsgiref's own handler does
     http_version = "1.1"
     environ: dict[str, Any]  # set by wsgiref's run(), as its own handler uses them
     headers: Headers
-    #: The answer carried its ``Content-Length`` and the client did not ask to close: the
-    #: connection can serve its next request.
-    reusable = False
+    headers_sent: bool
 
     def cleanup_headers(self) -> None:
         super().cleanup_headers()
-        wants_close = self.environ.get("HTTP_CONNECTION", "").lower() == "close"
-        self.reusable = "Content-Length" in self.headers and not wants_close
-        if not self.reusable:
-            self.headers["Connection"] = "close"  # else the client could reuse a closed socket
+        handler = self.request_handler
+        assert handler is not None
+        # Another request may follow only where this answer says its length, the request was
+        # read to its end, and it was no HEAD (wsgiref writes the body even then). Decided
+        # before the headers go, so the client never reuses a socket about to close.
+        if (
+            "Content-Length" not in self.headers
+            or not handler.body.whole
+            or self.environ["REQUEST_METHOD"] == "HEAD"
+        ):
+            handler.close_connection = True
+        if handler.close_connection:
+            self.headers["Connection"] = "close"
 
     def handle_error(self) -> None:
-        # an answer cut by an error ends its connection; an error answer sent whole (500)
-        # makes it reusable again as its headers are cleaned up
-        self.reusable = False
-        if isinstance(sys.exc_info()[1], DropConnection):
-            self.dropped = True
-            return
-        super().handle_error()
+        assert self.request_handler is not None
+        dropped = isinstance(sys.exc_info()[1], DropConnection)
+        if dropped or self.headers_sent:  # no answer, or one cut short: the connection ends
+            self.request_handler.close_connection = True
+        if not dropped:
+            super().handle_error()  # a whole 500 when nothing was sent yet
 
     def log_exception(self, exc_info) -> None:
         if not isinstance(exc_info[1], DropConnection):
@@ -60,16 +65,19 @@ class _RequestHandler(WSGIRequestHandler):
 
     Connections are kept alive between requests, as deployed servers keep them (wsgiref's own
     handler serves one request a connection: every request then paid a new connection and a new
-    server thread). Its socket times out after ``server.connection_timeout`` seconds without a
-    byte within a request, and after ``server.keepalive_timeout`` between two, so an idle or
-    dripping client cannot hold its thread for ever.
+    server thread), until the server stops. Its socket times out after
+    ``server.connection_timeout`` seconds without a byte within a request, and after
+    ``server.keepalive_timeout`` between two, so an idle or dripping client cannot hold its
+    thread for ever.
     """
 
     protocol_version = "HTTP/1.1"
+    server: ThreadingServer
+    body: _Body
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.connection_timeout)  # type: ignore[attr-defined]
+        self.connection.settimeout(self.server.connection_timeout)
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # the emulator serves tests and notebooks: no access log on stderr
@@ -79,32 +87,32 @@ class _RequestHandler(WSGIRequestHandler):
         try:
             self._handle()
             while not self.close_connection:
-                self.connection.settimeout(self.server.keepalive_timeout)  # type: ignore[attr-defined]
-                if not cast(io.BufferedReader, self.rfile).peek(1):  # the client closed its end
-                    return
-                self.connection.settimeout(self.server.connection_timeout)  # type: ignore[attr-defined]
+                self.connection.settimeout(self.server.keepalive_timeout)
+                waiting = cast(io.BufferedReader, self.rfile).peek(1)
+                if not waiting or self.server.stopping.is_set():
+                    return  # the client closed its end, or the server stopped meanwhile
+                self.connection.settimeout(self.server.connection_timeout)
                 self._handle()
         except TimeoutError:
             self.close_connection = True  # the client went quiet: free the thread
 
     def _handle(self) -> None:
-        self.close_connection = True  # unless the request and its answer allow another
         self.raw_requestline = self.rfile.readline(65537)
         if len(self.raw_requestline) > 65536 or not self.parse_request():
             self.close_connection = True
             return
-        body = _Body(self.rfile, self.headers)
+        self.body = _Body(self.rfile, self.headers)
         handler = _Handler(
-            cast(io.BufferedIOBase, body),  # read as wsgi.input: only read* are used
+            cast(io.BufferedIOBase, self.body),  # read as wsgi.input: only read* are used
             self.wfile,  # type: ignore[arg-type]  # a socket writer, as wsgiref passes it too
             self.get_stderr(),
             self.get_environ(),
             multithread=True,
         )
         handler.request_handler = self
-        handler.run(self.server.get_app())  # type: ignore[attr-defined]  # our WSGIServer
-        if handler.dropped or not handler.reusable or not body.whole:
-            self.close_connection = True  # what is left of the request would be misread
+        app = self.server.get_app()
+        assert app is not None  # LoopbackServer sets it before serving
+        handler.run(app)
 
 
 class _Body:
@@ -175,6 +183,12 @@ class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
         self.keepalive_timeout = min(keepalive_timeout, connection_timeout)
         self.queue_wait = queue_wait
         self._slots = threading.BoundedSemaphore(max_connections)
+        #: Set once the server closes: kept-alive connections then end (an outage is one).
+        self.stopping = threading.Event()
+
+    def server_close(self) -> None:
+        self.stopping.set()
+        super().server_close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(timeout=self.queue_wait):
@@ -203,7 +217,9 @@ class LoopbackServer:
     host, port
         Where to listen; port 0 picks a free one (read it back from ``base_url``).
     max_connections, connection_timeout
-        Connections served at once, and seconds a connection may stay silent.
+        Connections served at once, and seconds a connection may stay silent within a request.
+    keepalive_timeout
+        Seconds a kept-alive connection may wait for its next request.
     """
 
     def __init__(
@@ -214,12 +230,14 @@ class LoopbackServer:
         port: int = 0,
         max_connections: int = 64,
         connection_timeout: float = 30.0,
+        keepalive_timeout: float = 5.0,
     ) -> None:
         self._server = ThreadingServer(
             (host, port),
             _RequestHandler,
             max_connections=max_connections,
             connection_timeout=connection_timeout,
+            keepalive_timeout=keepalive_timeout,
         )
         self._server.set_app(app)
         self._thread = threading.Thread(

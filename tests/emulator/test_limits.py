@@ -198,8 +198,7 @@ def test_a_request_whose_body_cannot_be_framed_closes_its_connection():
 
 def test_an_idle_kept_alive_connection_gives_its_thread_back():
     emu = Emulator(records=50, seed=1)
-    server = LoopbackServer(emu.app)
-    server._server.keepalive_timeout = 0.3
+    server = LoopbackServer(emu.app, keepalive_timeout=0.3)
     with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
         sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
         _answer(sock)
@@ -222,3 +221,28 @@ def test_an_answer_cut_by_an_error_ends_its_connection():
             received += chunk
         assert received.endswith(b"abc")  # never reused with three bytes missing
         assert time.monotonic() - started < 2
+
+
+def test_the_answer_to_a_head_request_ends_its_connection():
+    """wsgiref writes a body even for HEAD: on a kept connection it would be read as the
+    next answer's beginning."""
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"HEAD /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 ") and b"connection: close" in received.lower()
+
+
+def test_kept_connections_end_when_the_server_stops():
+    """A stopped emulator is an outage, also for a client holding a pooled connection."""
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    with requests.Session() as session:
+        with serving(server):
+            url = server.base_url + "/api/"
+            assert session.get(url, timeout=5).status_code < 500
+        with pytest.raises(requests.ConnectionError):
+            session.get(url, timeout=5)
