@@ -26,6 +26,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 import mediaframe.accessor  # noqa: F401  (registers df.media)
+from mediaframe.auth import shown_url
 from mediaframe.client import Client, connect
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
 from mediaframe.harvest import HarvestReport
@@ -47,7 +48,7 @@ def connect_to(target: str, *, token: str | None = None) -> Client:
             return connect(target)
         except ConfigurationError as err:  # no stored login for it: the magic's own way out
             raise ConfigurationError(
-                f"{err}; or pass a token: %mf_connect {target} --token $token"
+                f"{err}; or pass a token: %mf_connect {shown_url(target)} --token $token"
             ) from err
     if token is not None:
         raise ConfigurationError(

@@ -219,3 +219,17 @@ def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:
             search_into(namespace, "1df", client, "")
     with pytest.raises(mf.ConfigurationError, match="--token goes with a service URL"):
         connect_to("work", token="x")
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["https://ada:s3cret-pw@assets.example.org", "https://a.example/?oauth_token=s3cret-pw"],
+)
+def test_the_connect_magic_never_repeats_a_secret_in_the_url(tmp_path, monkeypatch, target) -> None:
+    from mediaframe.magics import connect_to
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no stored profile: the magic's own hint
+    monkeypatch.delenv("MEDIAFRAME_CONFIG_DIR", raising=False)
+    with pytest.raises(mf.ConfigurationError, match="pass a token") as raised:
+        connect_to(target)
+    assert "s3cret-pw" not in str(raised.value)
