@@ -214,8 +214,7 @@ def shown_url(url: str) -> str:
     """``url`` fit to quote in a message about it, even when it is malformed: what stands before
     an ``@`` of its authority (a user name and password; the first segment when there is no
     ``//``) becomes ``***``, a query or fragment (it may hold a token) ``?...``, known secrets
-    ``***``. Unlike :func:`redact_url`, the scheme is kept as given and ``***@`` shows where
-    credentials were.
+    ``***``; ``***@`` shows where credentials were.
 
     Examples
     --------
@@ -235,17 +234,17 @@ def shown_url(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` fit to show: no user name or password, no query string (it may hold a token).
+    """``url`` fit to show, ``(none)`` when empty: :func:`shown_url`, which also hides what a
+    URL without a scheme (a lying server's ``Location``) holds before its ``@``.
 
     Examples
     --------
     >>> redact_url("http://ada:pw@evil.example/api/?oauth_token=abc")
-    'http://evil.example/api/?...'
+    'http://***@evil.example/api/?...'
+    >>> redact_url("ada:pw@evil.example/api/")
+    '***@evil.example/api/'
     """
-    parts = urlsplit(url)
-    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else ""
-    shown += parts.path + ("?..." if parts.query else "")
-    return redact(shown) or "(none)"
+    return shown_url(url) or "(none)"
 
 
 def redact_record(record: logging.LogRecord) -> None:

@@ -111,6 +111,20 @@ def test_api_calls_never_follow_a_redirect(settings, status, placement):
     assert SECRET not in texts_of(error)
 
 
+@pytest.mark.parametrize(
+    "location", ["ada:s3cret-pw@evil.example/x", "//ada:s3cret-pw@evil.example/x"]
+)
+def test_a_redirect_error_never_repeats_credentials_of_a_location_without_a_scheme(
+    settings, location
+):
+    fake = FakeService(Answer(302, {"Location": location}), envelope({}))
+    transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
+    with pytest.raises(RedirectRefusedError) as caught:
+        transport.post("/api/v1/search/", [("query", "x")])
+    assert "evil.example" in caught.value.location
+    assert "s3cret-pw" not in texts_of(caught.value)
+
+
 def test_the_token_endpoint_never_follows_a_redirect():
     password = "correct-horse-battery"
     fake = FakeService(Answer(307, {"Location": "http://evil.example/token"}), Answer(200))
