@@ -11,7 +11,7 @@ from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import Combine
+from mediaframe.harvest.shards import Combine, join
 from mediaframe.harvest.spec import Spec
 
 __all__ = ["assemble", "concat_frames", "in_row_order"]
@@ -47,7 +47,7 @@ def assemble(
                 "worker": outcome.worker,
             }
         )
-    joined = [combine(parts)]  # held by the list alone, for in_row_order to take
+    joined = [join(parts, combine)]  # held by the list alone, for in_row_order to take
     parts.clear()
     give_back_memory()
     key = list(spec.key_columns)
