@@ -142,7 +142,7 @@ def records_json(
 
     Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
     a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever
-    matches structure, never text. The renamed text values are counted from the length change
+    matches structure, never text. The renamed text values are counted as they are renamed
     and checked against the texts pyarrow parsed (an entry with a ``text`` of its own differs);
     a text value the rename missed, or a repeated member, makes pyarrow refuse the piece, and a
     wrong cut between two records leaves a piece that is not JSON, which pyarrow refuses too.
@@ -328,14 +328,13 @@ def _frame(
     dynamic = {name: fromarrow.dynamic(values, name) for name, values in unknown.items()}
     taken = set(dynamic)
     n = len(struct)
-    if structure is None:
-        lists = members[_TECHNICAL].combine_chunks()
-        technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
-        return assemble(RECORDS, columns, {**dynamic, **technical}), False
-    captions = fromarrow.entries(members["caption"])  # flattened once, for both calls below
-    texts -= fromarrow.extended_texts(members, captions)  # the texts renamed in them
+    if structure is not None:  # captions flattened once, for both calls below
+        captions = fromarrow.entries(members["caption"])
+        texts -= fromarrow.extended_texts(members, captions)  # the texts renamed in them
     lists = members[_TECHNICAL].combine_chunks()
     technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
+    if structure is None:
+        return assemble(RECORDS, columns, {**dynamic, **technical}), False
     extended = fromarrow.extended(members, n, structure, captions)  # last: it may warn
     extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
     described = any(members[m].null_count < n for m in ("caption", "status"))
@@ -361,11 +360,11 @@ def _read_pieces(
     with ThreadPoolExecutor(max_workers=2) as pool:
         for first, last in _pieces(body, opening + 1, end - 1, layout):
             data = b"".join((_OPEN, memoryview(body)[first:last], _CLOSE))
-            renamed = patterns.text_value.sub(patterns.text, data)
+            renamed, renames = patterns.text_value.subn(patterns.text, data)
             parsing.append(run_on(pool if big else None, _parse, renamed, schema))
             if big:  # scanned while the pieces before are parsed
                 names.update(_whole_float_names(renamed))
-            texts += (len(data) - len(renamed)) // patterns.shrink
+            texts += renames
         chunks = [future.result() for future in parsing]
     if len({chunk.type for chunk in chunks}) > 1:
         raise Unreadable("unknown member", "pieces of the answer hold different unknown members")
@@ -389,7 +388,6 @@ class _Patterns:
 
     text_value: re.Pattern[bytes]
     text: bytes
-    shrink: int
 
 
 @functools.lru_cache(maxsize=8)
@@ -398,7 +396,7 @@ def _patterns(colon: bytes) -> _Patterns:
     unrenamed (another colon) makes pyarrow refuse the piece; an entry holding ``text`` of its
     own makes the count of texts differ from the renames."""
     literal = re.compile(re.escape(b'"value"' + colon + b'"'))
-    return _Patterns(literal, b'"text"' + colon + b'"', 1)  # the colon is whitespace and ":"
+    return _Patterns(literal, b'"text"' + colon + b'"')
 
 
 #: A number written as a float (a point or an exponent) whose value may be whole: zeros after

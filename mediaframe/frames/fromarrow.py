@@ -99,9 +99,11 @@ def dynamic(values: pa.ChunkedArray, name: str) -> Any:
 
 
 def convert_all(members: dict[str, pa.ChunkedArray], columns: Iterable[Column]) -> dict[str, Any]:
-    """Every declared column by name, as :func:`convert` gives it, with the same checks in the
-    same order; the columns of one plain type are converted together, and the dates of all
-    columns read in one cast (a page pays each call's fixed cost once, not once per column)."""
+    """Every declared column by name, as :func:`convert` gives it, with the same checks; the
+    columns of one plain type are converted together, and the dates of all columns read in one
+    cast (a page pays each call's fixed cost once, not once per column). The dates are checked
+    last, so a page with both a missing key and an unreadable date falls back for its key
+    (the frame, the decoded route's, is the same either way)."""
     columns = list(columns)
     converted: dict[str, Any] = {}
     dates: list[Column] = []
