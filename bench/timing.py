@@ -21,10 +21,9 @@ from typing import Any, Generic, TypeVar
 
 import mediaframe as mf
 from mediaframe.config import Settings
+from mediaframe.emulator.flavours import FLAVOURS
 
 T = TypeVar("T")
-
-FLAVOURS = ("contract", "current", "legacy")
 
 
 # --------------------------------------------------------------------------- the server
