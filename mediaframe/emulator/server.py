@@ -72,6 +72,10 @@ class _RequestHandler(WSGIRequestHandler):
     """
 
     protocol_version = "HTTP/1.1"
+    # wsgiref writes a response's headers and its body apart: on a kept connection Nagle's
+    # algorithm held a small body back until the client acknowledged the headers, which a
+    # client delays by up to 40 ms (every count and /me/ took 44 ms instead of 1 ms)
+    disable_nagle_algorithm = True
     server: ThreadingServer
     body: _Body
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from mediaframe.emulator import Emulator
-from mediaframe.emulator.server import LoopbackServer
+from mediaframe.emulator.server import LoopbackServer, _RequestHandler
 
 BIG = "9" * 5000
 
@@ -246,3 +246,22 @@ def test_kept_connections_end_when_the_server_stops():
             assert session.get(url, timeout=5).status_code < 500
         with pytest.raises(requests.ConnectionError):
             session.get(url, timeout=5)
+
+
+def test_kept_connections_send_answers_without_waiting_for_acknowledgements(monkeypatch):
+    """Headers and body are written apart: with Nagle's algorithm on, a small body waited for
+    the client's delayed acknowledgement of the headers (40 ms a count on a kept connection)."""
+    seen: list[int] = []
+    setup = _RequestHandler.setup
+
+    def recording(self: _RequestHandler) -> None:
+        setup(self)
+        seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    monkeypatch.setattr(_RequestHandler, "setup", recording)
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        _answer(sock)
+    assert seen and all(seen)
