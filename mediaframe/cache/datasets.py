@@ -30,6 +30,7 @@ from fsspec.implementations.local import LocalFileSystem
 from mediaframe import __version__
 from mediaframe._process import give_back_memory, reader_threads
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+from mediaframe.frames.arrays import column_arrays
 from mediaframe.futures import run_on
 
 __all__ = ["PARTITIONS", "SCHEMA_VERSION", "read_frame", "write_frame"]
@@ -88,21 +89,11 @@ def to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
         raise CacheError("cannot cache a frame whose column names repeat")
     # Column by column rather than Table.from_pandas: our own metadata restores the dtypes, and
     # pandas' metadata cost 2 ms more per shard (a third of writing one). The columns' arrays
-    # are taken as they are: ``df.items()`` builds a Series per column (an index view and a
-    # deep copy of ``attrs`` each), which cost more than converting a page's 50 columns.
-    arrays = [pa.array(array) for array in _column_arrays(df)]
+    # are taken as they are (:func:`column_arrays`).
+    arrays = [pa.array(array) for array in column_arrays(df)]
     return pa.Table.from_arrays(
         arrays, names=[str(name) for name in df.columns], metadata={META_KEY: metadata}
     )
-
-
-def _column_arrays(df: pd.DataFrame) -> Iterable[Any]:
-    """The arrays of ``df``'s columns, in order, without a Series for each."""
-    arrays = getattr(df, "_iter_column_arrays", None)  # pandas' own, private: checked for
-    if arrays is None:
-        return (column.array for _, column in df.items())
-    iterated: Iterable[Any] = arrays()  # numpy arrays or extension arrays, as Arrow takes them
-    return iterated
 
 
 def to_ipc(df: pd.DataFrame, provenance: Mapping[str, Any]) -> bytes:

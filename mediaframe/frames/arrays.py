@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from mediaframe.exceptions import MalformedItemError, MalformedItemWarning
 
 __all__ = [
     "TIMESTAMP",
+    "column_arrays",
     "infer_array",
     "object_values",
     "render_text",
@@ -222,6 +223,17 @@ def render_text(value: bool | int | float | str) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     return repr(value)
+
+
+def column_arrays(df: pd.DataFrame) -> Iterator[Any]:
+    """The arrays of ``df``'s columns, in order (numpy or extension arrays), without a Series for
+    each: ``df.items()`` builds one per column, with an index view and a deep copy of ``attrs``,
+    which cost more than joining or converting a page's columns."""
+    arrays = getattr(df, "_iter_column_arrays", None)  # pandas' own, private: checked for
+    if arrays is None:
+        return (column.array for _, column in df.items())
+    iterated: Iterator[Any] = arrays()
+    return iterated
 
 
 def object_values(array: Any) -> np.ndarray:

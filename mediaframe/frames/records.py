@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionArray
 from pandas.api.types import union_categoricals
 
 from mediaframe._process import collector_paused
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.frames.arrays import TIMESTAMP, infer_array, object_values, text
+from mediaframe.frames.arrays import TIMESTAMP, column_arrays, infer_array, object_values, text
 from mediaframe.frames.captions import Structure, extended_columns
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, labeller
@@ -123,7 +124,7 @@ def concat_records(
     if not frames:
         return records([], structure)
     lengths = [len(frame) for frame in frames]
-    columns = [dict(frame.items()) for frame in frames]
+    columns = [_columns(frame) for frame in frames]
     del frames
     names = set().union(*columns) - set(RECORDS.names)
     declared, dynamic = {}, {}
@@ -144,20 +145,30 @@ def _check_parts(parts: list[pd.DataFrame]) -> None:
             )
 
 
-def _take(columns: list[dict[str, pd.Series]], name: str, consume: bool) -> list[Any]:
+def _columns(frame: pd.DataFrame) -> dict[str, ExtensionArray]:
+    arrays = map(_extension, column_arrays(frame))
+    return dict(zip(frame.columns, arrays, strict=True))
+
+
+def _extension(array: Any) -> ExtensionArray:
+    """A column's array as an extension array (a numpy column wrapped, as ``Series.array``)."""
+    return array if isinstance(array, ExtensionArray) else pd.arrays.NumpyExtensionArray(array)
+
+
+def _take(columns: list[dict[str, ExtensionArray]], name: str, consume: bool) -> list[Any]:
     """Every part's column ``name`` (``None`` where a part lacks it), removed if ``consume``."""
     return [part.pop(name, None) if consume else part.get(name) for part in columns]
 
 
-def _declared(present: list[pd.Series], dtype: str) -> Any:
+def _declared(present: list[ExtensionArray], dtype: str) -> Any:
     if dtype == "category":
         return _categories(present)
-    return _joined([column.array for column in present])
+    return _joined(present)
 
 
-def _categories(present: list[pd.Series]) -> pd.Categorical:
+def _categories(present: list[ExtensionArray]) -> pd.Categorical:
     """The categorical :func:`categorical` gives for all values, merged code-wise (no objects)."""
-    merged = union_categoricals([column.array for column in present], sort_categories=True)
+    merged = union_categoricals(present, sort_categories=True)
     merged = merged.remove_unused_categories()  # a page's placeholder "" goes unless it is used
     categories = list(merged.categories) or [""]
     return pd.Categorical.from_codes(merged.codes, categories=pd.Index(categories, dtype="str"))
@@ -168,7 +179,7 @@ _SETTLED = (({"Int64"}, "Int64"), ({"Int64", "Float64"}, "Float64"))
 _SAME = ("string", "boolean", TIMESTAMP)
 
 
-def _dynamic(present: list[pd.Series | None], lengths: list[int]) -> Any:
+def _dynamic(present: list[ExtensionArray | None], lengths: list[int]) -> Any:
     """One technical or unknown column over all parts (``None``: the part lacks it)."""
     kinds = {str(column.dtype) for column in present if column is not None}
     target = next((dtype for allowed, dtype in _SETTLED if kinds <= allowed), None)
@@ -178,7 +189,7 @@ def _dynamic(present: list[pd.Series | None], lengths: list[int]) -> Any:
         # The pages' dtypes decide the whole column: cast, pad pages without it, concatenate.
         return _joined(
             [
-                _missing(n, target) if column is None else column.array.astype(target)
+                _missing(n, target) if column is None else column.astype(target)
                 for column, n in zip(present, lengths, strict=True)
             ]
         )

@@ -10,6 +10,7 @@ import pandas as pd
 from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
+from mediaframe.frames.arrays import column_arrays
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine, join
 from mediaframe.harvest.spec import Spec
@@ -78,6 +79,6 @@ def in_row_order(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame
     (frame,) = frames
     frames.clear()
     order = np.lexsort([frame[name].to_numpy("int64", na_value=-1) for name in reversed(columns)])
-    arrays = {name: frame[name].array for name in frame.columns}
+    arrays = dict(zip(frame.columns, column_arrays(frame), strict=True))
     del frame  # the arrays are now held here alone
     return pd.DataFrame({name: arrays.pop(name).take(order) for name in list(arrays)}, copy=False)
