@@ -1,5 +1,7 @@
 """The parquet cache gives back the identical frame, refuses secrets and detects damage."""
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -213,6 +215,31 @@ class TestHarvestStore:
         assert not store.has_shard(entry)
         with pytest.raises(CacheCorruptError, match="checksum"):
             store.read_shard(entry)
+
+    def test_a_clear_never_takes_a_lock_file_unlinked_while_it_waited(self, tmp_path, monkeypatch):
+        # Another clear removed the harvest while this one waited for its writer lock, and a
+        # new harvest began in a new folder: the lock this one then gets is the removed
+        # file's, and must not count as the new folder's (its writer is still at work).
+        root = tmp_path / "h"
+        clearing, writer = cache.HarvestStore(str(root)), cache.HarvestStore(str(root))
+        with writer.writing():
+            (root / "manifest.json").write_text("{}")
+        real = fcntl.flock
+        meanwhile = contextlib.ExitStack()
+        happened: list[bool] = []
+
+        def flock(handle: int, mode: int) -> None:
+            if not happened and mode & fcntl.LOCK_NB:
+                happened.append(True)
+                writer.remove()
+                meanwhile.enter_context(writer.writing())
+            real(handle, mode)
+
+        monkeypatch.setattr(fcntl, "flock", flock)
+        with meanwhile:
+            assert clearing.remove_unused() is False
+            assert (root / ".writer").is_file(), "the new harvest's folder was removed"
+        assert clearing.remove_unused() is True and not root.exists()
 
     def test_pages_are_restored_in_order_while_whole_and_agreeing(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))

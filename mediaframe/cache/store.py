@@ -155,6 +155,15 @@ class HarvestStore:
             self._unlock(handle)
 
     def _lock(self, name: str, mode: int, *, create: bool = True) -> int | None:
+        """The lock ``name`` taken with ``mode``: its open handle (closing it releases it).
+
+        ``None`` when a non-blocking ``mode`` finds it held elsewhere, on a remote cache (no
+        locks), and without ``create`` when there is nothing to protect (no folder, or a
+        read-only one). The one place the store opens a lock file, so that one it cannot open
+        reaches the user as a :class:`CacheError` saying what to do, never a bare ``OSError``,
+        and a lock file unlinked while this waited for it (the harvest was removed) is never
+        taken for the folder that replaced it.
+        """
         if not self.local:
             return None
         while True:
@@ -168,7 +177,8 @@ class HarvestStore:
                 if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
                     return None  # a read-only cache can still be read; nothing removes from it
                 raise write_error(self.url, err) from err
-            self._flock(handle, mode)
+            if not self._flock(handle, mode):
+                return None
             if os.fstat(handle).st_nlink:
                 return handle
             # the harvest was removed (remove_unused) while this waited: lock its new folder
@@ -186,11 +196,11 @@ class HarvestStore:
             self.remove()
             return True
         flags = 0 if wait else fcntl.LOCK_NB
-        writer = self._hold(_WRITER_LOCK, fcntl.LOCK_EX | flags)
+        writer = self._lock(_WRITER_LOCK, fcntl.LOCK_EX | flags)
         if writer is None:
             return False
         try:
-            readers = self._hold(_READERS_LOCK, fcntl.LOCK_EX | flags)
+            readers = self._lock(_READERS_LOCK, fcntl.LOCK_EX | flags)
             if readers is None:
                 return False
             try:
@@ -200,19 +210,6 @@ class HarvestStore:
         finally:
             os.close(writer)
         return True
-
-    def _hold(self, name: str, mode: int) -> int | None:
-        """The lock ``name`` taken with ``mode``; ``None`` if held elsewhere (non-blocking).
-
-        The one place the store takes a lock it may not wait for (``remove_unused``, the
-        sweep), so that a lock file it cannot open reaches the user as a :class:`CacheError`
-        saying what to do, never as a bare ``OSError``.
-        """
-        try:
-            handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as err:
-            raise write_error(self.url, err) from err
-        return handle if self._flock(handle, mode) else None
 
     def _flock(self, handle: int, mode: int) -> bool:
         """Lock the open ``handle``; ``False`` (handle closed) if a non-blocking ``mode`` finds
@@ -353,7 +350,7 @@ class HarvestStore:
             return
         readers = None  # a remote cache takes no locks
         if self.local:
-            readers = self._hold(_READERS_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            readers = self._lock(_READERS_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if readers is None:
                 return  # someone is reading: a later writer sweeps
         try:
