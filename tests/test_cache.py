@@ -261,6 +261,22 @@ class TestHarvestStore:
         pages.discard()
         assert not (tmp_path / "h" / "shards" / "all.pages").exists()
 
+    def test_a_page_file_without_its_entry_is_never_read(self, frame, tmp_path, monkeypatch):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        for offset in (0, 5):
+            store.pages("all").save(offset, frame, total=20)
+        (tmp_path / "h" / "shards" / "all.pages" / f"{5:010d}.json").unlink()  # killed between
+        read: list[str] = []
+        real = cache.HarvestStore.read_checkpoint
+
+        def spied(self, name):
+            read.append(name.rsplit("/", 1)[1])
+            return real(self, name)
+
+        monkeypatch.setattr(cache.HarvestStore, "read_checkpoint", spied)
+        assert [entry.offset for entry, _ in store.pages("all").restore()] == [0]
+        assert f"{5:010d}.arrow" not in read and f"{0:010d}.arrow" in read
+
     def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         assert store.load_plan() is None

@@ -76,12 +76,14 @@ class PageCheckpoints:
             offset += entry.rows
 
     def _read(self, offset: int) -> tuple[PageEntry, pd.DataFrame] | None:
+        # The entry is the page's commit point: without it the file is never read (a file
+        # left by a kill before its entry is overwritten, or dropped with the shards).
         raw = self.store.read_checkpoint(self._name(offset, "json"))
-        data = self.store.read_checkpoint(self._name(offset, "arrow"))
-        if raw is None and data is None:
+        if raw is None:
             return None
         self._touched = True
-        if raw is None or data is None:
+        data = self.store.read_checkpoint(self._name(offset, "arrow"))
+        if data is None:
             return None
         where = f"page {offset} of shard {self.shard_id}"
         try:

@@ -168,7 +168,7 @@ def harvest(
             if deliver is not None:
                 deliver = _shown_on_delivery(shown, deliver)
             task = ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
-            return dataclasses.replace(task, count_reads=executor is not None)
+            return dataclasses.replace(task, count_reads=executor is not None, resume=resume)
 
         # With no cap the search is paged by offset windows, with no planning counts; windows
         # that do not come back whole (a cap after all, a search that moved) are given up for

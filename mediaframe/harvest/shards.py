@@ -94,6 +94,7 @@ def fetch_shard(
     combine: Combine,
     partial: bool = False,
     pages: PageCheckpoints | None = None,
+    resume: bool = True,
 ) -> tuple[pd.DataFrame, int, int]:
     """Page every hit of one shard; returns ``(frame, total, requests)``.
 
@@ -101,7 +102,8 @@ def fetch_shard(
     shift, and a live record falls between two pages), is paged again, up to twice. With
     ``pages``, the pages read are kept when paging fails (and every few seconds while it goes
     on), and paging goes on from the pages an interrupted run kept (its requests are not
-    counted again) unless the shard's total has moved since.
+    counted again) unless the shard's total has moved since; without ``resume`` (a fresh
+    harvest, which cleared them), no kept page is looked for.
 
     Raises
     ------
@@ -116,7 +118,7 @@ def fetch_shard(
         if attempt and pages is not None:
             pages.discard()  # pages of a paging that disagreed are never resumed from
         paging = _Paging(page, spec, shard, per_page, capped_engine, partial, pages)
-        frame, totals, spent = paging.through(combine, resume=attempt == 0)
+        frame, totals, spent = paging.through(combine, resume=resume and attempt == 0)
         requests += spent
         fault = paging_fault(frame, totals, spec.key_columns)
         if fault is None and shard.window is not None and totals[-1] != shard.window[2]:
@@ -374,6 +376,9 @@ class ShardTask:
     #: Count how pages are read, into the shard's entry: set where the harvest's own counter
     #: cannot see them (a Dask worker's process).
     count_reads: bool = False
+    #: An interrupted run's pages may be kept in the store (a resume): only then are they
+    #: looked for. A fresh harvest cleared them, so it would look for nothing, file by file.
+    resume: bool = True
 
     def __call__(self, entry: PlannedShard) -> ShardEntry:
         if self.count_reads:
@@ -386,7 +391,9 @@ class ShardTask:
         pages = self.store.pages(entry.id)
         try:
             try:
-                frame, total, requests = self._fetch(shard, partial=entry.stuck, pages=pages)
+                frame, total, requests = self._fetch(
+                    shard, partial=entry.stuck, pages=pages, resume=self.resume
+                )
             except ShardOverCap:
                 pages.discard()
                 return self._replan(shard, started)
@@ -420,7 +427,12 @@ class ShardTask:
         return outcome
 
     def _fetch(
-        self, shard: Shard, *, partial: bool = False, pages: PageCheckpoints | None = None
+        self,
+        shard: Shard,
+        *,
+        partial: bool = False,
+        pages: PageCheckpoints | None = None,
+        resume: bool = True,
     ) -> tuple[pd.DataFrame, int, int]:
         return fetch_shard(
             self.page,
@@ -431,6 +443,7 @@ class ShardTask:
             combine=self.combine,
             partial=partial,
             pages=pages,
+            resume=resume,
         )
 
     def _replan(self, shard: Shard, started: float) -> ShardEntry:

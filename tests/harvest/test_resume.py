@@ -113,6 +113,26 @@ def test_a_resume_goes_on_from_the_pages_kept_within_a_shard(tmp_path):
     assert not HarvestStore(str(tmp_path / "h")).pages(WHOLE).restore(), "pages dropped"
 
 
+def test_a_fresh_harvest_looks_for_no_kept_page(tmp_path, monkeypatch):
+    # A fresh harvest cleared every page kept: it looked for them anyway, two files a shard.
+    service = FakeService.build(1000, newer_engine=True)
+    crash_after(service, tmp_path, 15, 40)
+    assert HarvestStore(str(tmp_path / "h")).pages(WHOLE).restore(), "pages were kept"
+    looked: list[str] = []
+    real = HarvestStore.read_checkpoint
+
+    def spied(self, name):
+        looked.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(HarvestStore, "read_checkpoint", spied)
+    frame, report = run(service, tmp_path, per_page=40, resume=False)
+    assert keys(frame) == service.truth() and report.complete
+    assert looked == []
+    run(service, tmp_path, per_page=40, concurrency=1)  # published: a resume starts afresh...
+    assert looked, "...yet looks, as a resume must"
+
+
 def test_pages_kept_before_the_shard_moved_are_not_resumed_from(tmp_path):
     service = FakeService.build(1000, newer_engine=True)
     crash_after(service, tmp_path, 15, 40)
