@@ -24,6 +24,7 @@ from mediaframe.exceptions import (
 )
 from mediaframe.frames import RecordsPage, read_records
 from mediaframe.frames.fastjson import READ
+from mediaframe.frames.me import base_id_lookup, filled_base_ids
 from mediaframe.http import Transport
 from mediaframe.normalise import (
     _dicts,
@@ -85,8 +86,9 @@ class API:
         self.transport = transport
         self._structure: tuple[pd.DataFrame, frames.Structure] | None = None
         self._structure_lock = threading.Lock()
-        self._collections: pd.DataFrame | None = None
-        self._collections_lock = threading.Lock()
+        #: The base ids of the last ``/me/`` read, by databox and collection (fill_base_ids()).
+        self._base_ids: pd.Series | None = None
+        self._base_ids_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -180,14 +182,14 @@ class API:
         serves, so a harvest, which reads the user's rights first, asks nothing more."""
         if "base_id" not in frame.columns or not frame["base_id"].isna().any():
             return frame
-        with self._collections_lock:
-            collections = self._collections
-        if collections is None:  # not asked yet: once, then kept (me() keeps what it read)
+        with self._base_ids_lock:
+            lookup = self._base_ids
+        if lookup is None:  # not asked yet: once, then kept (me() keeps what it read)
             self.me()
-            with self._collections_lock:
-                collections = self._collections
-        assert collections is not None
-        return frames.with_base_ids(frame, collections)
+            with self._base_ids_lock:
+                lookup = self._base_ids
+        assert lookup is not None
+        return filled_base_ids(frame, lookup)
 
     def search_v2_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -204,8 +206,10 @@ class API:
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
         answer = normalise_me(self.transport.get("/api/v1/me/"))
-        with self._collections_lock:  # what fill_base_ids() reads, without asking again
-            self._collections = frames.collections(answer.get("collections") or [])
+        # what fill_base_ids() reads, without asking again: built once, not once per page
+        lookup = base_id_lookup(frames.collections(answer.get("collections") or []))
+        with self._base_ids_lock:
+            self._base_ids = lookup
         return answer
 
     def feeds_content(

@@ -293,3 +293,31 @@ def test_a_records_page_says_how_it_was_read(live, caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "mediaframe.routes"] == [
         "search page of 25 records read natively"
     ]
+
+
+def test_legacy_base_ids_are_looked_up_in_one_table_built_per_me_read(settings, monkeypatch):
+    # a legacy server sends no base_id: each page's are read from /me/'s pairs, whose lookup
+    # table was built again for every page
+    import mediaframe as mf
+    from mediaframe import routes
+    from mediaframe.emulator import Emulator
+    from mediaframe.frames import me
+
+    built = []
+    real = me.base_id_lookup
+
+    def counted(collections):
+        built.append(1)
+        return real(collections)
+
+    monkeypatch.setattr(me, "base_id_lookup", counted)
+    monkeypatch.setattr(routes, "base_id_lookup", counted, raising=False)  # (before: none)
+    with Emulator(records=60, seed=3, flavour="legacy") as emu:
+        api = mf.connect(emu.base_url, token=emu.token, settings=settings).api
+        pages = [api.search_records_frame(per_page=20, offset_start=i)[1] for i in (0, 20, 40)]
+        truth = emu.ground_truth().set_index(["databox_id", "record_id"])["base_id"]
+    for page in pages:
+        assert page["base_id"].notna().all()
+        expected = truth.loc[list(zip(page["databox_id"], page["record_id"], strict=True))]
+        assert page["base_id"].tolist() == expected.tolist()
+    assert len(built) == 1

@@ -78,20 +78,39 @@ def with_base_ids(frame: pd.DataFrame, collections: pd.DataFrame) -> pd.DataFram
     >>> with_base_ids(old, mine)["base_id"].tolist()
     [4, <NA>]
     """
-    names = ["databox_id", "collection_id", "base_id"]
-    if not set(names) <= set(frame.columns) or not frame["base_id"].isna().any():
+    if not _lacks_base_ids(frame):
         return frame
-    pairs = collections[names].dropna().drop_duplicates(["databox_id", "collection_id"])
-    lookup = pd.Series(
+    return filled_base_ids(frame, base_id_lookup(collections))
+
+
+def base_id_lookup(collections: pd.DataFrame) -> pd.Series:
+    """The ``base_id`` of each ``(databox_id, collection_id)`` pair ``collections`` (of
+    ``/me/``) lists: built once per ``/me/`` read, it fills every page after
+    (:func:`filled_base_ids`)."""
+    pairs = collections[_PAIR_IDS].dropna().drop_duplicates(_PAIR_IDS[:2])
+    return pd.Series(
         pairs["base_id"].to_numpy(dtype="int64"),
-        index=pd.MultiIndex.from_frame(pairs[names[:2]].astype("int64")),
+        index=pd.MultiIndex.from_frame(pairs[_PAIR_IDS[:2]].astype("int64")),
     )
-    keys = pd.MultiIndex.from_frame(frame[names[:2]].astype("Int64").fillna(-1).astype("int64"))
-    found = pd.array(lookup.reindex(keys).to_numpy(), dtype="Int64")
+
+
+def filled_base_ids(frame: pd.DataFrame, lookup: pd.Series) -> pd.DataFrame:
+    """:func:`with_base_ids` from a :func:`base_id_lookup` already built."""
+    if not _lacks_base_ids(frame):
+        return frame
+    keys = frame[_PAIR_IDS[:2]].astype("Int64").fillna(-1).astype("int64")
+    found = pd.array(lookup.reindex(pd.MultiIndex.from_frame(keys)).to_numpy(), dtype="Int64")
     filled = frame["base_id"].array.copy()
     missing = filled.isna()
     filled[missing] = found[missing]
     return frame.assign(base_id=filled)
+
+
+_PAIR_IDS = ["databox_id", "collection_id", "base_id"]
+
+
+def _lacks_base_ids(frame: pd.DataFrame) -> bool:
+    return set(_PAIR_IDS) <= set(frame.columns) and bool(frame["base_id"].isna().any())
 
 
 def databoxes(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
