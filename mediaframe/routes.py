@@ -23,7 +23,7 @@ from mediaframe.exceptions import (
     PermissionDeniedError,
 )
 from mediaframe.frames import RecordsPage, read_records
-from mediaframe.frames.fastjson import READ
+from mediaframe.frames.fastjson import READ, is_described
 from mediaframe.frames.me import base_id_lookup, filled_base_ids
 from mediaframe.http import Transport
 from mediaframe.normalise import (
@@ -396,10 +396,9 @@ def _read_as(frame: pd.DataFrame, kind: str, detail: str) -> pd.DataFrame:
 
 def _check_extended(items: list[Any]) -> None:
     """Warn when a server answered an extended search with plain records: it ignored the vendor
-    media type, and the caption and status columns would read as missing rather than unknown."""
-    if items and not any(
-        isinstance(item, dict) and ("caption" in item or "status" in item) for item in items
-    ):
+    media type, and the caption and status columns would read as missing rather than unknown.
+    Judged as the native reader judges (:func:`~mediaframe.frames.fastjson.is_described`)."""
+    if items and not is_described(items):
         _warn_not_extended(stacklevel=4)
 
 

@@ -383,6 +383,27 @@ def test_a_server_ignoring_extended_mode_is_told_not_silent(settings):
         assert frame["caption_Title"].isna().all()
 
 
+@pytest.mark.parametrize("representation", ["json", "yaml"])  # the native route; the decoded
+def test_caption_and_status_null_are_no_extended_records_on_either_route(settings, representation):
+    # null means absent: a server that ignores the extended media type sends no caption and
+    # no status, and one that writes them as null describes nothing either
+    def nulls(response, user):
+        for record in response["results"]["records"]:
+            record.update(caption=None, status=None)
+        return response
+
+    emu = Emulator(records=50, seed=2)
+    emu.app.routes.extend = nulls
+    with emu:
+        client = mf.connect(
+            emu.base_url, token=emu.token, settings=settings, representation=representation
+        )
+        with pytest.warns(mf.MetadataWarning, match="does not support extended records"):
+            _, frame = client.api.search_records_frame(extended=True, per_page=10)
+    assert len(frame) == 10 and frame["caption_Title"].isna().all()
+    assert frame.attrs["read"]["native"] is (representation == "json")
+
+
 def test_a_server_without_structures_still_gives_its_captions_as_text(settings):
     from mediaframe.emulator.envelope import ApiError
 

@@ -33,7 +33,7 @@ from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.futures import run_on
 
-__all__ = ["READ", "RecordsPage", "read_records", "records_json"]
+__all__ = ["READ", "RecordsPage", "is_described", "read_records", "records_json"]
 
 #: The key of ``frame.attrs`` saying how the page was read: ``{"native": True}``, or
 #: ``{"native": False, "kind": ..., "detail": ...}`` for a page that took the decoded route.
@@ -79,8 +79,8 @@ class RecordsPage:
     native : read from the bytes by pyarrow (``True``) or decoded and flattened (``False``).
     fallback : why the decoded route was taken, as ``(kind, detail)``; ``None`` when native.
         ``frame.attrs[READ]`` says the same.
-    described : some record carries ``caption`` or ``status`` (extended records); a server
-        that ignores the extended media type sends none.
+    described : some record carries a non-null ``caption`` or ``status`` (extended records,
+        :func:`is_described`); a server that ignores the extended media type sends none.
     """
 
     info: dict[str, Any]
@@ -176,13 +176,18 @@ def read_records(body: bytes, structure: Structure | None = None) -> RecordsPage
         frame = records(items, structure)
         frame.attrs[READ] = {"native": False, "kind": why.kind, "detail": why.detail}
         fallback = (why.kind, why.detail)
-        return RecordsPage(info, frame, False, fallback, described=_described(items))
+        return RecordsPage(info, frame, False, fallback, described=is_described(items))
     frame.attrs[READ] = {"native": True}
     return RecordsPage(info, frame, native=True, described=described)
 
 
-def _described(items: list[Any]) -> bool:
-    """Whether a decoded record carries ``caption`` or ``status``."""
+def is_described(items: list[Any]) -> bool:
+    """Whether a decoded record carries ``caption`` or ``status`` (extended records).
+
+    The one rule of both routes (the native reader counts nulls alike): a server that ignores
+    the extended media type sends no caption and no status, and ``null`` means the same as
+    absent — a member present but null describes nothing.
+    """
     return any(
         isinstance(item, dict)
         and (item.get("caption") is not None or item.get("status") is not None)
