@@ -36,6 +36,8 @@ The tricks, each measured where it is used:
     through (attached when a secret becomes known and before each transport sends), but not
     from records of a logger of the hierarchy created after that. On, the filters pass the
     records the factory scrubbed as they are (:func:`is_redacted`): each is scrubbed once.
+    The switch is read for the factory when it is put in place or taken out (a secret made
+    known, a transport made, :func:`process_tricks`), not per log record.
 
 Arrow's parser of search answers allocates from the C library's allocator rather than Arrow's
 default pool; that is chosen per call (``memory_pool=`` of that one parse), not for the
@@ -169,18 +171,23 @@ _factory_lock = threading.Lock()
 
 
 class _RedactingFactory:
-    """The record factory: the one it wraps makes the record, mediaframe's are then scrubbed."""
+    """The record factory: the one it wraps makes the record, mediaframe's are then scrubbed.
+
+    Whether it scrubs (``on``) is decided where the switch is read, by
+    :func:`_apply_record_redaction`, not per record: a log call reads no environment.
+    """
 
     def __init__(self, wrapped: Callable[..., logging.LogRecord]) -> None:
         self.wrapped = wrapped
+        self.on = True
 
     def __call__(self, name: str, *args: object, **kwargs: object) -> logging.LogRecord:
         record = self.wrapped(name, *args, **kwargs)
         redactor = _redactor
         if (
-            redactor is not None
+            self.on
+            and redactor is not None
             and (name == _HIERARCHY or name.startswith(_HIERARCHY + "."))
-            and _redacting()
         ):
             redactor(record)
             setattr(record, _REDACTED, True)
@@ -216,15 +223,21 @@ def redacting_records() -> bool:
 
 
 def _apply_record_redaction() -> None:
-    """Install the factory (tricks on, a redactor known), or put back the one it wrapped."""
+    """Install the factory (tricks on, a redactor known), or put back the one it wrapped.
+
+    Where the switch is read for the factory: here, when a secret becomes known, a transport
+    is made or :func:`process_tricks` is called, never per record.
+    """
     global _installed
     with _factory_lock:
         current = logging.getLogRecordFactory()
-        if _redactor is not None and _redacting():
-            if _installed is None:
-                _installed = _RedactingFactory(current)
-                logging.setLogRecordFactory(_installed)
-        elif _installed is not None and current is _installed:
+        on = _redactor is not None and _redacting()
+        if on and _installed is None:
+            _installed = _RedactingFactory(current)
+            logging.setLogRecordFactory(_installed)
+        elif not on and _installed is not None and current is _installed:
             logging.setLogRecordFactory(_installed.wrapped)
             _installed = None
-        # a factory set over ours since keeps calling it: off, ours lets records through
+        if _installed is not None:
+            # a factory set over ours since keeps calling it: off, ours lets records through
+            _installed.on = on

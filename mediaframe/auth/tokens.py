@@ -301,19 +301,49 @@ def install_redaction() -> None:
     that scrubs every record of that hierarchy as it is made, whatever logger made it and
     whenever that logger was created — a process-wide trick, in ``mediaframe._process`` with
     the others, turned off with them. Called when a secret becomes known and before
-    mediaframe sends anything; safe to call again.
+    mediaframe sends anything; safe to call again, and cheap: only loggers made since the last
+    call are looked for (:func:`_guard_new_loggers`).
     """
-    names = [*_GUARDED_LOGGERS, _HIERARCHY]
-    names += [
-        name
-        for name, logger in list(logging.Logger.manager.loggerDict.items())
-        if name.startswith(_HIERARCHY + ".") and isinstance(logger, logging.Logger)
-    ]
-    for name in names:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(RedactingFilter())
+    for name in (*_GUARDED_LOGGERS, _HIERARCHY):
+        _guard(logging.getLogger(name))
+    _guard_new_loggers()
     _process.redact_log_records(redact_record)
+
+
+def _guard(logger: logging.Logger) -> None:
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+
+
+#: What logging's registry of loggers held when the hierarchy's were last given their filters:
+#: its size, and the names of the hierarchy that were placeholders (the parents of loggers not
+#: made yet). The registry only grows, and a placeholder turns into a logger in place: while
+#: both are as they were, no logger was made since.
+_guarded_size = -1
+_guarded_placeholders: tuple[str, ...] = ()
+_GUARD_LOCK = threading.Lock()
+
+
+def _guard_new_loggers() -> None:
+    """Give a filter to each logger of the hierarchy made since the last call: registering a
+    secret (each token, often) must not cost a pass over every logger of the process."""
+    global _guarded_size, _guarded_placeholders
+    registry = logging.Logger.manager.loggerDict
+    with _GUARD_LOCK:
+        if len(registry) == _guarded_size and all(
+            isinstance(registry.get(name), logging.PlaceHolder) for name in _guarded_placeholders
+        ):
+            return
+        placeholders = []
+        loggers = list(registry.items())  # its size now: one made meanwhile is found next time
+        for name, logger in loggers:
+            if not name.startswith(_HIERARCHY + "."):
+                continue
+            if isinstance(logger, logging.Logger):
+                _guard(logger)
+            elif isinstance(logger, logging.PlaceHolder):
+                placeholders.append(name)
+        _guarded_size, _guarded_placeholders = len(loggers), tuple(placeholders)
 
 
 _TOKEN_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")

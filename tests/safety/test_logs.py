@@ -166,3 +166,50 @@ def test_a_switch_that_does_not_read_leaves_logging_working_and_redacted(seen, m
     auth.register_secret(SECRET)
     _log_everything("mediaframe.somewhere_new")
     assert _leaks(seen) == []
+
+
+def test_a_log_call_reads_no_environment(seen, monkeypatch):
+    # the switch is read where the factory is put in place, not once per record
+    mf.process_tricks(None)
+    auth.register_secret(SECRET)
+    assert _process.redacting_records()
+    read: list[str] = []
+    monkeypatch.setattr(_process.config, "process_tricks", lambda *a: read.append("env") or True)
+    for _ in range(5):
+        logging.getLogger("mediaframe.http").warning("sent with token %s", SECRET)
+    assert read == []
+    assert _leaks(seen) == []
+
+
+def test_registering_a_secret_does_not_go_over_every_logger(seen, monkeypatch):
+    auth.register_secret(SECRET)  # every logger there is now is guarded
+    manager = logging.Logger.manager
+    scans: list[int] = []
+
+    class Registry(dict):
+        def items(self):
+            scans.append(len(self))
+            return super().items()
+
+    monkeypatch.setattr(manager, "loggerDict", Registry(manager.loggerDict))
+    for n in range(20):
+        auth.register_secret(f"{SECRET}-{n}")
+    assert scans == []
+    _log_everything("mediaframe.http")
+    assert [text for text in seen.texts if SECRET in text] == []
+
+
+@pytest.mark.parametrize("chosen", [True, False])
+def test_a_logger_made_between_two_secrets_is_guarded_by_the_second(seen, chosen):
+    # with the tricks off, its filter alone scrubs it: as when each secret went over them all
+    mf.process_tricks(chosen)
+    auth.register_secret(SECRET)
+    child = logging.getLogger(f"mediaframe.between_{chosen}.secrets")  # its parent: a placeholder
+    auth.register_secret(f"{SECRET}-second")
+    assert any(isinstance(f, tokens.RedactingFilter) for f in child.filters)
+    parent = logging.getLogger(f"mediaframe.between_{chosen}")  # made in the placeholder's stead
+    auth.register_secret(f"{SECRET}-third")
+    assert any(isinstance(f, tokens.RedactingFilter) for f in parent.filters)
+    for name in (child.name, parent.name):
+        _log_everything(name)
+    assert _leaks(seen) == []
