@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -217,6 +218,8 @@ class Search:
         self.render = render or Rendering(catalogue, Flavour())
         self.generation = 0  # bumped by every catalogue change, so cached hits go stale
         self._cache: OrderedDict[tuple, Hits] = OrderedDict()
+        #: caption_fields() by business bases: few sets (one per user and base filter)
+        self._caption_fields: dict[frozenset[int], Mapping[str, CaptionField]] = {}
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
@@ -327,9 +330,23 @@ class Search:
         """The records' caption values (drawn once, on first use)."""
         return Captions(self.catalogue)
 
-    def caption_fields(self, business: frozenset[int]) -> dict[str, CaptionField]:
+    def caption_fields(self, business: frozenset[int]) -> Mapping[str, CaptionField]:
         """The structures' fields that are not the catalogue's own texts, searchable as
-        ``Field:value`` (``business``: bases where the user may search business fields)."""
+        ``Field:value`` (``business``: bases where the user may search business fields).
+
+        Made once per ``business`` set and kept: they hang on the structures and on the
+        captions, drawn once, and on nothing a catalogue change touches (so, unlike hit sets,
+        no change makes them stale).
+        """
+        with self._lock:
+            found = self._caption_fields.get(business)
+        if found is None:
+            found = MappingProxyType(self._caption_fields_for(business))
+            with self._lock:
+                self._caption_fields[business] = found
+        return found
+
+    def _caption_fields_for(self, business: frozenset[int]) -> dict[str, CaptionField]:
         found: dict[str, CaptionField] = {}
         for name, text in self.captions.drawn.items():
             holders = {d: f for d, fields in STRUCTURES.items() for f in fields if f.name == name}

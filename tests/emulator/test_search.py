@@ -373,3 +373,19 @@ def test_list_parameters_in_php_forms(small) -> None:
 
 def test_prefix_wildcard(small) -> None:
     assert ids(small, query="harb*") == ids(small, query="harbour")
+
+
+def test_caption_fields_are_made_once_per_business_set() -> None:
+    # they were made again for every search, each a pass over every databox's structure
+    from mediaframe.emulator.catalogue import Catalogue
+    from mediaframe.emulator.search import Search
+
+    search = Search(Catalogue(records=50, seed=1))
+    mine = search.caption_fields(frozenset({4}))
+    assert search.caption_fields(frozenset({4})) is mine
+    assert dict(mine) == search._caption_fields_for(frozenset({4}))
+    others = search.caption_fields(frozenset())
+    business = [name for name, field in mine.items() if field.bases is not None]
+    assert business and all(others[name].bases == frozenset() for name in business)
+    search.invalidate()  # a catalogue change: they hang on nothing it touches
+    assert search.caption_fields(frozenset({4})) is mine
