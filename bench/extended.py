@@ -35,7 +35,7 @@ from mediaframe.emulator.structures import STRUCTURES
 from mediaframe.frames import Structure, concat_records, read_records, records
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flatten import timed
+from flatten import interleaved  # the timing loop of bench/flatten.py, shared
 
 PAGE = 1000
 
@@ -66,14 +66,7 @@ def measure(bodies: list[bytes], structure: Structure, repeat: int) -> dict[str,
         "b": lambda body: read_records(body, structure).frame,
         "b'": lambda body: records(orjson.loads(body)["response"]["results"]["records"], structure),
     }
-    best = dict.fromkeys(measures, float("inf"))
-    kept: dict[str, list[Any]] = {}
-    for _ in range(repeat):
-        for name, work in measures.items():
-            seconds, results = timed(work, bodies, keep_gc=False)
-            best[name] = min(best[name], seconds)
-            if name != "a":
-                kept[name] = results
+    best, kept = interleaved(measures, bodies, repeat, keep_gc=False)
     ours = concat_records(kept["b"], structure=structure)
     reference = concat_records(kept["b'"], structure=structure)
     pd.testing.assert_frame_equal(ours, reference, check_exact=True)

@@ -31,7 +31,7 @@ import argparse
 import gc
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -137,17 +137,31 @@ def timed(
     return seconds, results
 
 
-def measure(bodies: list[bytes], repeat: int, *, keep_gc: bool) -> dict[str, Any]:
-    """Best time of each measure over ``repeat`` interleaved rounds, and the frames built."""
-    best = dict.fromkeys(MEASURES, float("inf"))
+def interleaved(
+    measures: Mapping[str, Callable[[bytes], Any]],
+    bodies: list[bytes],
+    repeat: int,
+    *,
+    keep_gc: bool,
+) -> tuple[dict[str, float], dict[str, list]]:
+    """Best seconds of each measure over ``repeat`` rounds, the measures interleaved so that a
+    change in the machine's load touches them alike; and the results of each but the floor
+    ``a`` (the last round's: a round's are let go before the next is timed)."""
+    best = dict.fromkeys(measures, float("inf"))
     kept: dict[str, list] = {}
     for _ in range(repeat):
-        for name, work in MEASURES.items():
+        for name, work in measures.items():
             kept.pop(name, None)
             seconds, results = timed(work, bodies, keep_gc=keep_gc)
             best[name] = min(best[name], seconds)
             if name != "a":
                 kept[name] = results
+    return best, kept
+
+
+def measure(bodies: list[bytes], repeat: int, *, keep_gc: bool) -> dict[str, Any]:
+    """Best time of each measure over ``repeat`` interleaved rounds, and the frames built."""
+    best, kept = interleaved(MEASURES, bodies, repeat, keep_gc=keep_gc)
     ours, reference, hand = (kept[name] for name in ("b", "b'", "c"))
     if len(bodies) == 1:
         ours, reference, hand = ours[0], reference[0], hand[0]
