@@ -62,6 +62,10 @@ def collections(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
     return flatten(items, COLLECTIONS, given=known, extra=unknown, label=label)
 
 
+#: What a legacy record's base id is read from: its databox and collection, in /me/'s pairs.
+_PAIR_IDS = ["databox_id", "collection_id", "base_id"]
+
+
 def with_base_ids(frame: pd.DataFrame, collections: pd.DataFrame) -> pd.DataFrame:
     """``frame`` (records or stories) with a missing ``base_id`` read from its ``databox_id``
     and ``collection_id`` in ``collections`` (:func:`collections` of ``/me/``).
@@ -104,9 +108,6 @@ def filled_base_ids(frame: pd.DataFrame, lookup: pd.Series) -> pd.DataFrame:
     missing = filled.isna()
     filled[missing] = found[missing]
     return frame.assign(base_id=filled)
-
-
-_PAIR_IDS = ["databox_id", "collection_id", "base_id"]
 
 
 def _lacks_base_ids(frame: pd.DataFrame) -> bool:
