@@ -22,7 +22,6 @@ are taken on local caches only (a remote fsspec cache has one writer by conventi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import errno
 import fcntl
@@ -62,7 +61,7 @@ from mediaframe.cache.manifest import (
 from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
-__all__ = ["HarvestStore", "ShardBytes", "age", "dataset_key", "private_dirs", "shard_frame"]
+__all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
 
 D = TypeVar("D")
 
@@ -442,26 +441,22 @@ class HarvestStore:
             raise CacheCorruptError(f"shard file {entry.file} is missing") from err
         if _digest(data) != entry.sha256:
             raise CacheCorruptError(f"shard file {entry.file} does not match its checksum")
-        return shard_frame(ShardBytes(entry, data))
+        frame = from_ipc(data, f"shard file {entry.file}")
+        if len(frame) != entry.rows:
+            raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
+        return frame
 
-    def verified_shard(self, entry: ShardEntry) -> ShardBytes | None:
-        """A finished shard's file, read once and checked against its checksum; ``None`` if it
-        is missing or does not match.
+    def has_shard(self, entry: ShardEntry) -> bool:
+        """Whether a finished shard's file is present and matches its checksum.
 
-        Its frame is then made from these very bytes (:func:`shard_frame`), not from the file
-        read again: a resume hashes each kept shard once, and a file damaged after the check
-        cannot slip in unchecked.
+        Only the bytes are hashed: :meth:`read_shard` parses and checks the rest when the shard
+        is read, so a resume does not parse every kept shard twice.
         """
         try:
             with self.fs.open(self._path(entry.file), "rb") as handle:
-                data = handle.read()
+                return _digest(handle.read()) == entry.sha256
         except OSError:
-            return None
-        return ShardBytes(entry, data) if _digest(data) == entry.sha256 else None
-
-    def has_shard(self, entry: ShardEntry) -> bool:
-        """Whether a finished shard's file is present and matches its checksum."""
-        return self.verified_shard(entry) is not None
+            return False
 
     def pages(self, shard_id: str) -> PageCheckpoints:
         """The page checkpoints of one shard still being paged."""
@@ -559,25 +554,6 @@ class HarvestStore:
             flush_tree(path)
         except OSError as err:
             raise write_error(self.url, err) from err
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ShardBytes:
-    """A finished shard's file as read once, and found to match its entry's checksum (made by
-    :meth:`HarvestStore.verified_shard` and :meth:`HarvestStore.read_shard` alone)."""
-
-    entry: ShardEntry
-    data: bytes
-
-
-def shard_frame(verified: ShardBytes) -> pd.DataFrame:
-    """The frame of a shard file already checked against its checksum; its rows are checked
-    against its entry as it is parsed."""
-    entry = verified.entry
-    frame = from_ipc(verified.data, f"shard file {entry.file}")
-    if len(frame) != entry.rows:
-        raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
-    return frame
 
 
 def _is_version(name: str) -> bool:

@@ -22,7 +22,6 @@ import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
-from mediaframe.cache.store import ShardBytes
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
@@ -154,7 +153,7 @@ def harvest(
     with (
         store.writing(),
         Joiner(combine) as joiner,
-        KeptFrames() as kept_frames,
+        KeptFrames(store) as kept_frames,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
         runner = executor or pool
@@ -279,13 +278,11 @@ class _Planning:
         self.early.forget_all_but({leaf.id for leaf in made.leaves})
         return made, dict(self.early.reused)
 
-    def _read_ahead(self, kept: dict[str, ShardBytes]) -> dict[str, ShardEntry]:
-        """The entries of the ``kept`` files, whose frames start being made from the bytes
-        checked while the rest is planned and paged (a Dask run lets go of the bytes: its kept
-        shards are read back, and checked again, at the end)."""
+    def _read_ahead(self, kept: dict[str, ShardEntry]) -> dict[str, ShardEntry]:
+        """``kept``, whose frames start being read back while the rest is planned and paged."""
         if self.kept_frames is not None:
             self.kept_frames.read(kept)
-        return {shard_id: verified.entry for shard_id, verified in kept.items()}
+        return kept
 
     def _plan(self, root: Count, saved: PlanFile | None) -> PlanFile:
         """Count and split the root, starting on each leaf as soon as it is proven; the splits

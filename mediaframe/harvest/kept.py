@@ -9,7 +9,6 @@ import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
-from mediaframe.cache.store import ShardBytes, shard_frame
 from mediaframe.exceptions import CacheError
 from mediaframe.harvest.plan import ShardCounter
 from mediaframe.harvest.spec import Shard
@@ -17,35 +16,32 @@ from mediaframe.harvest.spec import Shard
 __all__ = ["KeptFrames", "intact_shards", "kept_shards", "still_valid"]
 
 
-def intact_shards(store: HarvestStore) -> dict[str, ShardBytes]:
-    """The finished shards in ``store`` whose files match their checksums, by id, each with the
-    bytes that were checked: its frame is made from them (:meth:`KeptFrames.read`), so a kept
-    shard is read and hashed once per resume."""
-    files = {}
-    for shard_id, entry in store.finished_shards().items():
-        verified = store.verified_shard(entry) if entry.fault is None else None
-        if verified is not None:
-            files[shard_id] = verified
-    return files
+def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
+    """The finished shards in ``store`` whose files match their checksums, by id."""
+    return {
+        shard_id: entry
+        for shard_id, entry in store.finished_shards().items()
+        if entry.fault is None and store.has_shard(entry)
+    }
 
 
-def kept_shards(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardBytes]:
+def kept_shards(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
     """The intact finished shards of a plan, kept without a request (the whole did not move)."""
     return _kept(store, {leaf.id: leaf for leaf in the_plan.leaves})
 
 
-def _kept(store: HarvestStore, planned: Mapping[str, PlannedShard]) -> dict[str, ShardBytes]:
+def _kept(store: HarvestStore, planned: Mapping[str, PlannedShard]) -> dict[str, ShardEntry]:
     """:func:`kept_shards` of the plan whose leaves are ``planned``, by id."""
     return {
-        shard_id: verified
-        for shard_id, verified in intact_shards(store).items()
+        shard_id: entry
+        for shard_id, entry in intact_shards(store).items()
         if shard_id in planned and not planned[shard_id].stuck
     }
 
 
 def still_valid(
     store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
-) -> dict[str, ShardBytes]:
+) -> dict[str, ShardEntry]:
     """Finished shards of an interrupted run that can be kept: intact and not changed since.
 
     A damaged file is fetched again, and so is a shard whose count moved (records added,
@@ -53,26 +49,25 @@ def still_valid(
     """
     planned = {leaf.id: leaf for leaf in the_plan.leaves}
     found = list(_kept(store, planned).values())
-    shards = [Shard.from_dict(planned[kept.entry.id].shard) for kept in found]
+    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
     totals = list(pool.map(lambda shard: counter(shard).total, shards))
     return {
-        kept.entry.id: kept
-        for kept, total in zip(found, totals, strict=True)
-        if total == kept.entry.total
+        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
     }
 
 
 class KeptFrames:
-    """The frames of an interrupted run's finished shards, made from their files' checked bytes
-    on a thread of their own while the rest of the harvest is planned and paged.
+    """The frames of an interrupted run's finished shards, read back from the store on a
+    thread of their own while the rest of the harvest is planned and paged.
 
     Read at the end instead, the 61 shards a resume kept of 120 took most of its tail (restoring
     each frame from its file, then joining them): the resume cost 0.6–0.7 of a fresh run's time
-    for half its requests. A frame is taken only for the entry it was made for; one that could
-    not be made is left for the store to read again at the end, which then says why.
+    for half its requests. A frame is taken only for the entry it was read from; one that could
+    not be read is left for the store to read again at the end, which then says why.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: HarvestStore) -> None:
+        self.store = store
         self._reading: dict[str, tuple[ShardEntry, Future[pd.DataFrame]]] = {}
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-kept")
 
@@ -83,13 +78,12 @@ class KeptFrames:
         self._thread.shutdown(cancel_futures=True)
         self._reading.clear()
 
-    def read(self, files: Mapping[str, ShardBytes]) -> None:
-        """Start making these shards' frames from their checked bytes (those not asked for
-        already)."""
-        for shard_id, verified in files.items():
+    def read(self, entries: Mapping[str, ShardEntry]) -> None:
+        """Start reading these shards' frames (those not asked for already)."""
+        for shard_id, entry in entries.items():
             if shard_id not in self._reading:
-                future = self._thread.submit(shard_frame, verified)
-                self._reading[shard_id] = (verified.entry, future)
+                future = self._thread.submit(self.store.read_shard, entry)
+                self._reading[shard_id] = (entry, future)
 
     def take(self, shard_id: str, entry: ShardEntry) -> pd.DataFrame | None:
         """The frame read for ``entry``; ``None`` if it was not asked for, was asked for another

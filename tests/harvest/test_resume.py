@@ -10,12 +10,9 @@ import pytest
 
 import mediaframe as mf
 from mediaframe.cache import HarvestStore
-from mediaframe.cache import store as store_module
-from mediaframe.cache.store import ShardBytes, shard_frame
 from mediaframe.config import Settings
 from mediaframe.exceptions import CacheCorruptError, TokenRejectedError
-from mediaframe.harvest import kept as kept_module
-from mediaframe.harvest.kept import KeptFrames, intact_shards
+from mediaframe.harvest.kept import KeptFrames
 
 from .fake import FakeService
 from .test_engine import Crash, keys, run
@@ -190,12 +187,13 @@ def test_a_resume_reads_its_kept_shards_back_while_the_rest_is_paged(tmp_path, m
     kept = HarvestStore(str(tmp_path / "h")).finished_shards()
     assert kept, "the crash left finished shards"
     readers: list[str] = []
+    real = HarvestStore.read_shard
 
-    def spied(verified):
+    def spied(self, entry):
         readers.append(threading.current_thread().name)
-        return shard_frame(verified)
+        return real(self, entry)
 
-    monkeypatch.setattr(kept_module, "shard_frame", spied)
+    monkeypatch.setattr(HarvestStore, "read_shard", spied)
     frame, report = run(service, tmp_path, per_page=100)
     assert keys(frame) == service.truth() and report.complete
     assert report.resumed_shards == len(kept)
@@ -203,67 +201,31 @@ def test_a_resume_reads_its_kept_shards_back_while_the_rest_is_paged(tmp_path, m
     assert all(name.startswith("mediaframe-kept") for name in readers), readers
 
 
-def test_a_resume_reads_and_hashes_each_kept_shard_once(tmp_path, monkeypatch):
-    """has_shard() then read_shard() read and hashed every kept shard twice."""
-    service = FakeService.build(3000, cap=100)
-    crash_after(service, tmp_path, 120, 100)
-    folder = tmp_path / "h"
-    kept = HarvestStore(str(folder)).finished_shards()
-    files = {(folder / entry.file).read_bytes() for entry in kept.values()}
-    hashed: list[bytes] = []
-    digest = store_module._digest
-
-    def counted(data: bytes) -> str:
-        hashed.append(data)
-        return digest(data)
-
-    monkeypatch.setattr(store_module, "_digest", counted)
-    frame, report = run(service, tmp_path, per_page=100)
-    assert keys(frame) == service.truth() and report.resumed_shards == len(kept)
-    assert sorted(data for data in hashed if data in files) == sorted(files)
-
-
-def test_a_kept_shard_is_made_from_the_bytes_checked_not_the_file_read_again(tmp_path):
-    store = HarvestStore(str(tmp_path / "h"))
-    frame = pd.DataFrame({"databox_id": pd.array([1, 1], dtype="Int64"), "n": [1, 2]})
-    entry = store.write_shard("good", frame, total=2)
-    (verified,) = intact_shards(store).values()
-    (tmp_path / "h" / entry.file).write_bytes(b"damaged after the check")
-    with KeptFrames() as kept:
-        kept.read({"good": verified})
-        pd.testing.assert_frame_equal(kept.take("good", entry), frame)
-    assert intact_shards(store) == {}
-    with pytest.raises(CacheCorruptError, match="checksum"):
-        store.read_shard(entry)  # read again, the file is checked again
-
-
 def test_kept_frames_are_taken_only_for_the_entry_read_and_only_when_readable(tmp_path):
     store = HarvestStore(str(tmp_path / "h"))
     frame = pd.DataFrame({"databox_id": pd.array([1, 1], dtype="Int64"), "n": [1, 2]})
     good = store.write_shard("good", frame, total=2)
     bad = store.write_shard("bad", frame, total=2)
-    verified = intact_shards(store)
-    # checked bytes that do not parse as the entry says (wrong rows): left for the store
-    wrong = ShardBytes(dataclasses.replace(bad, rows=3), verified["bad"].data)
-    with KeptFrames() as kept:
-        kept.read({"good": verified["good"], "bad": wrong})
+    (tmp_path / "h" / bad.file).write_bytes(b"damaged")
+    with KeptFrames(store) as kept:
+        kept.read({"good": good, "bad": bad})
         other = dataclasses.replace(good, rows=3)
         assert kept.take("good", other) is None  # read for another entry
-        kept.read({"good": verified["good"]})
+        kept.read({"good": good})
         pd.testing.assert_frame_equal(kept.take("good", good), frame)
         assert kept.take("good", good) is None  # taken once
-        assert kept.take("bad", wrong.entry) is None  # left for the store, which says why
+        assert kept.take("bad", bad) is None  # left for the store, which says why
         assert kept.take("never", good) is None
-    with pytest.raises(CacheCorruptError, match="rows"):
-        store.read_shard(wrong.entry)
+    with pytest.raises(CacheCorruptError):
+        store.read_shard(bad)
 
 
 def test_kept_frames_let_go_of_the_shards_the_plan_did_not_keep(tmp_path):
     store = HarvestStore(str(tmp_path / "h"))
     frame = pd.DataFrame({"databox_id": pd.array([1, 1], dtype="Int64"), "n": [1, 2]})
     kept, dropped = (store.write_shard(name, frame, total=2) for name in ("kept", "dropped"))
-    with KeptFrames() as frames:
-        frames.read(intact_shards(store))
+    with KeptFrames(store) as frames:
+        frames.read({"kept": kept, "dropped": dropped})
         taken = frames.taken({"kept": kept})
         assert list(taken) == ["kept"]
         pd.testing.assert_frame_equal(taken["kept"], frame)
