@@ -83,14 +83,20 @@ def safe_frame(frame: pd.DataFrame, policy: FormulaPolicy = "escape") -> pd.Data
     Columns of numbers, dates and booleans are kept as they are, dtypes included.
     """
     _check_policy(policy)
-    columns: dict[str, pd.Series] = {}
-    for name, column in frame.items():
+    names: list[str] = []
+    columns: list[pd.Series] = []
+    for index in range(frame.shape[1]):
+        # by position: two columns of one name (or names alike once neutralised) are both kept
+        column = frame.iloc[:, index]
         if _textual(column):
             column = column.astype(object).map(plain_text)
             if policy == "escape":
                 column = column.map(safe_cell)
-        columns[str(safe_cell(str(name), policy))] = column
-    out = pd.DataFrame(columns, index=frame.index)
+        names.append(str(safe_cell(str(frame.columns[index]), policy)))
+        columns.append(column.reset_index(drop=True))
+    out = pd.concat(columns, axis=1, ignore_index=True) if columns else pd.DataFrame()
+    out.index = frame.index
+    out.columns = pd.Index(names, dtype=object)
     out.attrs.update(frame.attrs)
     return out
 

@@ -632,3 +632,11 @@ def test_a_long_file_name_is_written_and_a_name_too_long_is_an_export_error(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == [long.name]
     with pytest.raises(ExportError, match="cannot write"):
         to_csv(pd.DataFrame({"a": [1]}), tmp_path / ("x" * 300 + ".csv"))
+
+
+def test_csv_keeps_every_column_of_a_repeated_or_neutralised_name(tmp_path):
+    # a join or a caption field named like a system one repeats a name; "=a" neutralised is
+    # "'=a", the name of another column: each column is still written, in its place
+    frame = pd.DataFrame([[1, 2, "=x", "y"]], columns=["a", "a", "=a", "'=a"])
+    text = to_csv(frame, tmp_path / "dup.csv").read_bytes().decode()
+    assert text == "a,a,'=a,'=a\r\n1,2,'=x,y\r\n"
