@@ -4,8 +4,9 @@ Written with xlsxwriter so that no string ever becomes a formula, a link or a nu
 spreadsheet could take for a formula keeps its value and gets Excel's quote-prefix style, so that
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
-sheets), 32,767 characters a cell (longer text is cut), and no timezone-aware dates (they are
-written in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
+sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
+longer integer is written as text, not rounded), and no timezone-aware dates (they are written
+in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ EXCEL_ROWS = 1_048_576
 EXCEL_COLUMNS = 16_384
 #: Characters in a cell.
 EXCEL_CELL_CHARS = 32_767
+#: Significant digits Excel keeps of a number: a longer integer (an id) is rounded on opening.
+EXCEL_DIGITS = 15
 _SHEET_CHARS = 31
 _BAD_SHEET_CHARS = re.compile(r"[\[\]:*?/\\\x00-\x1f]")
 _WIDTH = (8, 60)
@@ -185,6 +188,8 @@ class _Column:
     write: Callable[..., None]
     values: list[Any]
     width: int
+    #: Whether some integer may hold more digits than Excel keeps (checked cell by cell).
+    long_integers: bool = False
 
 
 def _write_sheet(
@@ -207,24 +212,38 @@ def _write_sheet(
         if column.header.endswith(" (UTC)"):
             notes.append(_note(name, column.header, "timezone-aware times written in UTC"))
     cut: dict[str, int] = {}
+    as_text: dict[str, int] = {}
     for row in range(len(frame)):
         for index, column in enumerate(columns):
             value = column.values[row]
             if value is None:
                 continue
-            if column.write is _text and not isinstance(value, str):
-                _scalar(sheet, row + 1, index, value, styles)  # a number among text
-            elif column.write is _text:
+            if column.write is _text and isinstance(value, str):
                 if len(value) > EXCEL_CELL_CHARS:
                     value = value[:EXCEL_CELL_CHARS]
                     cut[column.header] = cut.get(column.header, 0) + 1
                 style = styles.quoted if policy == "escape" and risky(value) else None
                 sheet.write_string(row + 1, index, value, style)
+            elif (column.long_integers or column.write is _text) and _beyond_excel(value):
+                # Excel would round it (12345678901234567 -> 12345678901234600): text keeps it
+                sheet.write_string(row + 1, index, str(int(value)))
+                as_text[column.header] = as_text.get(column.header, 0) + 1
+            elif column.write is _text:
+                _scalar(sheet, row + 1, index, value, styles)  # a number among text
             else:
                 column.write(sheet, row + 1, index, value, styles)
     for header, count in cut.items():
         notes.append(
             _note(name, header, f"{count:,} cell(s) cut to Excel's {EXCEL_CELL_CHARS:,} characters")
+        )
+    for header, count in as_text.items():
+        notes.append(
+            _note(
+                name,
+                header,
+                f"{count:,} integer(s) of more than {EXCEL_DIGITS} digits written as text, "
+                "which Excel would otherwise round",
+            )
         )
     if columns:
         sheet.freeze_panes(1, 0)
@@ -242,7 +261,10 @@ def _column(header: str, column: pd.Series) -> _Column:
     if pd.api.types.is_bool_dtype(dtype):
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
-        return _Column(header, _number, _objects(column), max(len(header) + 2, 12))
+        long_integers = pd.api.types.is_integer_dtype(dtype) and bool(
+            ((column >= _EXACT) | (column <= -_EXACT)).any()
+        )
+        return _Column(header, _number, _objects(column), max(len(header) + 2, 12), long_integers)
     # a column of mixed values keeps its numbers and booleans as such (a negative number stays
     # a number); everything else is text
     values = [
@@ -271,6 +293,16 @@ def _is_scalar(value: Any) -> bool:
     if isinstance(value, bool | np.bool_):
         return True
     return isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value)
+
+
+_EXACT = 10**EXCEL_DIGITS
+
+
+def _beyond_excel(value: Any) -> bool:
+    """An integer with more significant digits than Excel keeps."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        return False
+    return len(str(abs(int(value))).rstrip("0")) > EXCEL_DIGITS
 
 
 def _scalar(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:

@@ -640,3 +640,20 @@ def test_csv_keeps_every_column_of_a_repeated_or_neutralised_name(tmp_path):
     frame = pd.DataFrame([[1, 2, "=x", "y"]], columns=["a", "a", "=a", "'=a"])
     text = to_csv(frame, tmp_path / "dup.csv").read_bytes().decode()
     assert text == "a,a,'=a,'=a\r\n1,2,'=x,y\r\n"
+
+
+def test_excel_writes_integers_longer_than_excel_keeps_as_text_and_says_so(tmp_path):
+    # Excel keeps 15 significant digits: 12345678901234567 would open as 12345678901234600
+    frame = pd.DataFrame(
+        {
+            "id": [12_345_678_901_234_567, 10**17, -5],
+            "mixed": pd.Series([2**63 - 1, "x", 7], dtype=object),
+        }
+    )
+    to_excel({"ids": frame}, tmp_path / "ids.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "ids.xlsx")
+    rows = list(book["ids"].iter_rows(min_row=2, values_only=True))
+    assert rows == [("12345678901234567", "9223372036854775807"), (10**17, "x"), (-5, 7)]
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(sheet, column) for sheet, column, _ in notes] == [("ids", "id"), ("ids", "mixed")]
+    assert all("1 integer(s) of more than 15 digits written as text" in n for *_, n in notes)
