@@ -135,8 +135,13 @@ def sheet_names(titles: list[str], *, rows: list[int] | None = None) -> list[lis
 
 
 def _clean(title: str) -> str:
-    name = _BAD_SHEET_CHARS.sub("_", str(title)).strip().strip("'").strip()
-    return name[:_SHEET_CHARS] or "sheet"
+    name = _trimmed(_BAD_SHEET_CHARS.sub("_", str(title)))
+    # trimmed again once cut: a cut may end it on an apostrophe, which Excel refuses
+    return _trimmed(name[:_SHEET_CHARS]) or "sheet"
+
+
+def _trimmed(name: str) -> str:
+    return name.strip().strip("'").strip()
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -144,9 +144,11 @@ def test_excel_dates_become_utc_with_a_note_and_long_cells_are_cut(tmp_path):
 def test_sheet_names_are_valid_unique_and_at_most_31_characters(tmp_path):
     one = pd.DataFrame({"v": [1]})
     frames = {"a/b:c*?[x]": one, "A_B_C__[X]": one, "'" + "y" * 40 + "'": one, "History": one}
+    # a title cut at 31 characters right after an apostrophe (a collection "Ada's ...")
+    frames["z" * 29 + " 'quoted'"] = one
     to_excel(frames, tmp_path / "n.xlsx")
     names = openpyxl.load_workbook(tmp_path / "n.xlsx").sheetnames
-    assert names == ["a_b_c___x_", "A_B_C___X_ (2)", "y" * 31, "History (2)"]
+    assert names == ["a_b_c___x_", "A_B_C___X_ (2)", "y" * 31, "History (2)", "z" * 29]
 
 
 def test_frames_past_the_row_limit_go_on_over_more_sheets(tmp_path, monkeypatch):
