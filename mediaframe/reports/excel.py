@@ -5,13 +5,14 @@ spreadsheet could take for a formula keeps its value and gets Excel's quote-pref
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
 sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
-longer integer is written as text, not rounded), and no timezone-aware dates (they are written
-in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
+longer integer is written as text, not rounded), no date before 1900 (ISO text instead), and no
+timezone-aware dates (they are written in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import os
 import re
@@ -193,8 +194,9 @@ class _Column:
     write: Callable[..., None]
     values: list[Any]
     width: int
-    #: Whether some integer may hold more digits than Excel keeps (checked cell by cell).
-    long_integers: bool = False
+    #: Whether some value may be one Excel cannot hold as it is (checked cell by cell): an
+    #: integer of more digits than it keeps, a date before its calendar starts.
+    checked: bool = False
 
 
 def _write_sheet(
@@ -229,9 +231,10 @@ def _write_sheet(
                     cut[column.header] = cut.get(column.header, 0) + 1
                 style = styles.quoted if policy == "escape" and risky(value) else None
                 sheet.write_string(row + 1, index, value, style)
-            elif (column.long_integers or column.write is _text) and _beyond_excel(value):
-                # Excel would round it (12345678901234567 -> 12345678901234600): text keeps it
-                sheet.write_string(row + 1, index, str(int(value)))
+            elif (column.checked or column.write is _text) and (text := _unheld(value)):
+                # Excel would round 12345678901234567 to 12345678901234600, and show a date
+                # of 1850 as ####: the text keeps it
+                sheet.write_string(row + 1, index, text)
                 as_text[column.header] = as_text.get(column.header, 0) + 1
             elif column.write is _text:
                 _scalar(sheet, row + 1, index, value, styles)  # a number among text
@@ -246,8 +249,8 @@ def _write_sheet(
             _note(
                 name,
                 header,
-                f"{count:,} integer(s) of more than {EXCEL_DIGITS} digits written as text, "
-                "which Excel would otherwise round",
+                f"{count:,} value(s) written as text, which Excel would otherwise change: "
+                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900",
             )
         )
     if columns:
@@ -260,9 +263,9 @@ def _column(header: str, column: pd.Series) -> _Column:
     if isinstance(dtype, pd.DatetimeTZDtype):
         column = column.dt.tz_convert("UTC").dt.tz_localize(None)
         header = f"{header} (UTC)"
-        return _Column(header, _datetime, _objects(column), 20)
+        return _Column(header, _datetime, _objects(column), 20, _early(column))
     if pd.api.types.is_datetime64_dtype(dtype):
-        return _Column(header, _datetime, _objects(column), 20)
+        return _Column(header, _datetime, _objects(column), 20, _early(column))
     if pd.api.types.is_bool_dtype(dtype):
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
@@ -303,11 +306,22 @@ def _is_scalar(value: Any) -> bool:
 _EXACT = 10**EXCEL_DIGITS
 
 
-def _beyond_excel(value: Any) -> bool:
-    """An integer with more significant digits than Excel keeps."""
+_FIRST_DAY = pd.Timestamp("1900-01-01")
+
+
+def _early(column: pd.Series) -> bool:
+    return bool((column < _FIRST_DAY).any())
+
+
+def _unheld(value: Any) -> str:
+    """``value`` as text if Excel cannot hold it as it is (else ""): an integer of more
+    significant digits than it keeps, or a date before its calendar's first day (1900)."""
+    if isinstance(value, pd.Timestamp | dt.datetime):
+        return value.isoformat() if value < _FIRST_DAY else ""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        return False
-    return len(str(abs(int(value))).rstrip("0")) > EXCEL_DIGITS
+        return ""
+    text = str(int(value))
+    return text if len(text.lstrip("-").rstrip("0")) > EXCEL_DIGITS else ""
 
 
 def _scalar(sheet: Any, row: int, col: int, value: Any, styles: _Styles) -> None:

@@ -658,4 +658,26 @@ def test_excel_writes_integers_longer_than_excel_keeps_as_text_and_says_so(tmp_p
     assert rows == [("12345678901234567", "9223372036854775807"), (10**17, "x"), (-5, 7)]
     notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
     assert [(sheet, column) for sheet, column, _ in notes] == [("ids", "id"), ("ids", "mixed")]
-    assert all("1 integer(s) of more than 15 digits written as text" in n for *_, n in notes)
+    assert all("1 value(s) written as text" in note for *_, note in notes)
+
+
+def test_excel_writes_dates_before_1900_as_iso_text_and_says_so(tmp_path):
+    # Excel's calendar starts in 1900: an earlier date (a photograph "taken 1850") was written
+    # as a negative serial, which Excel shows as ####
+    frame = pd.DataFrame(
+        {
+            "taken": pd.to_datetime(["1850-06-01 12:00", "1900-03-01 00:00", None]),
+            "shot": pd.to_datetime(["1899-12-31T20:00:00-02:00", None, None], utc=True),
+        }
+    )
+    to_excel({"dates": frame}, tmp_path / "old.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "old.xlsx")
+    rows = list(book["dates"].iter_rows(min_row=2, values_only=True))
+    assert rows[0] == ("1850-06-01T12:00:00", "1899-12-31T22:00:00")
+    assert rows[1] == (pd.Timestamp("1900-03-01").to_pydatetime(), None)
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(column, note[:25]) for _, column, note in notes] == [
+        ("shot (UTC)", "timezone-aware times writ"),
+        ("taken", "1 value(s) written as tex"),
+        ("shot (UTC)", "1 value(s) written as tex"),
+    ]
