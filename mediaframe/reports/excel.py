@@ -6,7 +6,8 @@ editing the cell does not turn it into one either. Excel's own limits are met ra
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
 sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
 longer integer is written as text, not rounded), no date before 1900 (ISO text instead), and no
-timezone-aware dates (they are written in UTC, which the header says). What was changed is listed in a ``notes`` sheet.
+timezone-aware dates (they are written in UTC, which the header says). What was changed is
+listed in a ``notes`` sheet.
 """
 
 from __future__ import annotations
