@@ -223,11 +223,33 @@ def limit_option(command: F) -> F:
     )(command)
 
 
+def _output_checked(command: F) -> F:
+    """Refuse an ``-o`` the export could not write (no format, no such folder) before the
+    command reads anything, rather than after a long harvest."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("output") is not None:
+            from mediaframe.reports.exports import check_export
+
+            check_export(kwargs["output"])
+        return command(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
 def reads(command: F) -> F:
-    """A command that shows or writes frames: ``-o``, ``--limit``, the connection options, the
-    shared :class:`State` passed first, and errors reported."""
+    """A command that shows or writes frames: ``-o`` (checked first), ``--limit``, the
+    connection options, the shared :class:`State` passed first, and errors reported."""
     decorated: Any = command
-    for decorate in (reported, click.pass_obj, connection_options, limit_option, output_option):
+    for decorate in (
+        _output_checked,
+        reported,
+        click.pass_obj,
+        connection_options,
+        limit_option,
+        output_option,
+    ):
         decorated = decorate(decorated)
     return cast(F, decorated)
 

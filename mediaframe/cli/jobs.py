@@ -60,8 +60,11 @@ def audit(
       mediaframe audit -o audit.xlsx        # a README sheet, then one sheet per check
       mediaframe audit -o audit-csv/        # one CSV per check
     """
+    from mediaframe.reports import Audit
     from mediaframe.reports import audit as run_audit
 
+    if output is not None:  # refused now, not after the harvest (whose cache is the baseline)
+        Audit.check_export(output)
     query, filters = search_filters(options)
     with state.connect() as client:
         result = run_audit(
@@ -102,8 +105,11 @@ def report(
     Example:
       mediaframe report --period month --start 2024-01-01 -o monthly.xlsx
     """
+    from mediaframe.reports import Report
     from mediaframe.reports import report as run_report
 
+    if output is not None:
+        Report.check_export(output)
     query, filters = search_filters(options)
     with state.connect() as client:
         result = run_report(client, query, period=period, start=start, end=end, **filters)

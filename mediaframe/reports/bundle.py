@@ -14,6 +14,7 @@ import pandas as pd
 from mediaframe.exceptions import ExportError
 from mediaframe.reports.excel import to_excel
 from mediaframe.reports.exports import to_csv
+from mediaframe.reports.files import writable
 
 __all__ = ["Bundle"]
 
@@ -70,13 +71,24 @@ class Bundle:
 
     def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
         """By the extension: ``.html``, ``.xlsx``; a name without one is a folder of CSV files."""
-        suffix = Path(path).suffix.lower()
+        suffix = self.check_export(path)
         if suffix == ".html":
             return self.to_html(path)
         if suffix == ".xlsx":
             return self.to_excel(path)
-        if suffix:
-            raise ExportError(
-                f"{self.what} is written as .html, .xlsx, or a folder of CSV files; not {suffix}"
-            )
         return self.to_csv(path)
+
+    @classmethod
+    def check_export(cls, path: str | os.PathLike[str]) -> str:
+        """The extension of ``path`` (``""`` for a folder of CSV files), or the
+        :class:`ExportError` :meth:`export` would raise there, before the work."""
+        suffix = Path(path).suffix.lower()
+        if suffix not in ("", ".html", ".xlsx"):
+            raise ExportError(
+                f"{cls.what} is written as .html, .xlsx, or a folder of CSV files; not {suffix}"
+            )
+        if suffix:
+            writable(path)
+        elif Path(path).exists() and not Path(path).is_dir():
+            raise ExportError(f"{path} is a file: give a folder for one CSV per table")
+        return suffix

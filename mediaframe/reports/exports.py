@@ -16,9 +16,9 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.exceptions import ExportError
 from mediaframe.reports.cells import FormulaPolicy, plain_text, safe_frame
-from mediaframe.reports.files import atomic_path
+from mediaframe.reports.files import atomic_path, writable
 
-__all__ = ["FORMATS", "export", "read_parquet", "to_csv", "to_json", "to_parquet"]
+__all__ = ["FORMATS", "check_export", "export", "read_parquet", "to_csv", "to_json", "to_parquet"]
 
 #: File extensions :func:`export` writes, with what they hold.
 FORMATS = {
@@ -110,11 +110,7 @@ def export(
     from mediaframe.reports.excel import to_excel
     from mediaframe.reports.html import to_html
 
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise ExportError(
-            f"cannot tell the format of {path}: end the file name with one of {', '.join(FORMATS)}"
-        )
+    suffix = _suffix(path)
     if suffix == ".xlsx":
         return to_excel(frames, path, **options)
     if suffix == ".html":
@@ -125,6 +121,22 @@ def export(
     if suffix == ".parquet":
         return to_parquet(frame, path)
     return to_json(frame, path)
+
+
+def check_export(path: str | os.PathLike[str]) -> None:
+    """Raise the :class:`ExportError` that :func:`export` would, before the work: the extension
+    names no format, or the file cannot be written there (no such folder, a folder)."""
+    _suffix(path)
+    writable(path)
+
+
+def _suffix(path: str | os.PathLike[str]) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ExportError(
+            f"cannot tell the format of {path}: end the file name with one of {', '.join(FORMATS)}"
+        )
+    return suffix
 
 
 def _one(frames: pd.DataFrame | Mapping[str, pd.DataFrame], suffix: str) -> pd.DataFrame:

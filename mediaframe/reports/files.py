@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mediaframe.exceptions import ExportError
 
-__all__ = ["atomic_path"]
+__all__ = ["atomic_path", "writable"]
 
 _NAME_BYTES = 200
 
@@ -28,18 +28,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     ExportError
         The folder does not exist or the file cannot be written.
     """
-    try:
-        target, stream = _resolved(Path(path))
-    except OSError as err:  # a name too long, a loop of links, a folder we may not read
-        raise ExportError(f"cannot write {path}: {err.strerror or err}") from err
+    target, stream = writable(path)
     if stream:
         # a stream (/dev/stdout, a named pipe): nothing to rename over, written as it comes
         yield target
         return
-    if target.is_dir():
-        raise ExportError(f"{target} is a folder: give a file name, e.g. {target / 'export.csv'}")
-    if not target.parent.is_dir():
-        raise ExportError(f"cannot write {target}: the folder {target.parent} does not exist")
     # a file name has at most 255 bytes: a long target name is cut in the partial's name
     stem = target.name.encode()[:_NAME_BYTES].decode(errors="ignore")
     partial = target.with_name(f".{stem}.{uuid.uuid4().hex[:8]}.partial")
@@ -51,6 +44,28 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):  # gone, or never made: the error above says why
             partial.unlink()
+
+
+def writable(path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """The file a write to ``path`` replaces, and whether it is a stream; checked, so that a
+    command can refuse a path it cannot write before its work rather than after.
+
+    Raises
+    ------
+    ExportError
+        ``path`` is a folder, its folder does not exist, or it cannot be resolved.
+    """
+    try:
+        target, stream = _resolved(Path(path))
+    except OSError as err:  # a name too long, a loop of links, a folder we may not read
+        raise ExportError(f"cannot write {path}: {err.strerror or err}") from err
+    if stream:
+        return target, True
+    if target.is_dir():
+        raise ExportError(f"{target} is a folder: give a file name, e.g. {target / 'export.csv'}")
+    if not target.parent.is_dir():
+        raise ExportError(f"cannot write {target}: the folder {target.parent} does not exist")
+    return target, False
 
 
 def _resolved(target: Path) -> tuple[Path, bool]:

@@ -348,3 +348,16 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(tmp_path):
             stderr = proc.stderr.read()
             assert proc.wait(timeout=30) == 130, stderr
     assert stderr == "Interrupted.\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("x.txt", "cannot tell the format"), ("missing/x.csv", "does not exist")],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_any_harvest(run, tmp_path, name, says):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 1
+    # one line, the error: no harvest ran first only to be thrown away
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("Error: ") and says in result.stderr
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.parquet"))

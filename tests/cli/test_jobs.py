@@ -42,3 +42,16 @@ def test_report_per_year_to_every_form(fresh_emulator, tmp_path):
     assert sheets == ["README", "activity", "totals", "feeds"]
     bad = run("report", "--start", "soon")
     assert bad.exit_code == 2 and "YYYY-MM-DD" in bad.stderr
+
+
+def test_a_job_refuses_an_output_it_cannot_write_before_it_harvests(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=300, cap=200)
+    run = runner_for(emu, tmp_path)
+    for command in ("audit", "report"):
+        for name in ("a.csv", "missing/a.xlsx"):
+            wrong = run(command, "-o", str(tmp_path / name))
+            assert wrong.exit_code == 1
+            assert wrong.stderr.startswith("Error: ") and len(wrong.stderr.splitlines()) == 1
+    # nothing was harvested: the fixity baseline is still to be made by the first real audit
+    first = run("audit", "-o", str(tmp_path / "a.html"))
+    assert first.exit_code == 0 and "baseline" in first.stderr
