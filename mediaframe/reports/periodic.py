@@ -138,6 +138,11 @@ def report(
     if period not in PERIODS:
         raise InvalidParameterError(f"period={period!r}: use one of {', '.join(PERIODS)}")
     first, last = _day(start, "start"), _day(end, "end")
+    if first is not None and last is not None and first > last:
+        # else every row would be left out, and the export look like a quiet period
+        raise InvalidParameterError(
+            f"start={first.isoformat()} is after end={last.isoformat()}: swap them"
+        )
     if isinstance(source, pd.DataFrame):
         if query or filters:
             raise InvalidParameterError(

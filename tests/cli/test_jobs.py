@@ -42,6 +42,8 @@ def test_report_per_year_to_every_form(fresh_emulator, tmp_path):
     assert sheets == ["README", "activity", "totals", "feeds"]
     bad = run("report", "--start", "soon")
     assert bad.exit_code == 2 and "YYYY-MM-DD" in bad.stderr
+    swapped = run("report", "--start", "2024-03-01", "--end", "2024-01-31")
+    assert swapped.exit_code == 2 and "swap them" in swapped.stderr
 
 
 def test_a_job_refuses_an_output_it_cannot_write_before_it_harvests(fresh_emulator, tmp_path):

@@ -69,6 +69,9 @@ def test_start_end_and_period_bound_the_rows():
         report(_records(), period="fortnight")
     with pytest.raises(InvalidParameterError, match="YYYY-MM-DD"):
         report(_records(), start="2024-13-01")
+    with pytest.raises(InvalidParameterError, match="after end=2024-01-31: swap them"):
+        report(_records(), start="2024-03-01", end="2024-01-31")
+    assert report(_records(), start="2024-03-01", end="2024-03-01").totals["created"].sum() == 0
 
 
 def test_an_empty_frame_gives_empty_tables_and_a_page(tmp_path):
