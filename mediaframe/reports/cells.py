@@ -22,7 +22,15 @@ import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError
 
-__all__ = ["FORMULA_POLICIES", "FormulaPolicy", "plain_text", "risky", "safe_cell", "safe_frame"]
+__all__ = [
+    "FORMULA_POLICIES",
+    "FormulaPolicy",
+    "indexed",
+    "plain_text",
+    "risky",
+    "safe_cell",
+    "safe_frame",
+]
 
 FormulaPolicy = Literal["escape", "off"]
 #: ``escape`` (the default) neutralises risky text; ``off`` writes it as it is (trusted data).
@@ -97,6 +105,35 @@ def safe_frame(frame: pd.DataFrame, policy: FormulaPolicy = "escape") -> pd.Data
     out = pd.concat(columns, axis=1, ignore_index=True) if columns else pd.DataFrame()
     out.index = frame.index
     out.columns = pd.Index(names, dtype=object)
+    out.attrs.update(frame.attrs)
+    return out
+
+
+def indexed(frame: pd.DataFrame, index: bool | None = None) -> pd.DataFrame:
+    """``frame`` with its index as leading columns when the index holds data, so that an
+    export (which writes columns) keeps it; else ``frame`` itself.
+
+    ``index=None`` decides: an index holds data when a level is named (a ``groupby``,
+    ``value_counts`` or ``set_index`` result) or its labels are not integers; row numbers,
+    even with gaps left by a filter, are not written. ``True`` always writes it, ``False`` never.
+
+    Examples
+    --------
+    >>> counts = pd.DataFrame({"media_type": ["image", "video", "image"]}).value_counts()
+    >>> indexed(counts.to_frame()).columns.tolist()
+    ['media_type', 'count']
+    """
+    if index is None:
+        labels = frame.index
+        index = any(name is not None for name in labels.names) or not (
+            pd.api.types.is_integer_dtype(labels.dtype) or len(labels) == 0
+        )
+    if not index:
+        return frame
+    names = [f"level_{n}" if name is None else name for n, name in enumerate(frame.index.names)]
+    if frame.index.nlevels == 1 and frame.index.names[0] is None:
+        names = ["index"]
+    out = frame.rename_axis(names).reset_index(allow_duplicates=True)
     out.attrs.update(frame.attrs)
     return out
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import ExportError, InvalidParameterError
-from mediaframe.reports.cells import FormulaPolicy, plain_text, risky
+from mediaframe.reports.cells import FormulaPolicy, indexed, plain_text, risky
 from mediaframe.reports.files import atomic_path
 
 __all__ = ["EXCEL_CELL_CHARS", "EXCEL_COLUMNS", "EXCEL_ROWS", "sheet_names", "to_excel"]
@@ -158,6 +158,12 @@ def _unique(name: str, used: set[str]) -> str:
 
 
 def _titled(frames: Frames) -> list[tuple[str, pd.DataFrame]]:
+    """Each frame with its sheet title, and its index as columns if it holds data."""
+    pairs = _pairs(frames)
+    return [(title, indexed(frame)) for title, frame in pairs]
+
+
+def _pairs(frames: Frames) -> list[tuple[str, pd.DataFrame]]:
     if isinstance(frames, pd.DataFrame):
         return [(_title_of(frames), frames)]
     if isinstance(frames, Mapping):

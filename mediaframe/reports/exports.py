@@ -15,7 +15,7 @@ import pandas as pd
 
 from mediaframe import __version__
 from mediaframe.exceptions import ExportError
-from mediaframe.reports.cells import FormulaPolicy, plain_text, safe_frame
+from mediaframe.reports.cells import FormulaPolicy, indexed, plain_text, safe_frame
 from mediaframe.reports.files import atomic_path, writable
 
 __all__ = ["FORMATS", "check_export", "export", "read_parquet", "to_csv", "to_json", "to_parquet"]
@@ -43,17 +43,20 @@ def to_csv(
     Text cells (and column names) a spreadsheet could take for a formula get a leading ``'``
     (:func:`~mediaframe.reports.safe_cell`); numbers are left alone; lists become ``"; "``-joined
     text. Dates keep their offset (ISO 8601). Rows end in CRLF as RFC 4180 says, so that a CR
-    or LF inside a value is always quoted. ``to_csv_options`` go to
-    :meth:`pandas.DataFrame.to_csv` (``index`` is ``False`` unless given).
+    or LF inside a value is always quoted. An index that holds data (a ``groupby`` result's)
+    is written as leading columns, row numbers are not (``index=True`` or ``False`` decides
+    instead; see :func:`~mediaframe.reports.cells.indexed`). Other ``to_csv_options`` go to
+    :meth:`pandas.DataFrame.to_csv`.
 
     Examples
     --------
     >>> from mediaframe.reports import to_csv
     >>> to_csv(client.records("sunset"), "sunset.csv")                     # doctest: +SKIP
     """
-    to_csv_options.setdefault("index", False)
     to_csv_options.setdefault("lineterminator", "\r\n")
-    safe = safe_frame(frame, formula_policy)
+    # the index goes through the same policy as the columns: written as columns
+    safe = safe_frame(indexed(frame, to_csv_options.pop("index", None)), formula_policy)
+    to_csv_options["index"] = False
     with atomic_path(path) as partial:
         safe.to_csv(partial, **to_csv_options)
     return Path(path)
@@ -74,7 +77,7 @@ def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     out.attrs.setdefault("mediaframe_version", __version__)
     with atomic_path(path) as partial:
         try:
-            out.to_parquet(partial, index=False, engine="pyarrow")
+            out.to_parquet(partial, index=indexed(frame) is not frame, engine="pyarrow")
         except (ValueError, TypeError) as err:  # pyarrow's errors subclass these
             raise ExportError(f"cannot write {path} as parquet: {err}") from err
     return Path(path)
@@ -87,8 +90,9 @@ def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null)."""
+    records = indexed(frame)  # a list of records has no index: one holding data is a column
     with atomic_path(path) as partial:
-        frame.to_json(partial, orient="records", date_format="iso", force_ascii=False, indent=1)
+        records.to_json(partial, orient="records", date_format="iso", force_ascii=False, indent=1)
     return Path(path)
 
 

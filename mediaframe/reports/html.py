@@ -23,7 +23,7 @@ import pandas as pd
 
 from mediaframe import __version__
 from mediaframe.exceptions import EmptyPlotWarning, ExportError, InvalidParameterError
-from mediaframe.reports.cells import plain_text
+from mediaframe.reports.cells import indexed, plain_text
 from mediaframe.reports.files import atomic_path
 
 __all__ = [
@@ -282,7 +282,7 @@ def _sections(
 
 
 def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, Any]:
-    frame = section.frame
+    frame = indexed(section.frame)
     shown = frame if max_rows is None else frame.head(max_rows)
     numeric = [
         pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)

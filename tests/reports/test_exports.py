@@ -681,3 +681,27 @@ def test_excel_writes_dates_before_1900_as_iso_text_and_says_so(tmp_path):
         ("taken", "1 value(s) written as tex"),
         ("shot (UTC)", "1 value(s) written as tex"),
     ]
+
+
+def test_an_index_that_holds_data_is_written_by_every_format_and_escaped(tmp_path):
+    records = pd.DataFrame(
+        {"title": ["=evil()", "b", "c"], "media_type": ["image", "video", "image"], "n": [1, 2, 3]}
+    )
+    # a groupby result: its labels are the index; without them the counts mean nothing
+    counts = records.groupby("media_type")["n"].sum().to_frame()
+    for name in ("c.csv", "c.xlsx", "c.json"):
+        export(counts, tmp_path / name)
+    expected = pd.DataFrame({"media_type": ["image", "video"], "n": [4, 2]})
+    assert (tmp_path / "c.csv").read_bytes().decode() == "media_type,n\r\nimage,4\r\nvideo,2\r\n"
+    pd.testing.assert_frame_equal(pd.read_excel(tmp_path / "c.xlsx"), expected)
+    assert pd.read_json(tmp_path / "c.json")["media_type"].tolist() == ["image", "video"]
+    page = to_html(counts, tmp_path / "c.html").read_text()
+    assert '<th scope="col">media_type</th>' in page and ">video</td>" in page
+    to_parquet(counts, tmp_path / "c.parquet")
+    pd.testing.assert_frame_equal(read_parquet(tmp_path / "c.parquet"), counts)
+    # an index asked for is neutralised like any column; row numbers left by a filter are not
+    # written
+    by_title = to_csv(records.set_index("title"), tmp_path / "t.csv", index=True)
+    assert by_title.read_bytes().decode().splitlines()[1] == "'=evil(),image,1"
+    kept = to_csv(records[records["n"] > 1], tmp_path / "f.csv")
+    assert kept.read_bytes().decode().splitlines()[0] == "title,media_type,n"
