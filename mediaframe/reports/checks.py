@@ -98,6 +98,10 @@ def _ids(frame: pd.DataFrame, *extra: str) -> list[str]:
 
 def duplicates(records: pd.DataFrame) -> Check:
     """Records sharing a file (the same ``sha256``), within and across collections."""
+    if set(KEY) <= set(records.columns):
+        # a record listed twice (frames of two overlapping searches concatenated) is one
+        # record, not two sharing a file
+        records = records.drop_duplicates(KEY)
     sha = _text(records["sha256"]).str.lower()
     usable = ~_blank(records["sha256"]) & (sha != EMPTY_SHA256)
     frame = records.loc[usable, _ids(records, "title", "original_name", "FileSize")].copy()

@@ -51,6 +51,19 @@ def test_duplicates_group_by_checksum_across_collections_and_leave_empty_ones_ap
     assert list(apart.frame["record_id"]) == [3, 3] and list(apart.frame["databox_id"]) == [1, 2]
 
 
+def test_a_record_listed_twice_is_not_a_duplicate_of_itself():
+    # two overlapping searches concatenated: records (1, 1) and (1, 2) appear twice
+    records = _records()
+    both = pd.concat([records, records.iloc[:2]])
+    check = checks.duplicates(both)
+    assert list(zip(check.frame["databox_id"], check.frame["record_id"], strict=True)) == [
+        (1, 1), (1, 2), (2, 1)
+    ]  # fmt: skip
+    assert check.counts["extra copies"] == 2
+    alone = checks.duplicates(pd.concat([records.iloc[[0]], records.iloc[[0]]]))
+    assert alone.found == 0
+
+
 def test_zero_byte_files_by_size_or_by_the_checksum_of_nothing():
     check = checks.zero_byte(_records())
     assert list(zip(check.frame["databox_id"], check.frame["record_id"], strict=True)) == [
