@@ -17,6 +17,7 @@ import datetime as dt
 import math
 import os
 import re
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -24,7 +25,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.exceptions import ExportError, InvalidParameterError, MediaframeError
 from mediaframe.reports.cells import FormulaPolicy, indexed, plain_text, risky
 from mediaframe.reports.files import atomic_path
 
@@ -83,8 +84,9 @@ def to_excel(
                 f"{title!r} has {len(frame.columns):,} columns and an Excel sheet holds "
                 f"{EXCEL_COLUMNS:,}: write .parquet or .csv, or select the columns you need"
             )
-    notes: list[dict[str, str]] = []
-    with atomic_path(path) as partial:
+    # xlsxwriter keeps each sheet's rows in a temporary file it deletes only on close(): in a
+    # folder of their own, removed whatever happens (an error, a Ctrl-C), none is left behind
+    with atomic_path(path) as partial, tempfile.TemporaryDirectory(prefix="mediaframe-") as rows:
         book = xlsxwriter.Workbook(
             str(partial),
             {
@@ -93,29 +95,43 @@ def to_excel(
                 "strings_to_numbers": False,
                 "nan_inf_to_errors": True,
                 "constant_memory": True,
+                "tmpdir": rows,
             },
         )
-        styles = _Styles(book)
-        names = sheet_names([title for title, _ in titled], rows=[len(f) for _, f in titled])
-        for (title, frame), sheets in zip(titled, names, strict=True):
-            for number, name in enumerate(sheets):
-                start = number * (EXCEL_ROWS - 1)
-                part = frame.iloc[start : start + EXCEL_ROWS - 1]
-                if len(sheets) > 1:
-                    notes.append(
-                        _note(name, "", f"rows {start + 1:,}-{start + len(part):,} of {title!r}")
-                    )
-                _write_sheet(book.add_worksheet(name), part, styles, notes, name, formula_policy)
-        if notes:
-            used = {name for sheets in names for name in sheets}
-            notes_frame = pd.DataFrame(notes, columns=["sheet", "column", "note"])
-            name = _unique("notes", used)
-            _write_sheet(book.add_worksheet(name), notes_frame, styles, [], name, formula_policy)
         try:
+            _fill(book, titled, formula_policy)
             book.close()
         except Exception as err:  # xlsxwriter raises its own exceptions and OSError
+            if isinstance(err, MediaframeError):
+                raise
             raise ExportError(f"cannot write {path}: {err}") from err
+        finally:
+            for sheet in book.worksheets():  # left open by an error or a Ctrl-C
+                handle = getattr(sheet, "row_data_fh", None)
+                if handle is not None and not handle.closed:
+                    handle.close()
     return Path(path)
+
+
+def _fill(book: Any, titled: list[tuple[str, pd.DataFrame]], policy: FormulaPolicy) -> None:
+    """Write the frames' sheets, and the notes sheet if something was changed."""
+    notes: list[dict[str, str]] = []
+    styles = _Styles(book)
+    names = sheet_names([title for title, _ in titled], rows=[len(f) for _, f in titled])
+    for (title, frame), sheets in zip(titled, names, strict=True):
+        for number, name in enumerate(sheets):
+            start = number * (EXCEL_ROWS - 1)
+            part = frame.iloc[start : start + EXCEL_ROWS - 1]
+            if len(sheets) > 1:
+                notes.append(
+                    _note(name, "", f"rows {start + 1:,}-{start + len(part):,} of {title!r}")
+                )
+            _write_sheet(book.add_worksheet(name), part, styles, notes, name, policy)
+    if notes:
+        used = {name for sheets in names for name in sheets}
+        notes_frame = pd.DataFrame(notes, columns=["sheet", "column", "note"])
+        name = _unique("notes", used)
+        _write_sheet(book.add_worksheet(name), notes_frame, styles, [], name, policy)
 
 
 def sheet_names(titles: list[str], *, rows: list[int] | None = None) -> list[list[str]]:

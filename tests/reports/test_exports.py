@@ -705,3 +705,27 @@ def test_an_index_that_holds_data_is_written_by_every_format_and_escaped(tmp_pat
     assert by_title.read_bytes().decode().splitlines()[1] == "'=evil(),image,1"
     kept = to_csv(records[records["n"] > 1], tmp_path / "f.csv")
     assert kept.read_bytes().decode().splitlines()[0] == "title,media_type,n"
+
+
+class _Interrupting:
+    """A value whose text is a Ctrl-C: the export stops in the middle of a sheet."""
+
+    def __str__(self) -> str:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_workbook_leaves_no_temporary_files(tmp_path, monkeypatch):
+    import tempfile
+
+    # xlsxwriter keeps each sheet's rows in a temporary file until the workbook is closed
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    frames = {
+        "first": pd.DataFrame({"n": range(1000)}),
+        "second": pd.DataFrame({"v": [_Interrupting()]}),
+    }
+    with pytest.raises(KeyboardInterrupt):
+        to_excel(frames, tmp_path / "out.xlsx")
+    assert list(scratch.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["scratch"]
