@@ -32,7 +32,8 @@ _EXPLAIN = {
     "and the storage the created ones added (sum of FileSize, bytes). A record counts as "
     "updated in the period of its last update only, and only if that is after its creation "
     "period: the service keeps no history of earlier updates.",
-    "totals": "The same, summed over collections and media types.",
+    "totals": "The same, summed over collections and media types; a period without activity "
+    "is a row of zeros.",
     "feeds": "Feed entries published in each period, per feed, and the records they carried.",
 }
 
@@ -158,7 +159,7 @@ def report(
     code = PERIODS[period]
     names = _names(collections)
     activity = _activity(records, code, names, first, last)
-    totals = _totals(activity)
+    totals = _totals(activity, code, first, last)
     feeds = _feeds(feed_entries, code, first, last)
     provenance = {
         **provenance,
@@ -253,12 +254,23 @@ def _activity(
     return summed[columns]
 
 
-def _totals(activity: pd.DataFrame) -> pd.DataFrame:
+def _totals(
+    activity: pd.DataFrame, code: str, first: dt.date | None, last: dt.date | None
+) -> pd.DataFrame:
+    """Activity summed per period: every period from ``first`` (else the first active one) to
+    ``last`` (else the last active one), a quiet period as a row of zeros, not left out."""
     columns = ["period", "created", "updated", "storage_added"]
-    if activity.empty:
+    summed = activity.groupby("period", sort=True)[columns[1:]].sum() if len(activity) else None
+    active = [] if summed is None else [pd.Period(p, freq=code) for p in summed.index]
+    low = pd.Period(first, code) if first is not None else min(active, default=None)
+    high = pd.Period(last, code) if last is not None else max(active, default=None)
+    if low is None or high is None:
         return pd.DataFrame(columns=columns)
-    totals = activity.groupby("period", sort=True)[columns[1:]].sum().reset_index()
-    return totals.astype({name: "Int64" for name in columns[1:]})
+    every = pd.Index([str(p) for p in pd.period_range(low, high, freq=code)], name="period")
+    if summed is None:
+        summed = pd.DataFrame(0, index=every, columns=columns[1:])
+    totals = summed.reindex(every, fill_value=0).reset_index()
+    return totals.astype({name: "Int64" for name in columns[1:]})[columns]
 
 
 def _feeds(

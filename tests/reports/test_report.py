@@ -69,6 +69,20 @@ def test_start_end_and_period_bound_the_rows():
         report(_records(), period="fortnight")
     with pytest.raises(InvalidParameterError, match="YYYY-MM-DD"):
         report(_records(), start="2024-13-01")
+    # a quiet period is a row of zeros, between active ones and up to the end asked for
+    quiet = report(_records().iloc[[0, 2]], start="2023-12-01", end="2024-03-31")
+    assert quiet.totals.to_dict("records") == [
+        {"period": "2023-12", "created": 0, "updated": 0, "storage_added": 0},
+        {"period": "2024-01", "created": 1, "updated": 0, "storage_added": 10},
+        {"period": "2024-02", "created": 1, "updated": 0, "storage_added": 300},
+        {"period": "2024-03", "created": 0, "updated": 0, "storage_added": 0},
+    ]
+    gaps = report(_records().iloc[[0, 3]], period="month").totals
+    assert gaps["period"].tolist() == ["2024-01", "2024-02", "2024-03", "2024-04"]
+    assert gaps["created"].tolist() == [1, 0, 0, 1]
+    weekly = report(_records().iloc[:0], period="week", start="2024-01-01", end="2024-01-14")
+    assert weekly.totals["period"].tolist() == ["2024-01-01/2024-01-07", "2024-01-08/2024-01-14"]
+    assert weekly.totals["created"].tolist() == [0, 0]
     with pytest.raises(InvalidParameterError, match="after end=2024-01-31: swap them"):
         report(_records(), start="2024-03-01", end="2024-01-31")
     assert report(_records(), start="2024-03-01", end="2024-03-01").totals["created"].sum() == 0
