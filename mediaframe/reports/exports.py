@@ -54,10 +54,11 @@ def to_csv(
     >>> to_csv(client.records("sunset"), "sunset.csv")                     # doctest: +SKIP
     """
     to_csv_options.setdefault("lineterminator", "\r\n")
-    # the index goes through the same policy as the columns: written as columns
-    safe = safe_frame(indexed(frame, to_csv_options.pop("index", None)), formula_policy)
+    index = to_csv_options.pop("index", None)
     to_csv_options["index"] = False
     with atomic_path(path) as partial:
+        # the index goes through the same policy as the columns: written as columns
+        safe = safe_frame(indexed(frame, index), formula_policy)
         safe.to_csv(partial, **to_csv_options)
     return Path(path)
 

@@ -39,6 +39,13 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield partial
         os.replace(partial, target)
+    except UnicodeEncodeError as err:  # a ValueError, from whichever writer encoded the text
+        bad = err.object[err.start : err.end]
+        raise ExportError(
+            f"cannot write {target}: a text holds {bad!r}, which is no character (a lone "
+            "surrogate, e.g. from bytes decoded with errors='surrogateescape'); replace it "
+            "first, e.g. frame.replace(r'[\\ud800-\\udfff]', '\\ufffd', regex=True)"
+        ) from err
     except OSError as err:
         raise ExportError(f"cannot write {target}: {err.strerror or err}") from err
     finally:

@@ -729,3 +729,16 @@ def test_an_interrupted_workbook_leaves_no_temporary_files(tmp_path, monkeypatch
         to_excel(frames, tmp_path / "out.xlsx")
     assert list(scratch.iterdir()) == []
     assert [p.name for p in tmp_path.iterdir()] == ["scratch"]
+
+
+@pytest.mark.parametrize("name", ["s.csv", "s.json", "s.html", "s.xlsx", "s.parquet"])
+def test_a_lone_surrogate_is_an_export_error_that_says_what_to_do(tmp_path, name):
+    # text decoded with errors="surrogateescape" holds characters UTF-8 cannot encode
+    frame = pd.DataFrame({"title": pd.Series(["caf\udce9"], dtype=object)})
+    (tmp_path / name).write_text("earlier")
+    with pytest.raises(ExportError, match=r"cannot write .*\\udce9"):
+        export(frame, tmp_path / name)
+    assert (tmp_path / name).read_text() == "earlier"
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    cleaned = frame.replace(r"[\ud800-\udfff]", "\ufffd", regex=True)
+    assert export(cleaned, tmp_path / name).exists()
