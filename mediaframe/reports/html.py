@@ -194,7 +194,8 @@ def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
     }
     if harvest.get("fetched") is not None:
         state = "complete" if harvest.get("complete") else "INCOMPLETE"
-        facts["rows"] = f"{harvest['fetched']:,} of {harvest.get('total_results', '?'):,} ({state})"
+        total = harvest.get("total_results")
+        facts["rows"] = f"{_count(harvest['fetched'])} of {_count(total)} ({state})"
     facts.update(extra)
     return {key: value for key, value in facts.items() if not _missing(value)}
 
@@ -224,6 +225,13 @@ def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[
         finally:
             plt.close(axes.figure)
     return figures, notes
+
+
+def _count(value: Any) -> str:
+    """A count as people read it (1,234), whatever a frame's attrs hold ("?" for nothing)."""
+    if value is None:
+        return "?"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

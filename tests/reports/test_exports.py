@@ -742,3 +742,22 @@ def test_a_lone_surrogate_is_an_export_error_that_says_what_to_do(tmp_path, name
     assert [p.name for p in tmp_path.iterdir()] == [name]
     cleaned = frame.replace(r"[\ud800-\udfff]", "\ufffd", regex=True)
     assert export(cleaned, tmp_path / name).exists()
+
+
+@pytest.mark.parametrize(
+    ("harvest", "rows"),
+    [
+        (
+            {"fetched": 1200, "total_results": 1500, "complete": False},
+            "1,200 of 1,500 (INCOMPLETE)",
+        ),
+        ({"fetched": 5, "complete": True}, "5 of ? (complete)"),
+        ({"fetched": 5, "total_results": None, "complete": True}, "5 of ? (complete)"),
+    ],
+)
+def test_a_page_states_the_rows_harvested_whatever_the_attrs_leave_out(tmp_path, harvest, rows):
+    # a frame's attrs made by hand, or kept from an older version, may lack the total
+    frame = pd.DataFrame({"a": [1]})
+    frame.attrs = {"harvest": {"kind": "records", **harvest}}
+    page = to_html(frame, tmp_path / "p.html").read_text()
+    assert f"<dt>rows</dt><dd>{rows}</dd>" in page
