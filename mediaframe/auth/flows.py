@@ -83,6 +83,7 @@ _INSECURE_LOCK = threading.Lock()
 
 
 def _oauth_failure(code: str, where: str = "the token endpoint") -> OAuthError:
+    code = redact(code)  # the server's text: it may echo the password, code or token it refused
     advice = _OAUTH_ADVICE.get(code, "log in again")
     return OAuthError(f"{where} refused the login ({code}): {advice}", error=code)
 

@@ -257,7 +257,8 @@ def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: st
     said = redact(str(details)) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
-    message = f"{meta.get('error_type') or 'Error'} (HTTP {code}) on {line}: {said}."
+    kind_said = redact(str(meta.get("error_type") or "Error"))
+    message = f"{kind_said} (HTTP {code}) on {line}: {said}."
     return kind(
         f"{message} {advice}".strip(),
         status_code=code,
@@ -315,7 +316,7 @@ def _oauth_body_error(content: bytes) -> str | None:
     except ValueError:
         return None
     if isinstance(body, dict) and "meta" not in body and isinstance(body.get("error"), str):
-        return str(body["error"])
+        return redact(body["error"])  # a server may echo the token it refused
     return None
 
 

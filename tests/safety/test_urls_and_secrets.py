@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import requests
 from fake_service import BASE, Answer, FakeService, envelope
@@ -13,10 +15,12 @@ from mediaframe.exceptions import (
     BadRequestError,
     ConfigurationError,
     ConnectionFailedError,
+    OAuthError,
     RedirectRefusedError,
 )
 from mediaframe.http import Transport
 
+from . import servers
 from .helpers import texts_of
 
 SECRET = "5ec7e75ec7e75ec7e75ec7e75ec7e7aa"
@@ -213,3 +217,48 @@ def test_connect_refuses_credentials_in_the_url(settings):
     with pytest.raises(ConfigurationError, match="user name or password") as caught:
         mf.connect("https://ada:pa55w0rd-top@assets.example.org", token=SECRET, settings=settings)
     assert "pa55w0rd-top" not in texts_of(caught.value)
+
+
+# --- a server echoing the secret it refused -------------------------------------------------------
+
+
+def _answer(status: str, body: dict) -> servers.Behaviour:
+    return servers.answering(status, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    ("body", "placement", "kind"),
+    [
+        # the envelope's error_type is quoted first in the message
+        (
+            {"meta": {"http_code": 400, "error_type": f"Bad token {SECRET}"}, "response": {}},
+            "header",
+            BadRequestError,
+        ),
+        # a resource server's OAuth-style refusal quotes its error code
+        ({"error": f"invalid_token {SECRET}"}, "param", OAuthError),
+    ],
+    ids=["error_type", "oauth_error"],
+)
+def test_an_error_echoing_the_token_is_shown_redacted(settings, body, placement, kind):
+    Token(SECRET)  # known, as every token mediaframe is handed
+    with servers.serving(_answer("400 Bad Request", body)) as url:
+        transport = Transport(
+            url, token=SECRET, settings=settings.replace(token_placement=placement)
+        )
+        with pytest.raises(kind) as caught:
+            transport.get("/api/v1/me/")
+    assert SECRET not in texts_of(caught.value)
+    assert "***" in str(caught.value)
+
+
+def test_a_token_endpoint_echoing_the_password_is_shown_redacted():
+    password = "correct-horse-battery"
+    refusal = {"error": f"invalid_grant: no user with password {password}"}
+    with (
+        servers.serving(_answer("400 Bad Request", refusal)) as url,
+        pytest.raises(OAuthError) as caught,
+    ):
+        auth.password_grant(url, client_id="app", username="ada", password=password)
+    assert password not in texts_of(caught.value)
+    assert "invalid_grant" in str(caught.value)
