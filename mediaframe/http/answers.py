@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 import requests
@@ -299,7 +299,7 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
 def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
     """``meta.http_code`` as an integer (some servers send it as a string)."""
     code = meta.get("http_code")
-    if isinstance(code, str) and code.strip().isdigit():
+    if isinstance(code, str) and _is_number(code.strip()):
         return int(code)
     return code if isinstance(code, int) and not isinstance(code, bool) else fallback
 
@@ -323,14 +323,20 @@ def _oauth_body_error(content: bytes) -> str | None:
 def _is_cut_short(response: requests.Response) -> bool:
     """Whether fewer bytes arrived than ``Content-Length`` announced (uncompressed answers)."""
     announced = response.headers.get("Content-Length")
-    if not announced or not announced.isdigit() or response.headers.get("Content-Encoding"):
+    if not _is_number(announced) or response.headers.get("Content-Encoding"):
         return False
     return len(response.content) < int(announced)
 
 
 def _retry_after(response: requests.Response) -> float | None:
     value = response.headers.get("Retry-After", "")
-    return float(value) if value.isdigit() else None
+    return float(value) if _is_number(value) else None
+
+
+def _is_number(text: str | None) -> TypeGuard[str]:
+    """Whether a header or member is a plain decimal number (``"²"`` is a digit to
+    ``str.isdigit``, and no number to ``int``)."""
+    return text is not None and text.isascii() and text.isdigit()
 
 
 def _snippet(content: bytes) -> str:

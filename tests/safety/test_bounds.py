@@ -7,7 +7,12 @@ import time
 import pytest
 
 from mediaframe.config import Settings
-from mediaframe.exceptions import RequestTimeoutError, ResponseFormatError, ResponseTooLargeError
+from mediaframe.exceptions import (
+    RequestTimeoutError,
+    ResponseFormatError,
+    ResponseTooLargeError,
+    ServerError,
+)
 from mediaframe.http import Transport, decode_envelope
 
 from . import servers
@@ -103,3 +108,39 @@ def test_yaml_is_read_without_aliases():
     assert decode_envelope(b"meta: {http_code: 200}\nresponse: {a: 1}\n", "yaml")["response"] == {
         "a": 1
     }
+
+
+# "²" (\xb2 in latin-1, as headers are read) is a digit to str.isdigit and no number to int().
+_SUPERSCRIPT_TWO = b"\xb2"
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "representation"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: " + _SUPERSCRIPT_TWO, servers.ENVELOPE, "json"),
+        (
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: " + _SUPERSCRIPT_TWO,
+            b'{"meta": {"http_code": 503}, "response": {}}',
+            "json",
+        ),
+        (
+            b"HTTP/1.1 200 OK",
+            b'mediaframe_jsonp({"meta": {"http_code": "\\u00b2"}, "response": {"ok": true}});',
+            "jsonp",
+        ),
+    ],
+    ids=["content-length", "retry-after", "jsonp-http-code"],
+)
+def test_numbers_that_are_not_numbers_are_read_as_absent(settings, head, body, representation):
+    with (
+        servers.serving(servers.raw(head, body)) as url,
+        Transport(
+            url, token="t0ken-for-bounds", settings=settings, representation=representation
+        ) as transport,
+    ):
+        try:
+            answer = transport.get("/api/v1/me/")
+        except ServerError as err:  # the 503: told as what it is, not as a ValueError
+            assert err.status_code == 503
+        else:
+            assert answer == {"ok": True}
