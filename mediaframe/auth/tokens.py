@@ -346,7 +346,10 @@ def _guard_new_loggers() -> None:
         _guarded_size, _guarded_placeholders = len(loggers), tuple(placeholders)
 
 
-_TOKEN_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+# Tokens are printable ASCII (RFC 6750's b64token, the service's hex): whitespace, controls and
+# anything past ASCII (a pasted "…" or curly quote) cannot be part of one, and the header could
+# not even be encoded (http.client raised a bare UnicodeEncodeError holding the header).
+_TOKEN_FORBIDDEN = re.compile(r"[^\x21-\x7e]")
 
 
 # --- the token --------------------------------------------------------------------------------
@@ -366,8 +369,8 @@ class Token:
 
     def __post_init__(self) -> None:
         # A token read from a file or pasted often ends in a newline: strip the edges. Inside,
-        # whitespace or a control character cannot be part of a token (and would break the
-        # header), so it is refused.
+        # whitespace, a control character or a non-ASCII one cannot be part of a token (and
+        # would break the header), so it is refused.
         for name in ("access_token", "refresh_token"):
             value = getattr(self, name)
             if value is None and name == "refresh_token":
@@ -377,8 +380,8 @@ class Token:
             value = value.strip()
             if _TOKEN_FORBIDDEN.search(value):
                 raise ConfigurationError(
-                    f"the {name.replace('_', ' ')} holds whitespace or control characters: "
-                    "copy it again, exactly as issued"
+                    f"the {name.replace('_', ' ')} holds whitespace or control characters, or "
+                    "characters outside ASCII: copy it again, exactly as issued"
                 )
             object.__setattr__(self, name, value)
             register_secret(value)

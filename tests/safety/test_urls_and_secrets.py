@@ -145,11 +145,31 @@ def test_tokens_lose_surrounding_whitespace(raw):
     assert Token(raw).access_token == SECRET
 
 
-@pytest.mark.parametrize("raw", ["abc def0123", "abc\x00def0123", "abc\ndef0123", "abc\u0085def"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "abc def0123",
+        "abc\x00def0123",
+        "abc\ndef0123",
+        "abc\u0085def",
+        "abcdef0123\u2026",  # copied from a page that shows it cut short
+        "\u201cabcdef0123\u201d",  # curly quotes
+    ],
+)
 def test_tokens_with_inner_whitespace_or_controls_are_refused(raw):
     with pytest.raises(ConfigurationError, match="whitespace or control") as caught:
         Token(raw)
     assert raw not in texts_of(caught.value)
+
+
+def test_a_token_the_header_cannot_carry_is_refused_before_sending(settings):
+    pasted = "5ec7e75ec7e7\u2026"  # latin-1 cannot encode it: http.client would raise
+    with (
+        servers.serving(servers.answering("200 OK", servers.ENVELOPE)) as url,
+        pytest.raises(ConfigurationError, match="outside ASCII") as caught,
+    ):
+        Transport(url, token=pasted, settings=settings).get("/api/v1/me/")
+    assert pasted not in texts_of(caught.value)
 
 
 def test_a_token_read_from_a_file_is_sent_clean(settings):
