@@ -24,6 +24,7 @@ from mediaframe.auth.tokens import (
     check_base_url,
     install_redaction,
     is_loopback_url,
+    proxies_for,
     redact,
     redact_url,
     register_secret,
@@ -172,6 +173,10 @@ def _call_token_endpoint(
     send: Callable[[str], Mapping[str, Any]],
 ) -> Token:
     install_redaction()
+    if urlsplit(base_url).scheme == "http":
+        # no proxy from the environment, nor one elsewhere, carries the password off this machine
+        oauth.trust_env = False
+        oauth.proxies = proxies_for(base_url, oauth.proxies)
     try:
         with _plain_http_allowed(base_url):
             data = send(base_url + TOKEN_ENDPOINT)

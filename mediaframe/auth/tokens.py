@@ -27,6 +27,7 @@ __all__ = [
     "check_base_url",
     "install_redaction",
     "is_loopback_url",
+    "proxies_for",
     "redact",
     "redact_record",
     "redact_url",
@@ -142,6 +143,19 @@ def same_origin(url: str, base_url: str) -> bool:
     if sent.scheme != "https" and not is_loopback_url(url):
         return False
     return (sent.scheme, _host(url), sent.port) == (base.scheme, _host(base_url), base.port)
+
+
+def proxies_for(url: str, proxies: Mapping[str, str]) -> dict[str, str]:
+    """The proxies a request to ``url`` may go through: all of them for https, and for plain
+    http only those on loopback themselves.
+
+    Plain http is allowed only because it does not leave this machine; a proxy elsewhere (an
+    ``http_proxy`` variable, common on managed machines) would carry the token or password to
+    it in clear text. Without one, the request goes straight to its loopback host.
+    """
+    if urlsplit(url).scheme != "http":
+        return dict(proxies)
+    return {key: proxy for key, proxy in proxies.items() if proxy and is_loopback_url(proxy)}
 
 
 # --- placement and redaction ----------------------------------------------------------------

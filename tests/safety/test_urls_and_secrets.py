@@ -282,3 +282,50 @@ def test_a_token_endpoint_echoing_the_password_is_shown_redacted():
         auth.password_grant(url, client_id="app", username="ada", password=password)
     assert password not in texts_of(caught.value)
     assert "invalid_grant" in str(caught.value)
+
+
+# --- plain http stays on this machine ---------------------------------------------------------
+
+
+class _NoProxyElsewhere(requests.adapters.HTTPAdapter):
+    """Sends as requests would, unless the request was to go through a proxy off this machine:
+    then it refuses, and nothing is sent (the test talks to loopback only)."""
+
+    def send(self, request, **kwargs):
+        proxy = requests.utils.select_proxy(request.url, kwargs.get("proxies") or {})
+        if proxy is not None and not auth.is_loopback_url(proxy):
+            raise RuntimeError(f"{request.url} would have gone through the proxy {proxy}")
+        return super().send(request, **kwargs)
+
+
+def _watched_session() -> requests.Session:
+    session = requests.Session()
+    session.mount("http://", _NoProxyElsewhere())
+    return session
+
+
+def test_plain_http_to_loopback_never_goes_through_a_proxy_elsewhere(settings, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://192.0.2.1:3128")  # a managed machine's proxy
+    monkeypatch.setenv("no_proxy", "")
+    with servers.serving(servers.answering("200 OK", servers.ENVELOPE)) as url:
+        transport = Transport(url, token=SECRET, settings=settings, session=_watched_session())
+        assert transport.get("/api/v1/me/") == {"ok": True}
+
+
+def test_the_token_endpoint_on_loopback_never_goes_through_a_proxy_elsewhere(monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://192.0.2.1:3128")
+    monkeypatch.setenv("no_proxy", "")
+    issued = json.dumps({"access_token": SECRET, "scope": None}).encode()
+    with servers.serving(servers.answering("200 OK", issued)) as url:
+        token = auth.password_grant(
+            url, client_id="app", username="ada", password="pw-123456", session=_watched_session()
+        )
+    assert token.access_token == SECRET
+
+
+def test_a_proxy_is_kept_for_https_and_for_loopback_proxies():
+    proxies = {"http": "http://192.0.2.1:3128", "https": "http://192.0.2.1:3128"}
+    assert auth.proxies_for("https://assets.example.org/api/", proxies) == proxies
+    assert auth.proxies_for("http://127.0.0.1:8080/api/", proxies) == {}
+    local = {"http": "http://127.0.0.1:3128"}
+    assert auth.proxies_for("http://127.0.0.1:8080/api/", local) == local
