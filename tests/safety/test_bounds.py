@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -144,3 +146,34 @@ def test_numbers_that_are_not_numbers_are_read_as_absent(settings, head, body, r
             assert err.status_code == 503
         else:
             assert answer == {"ok": True}
+
+
+_READ_JSONP = """
+import sys
+from mediaframe.exceptions import ResponseFormatError
+from mediaframe.http import decode_envelope
+try:
+    decode_envelope(sys.stdin.buffer.read(), "jsonp")
+except ResponseFormatError:
+    print("refused")
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b" " * 300_000 + b"!",  # whitespace where the callback's name should start
+        b"mediaframe_jsonp({})" + b" " * 300_000 + b"!",  # and where the answer should end
+    ],
+    ids=["leading", "trailing"],
+)
+def test_a_jsonp_body_of_whitespace_is_refused_at_once(body):
+    # In a process of its own: a regular expression holds the GIL while it runs, so only a
+    # process can be stopped when the quadratic reading this guards against (minutes) is back.
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_JSONP], input=body, capture_output=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading 300 kB of JSONP took more than a minute")
+    assert done.stdout.strip() == b"refused", done.stderr.decode()
