@@ -409,6 +409,52 @@ def test_browser_flow_catches_the_callback_and_exchanges_the_code():
     assert ("redirect_uri", redirect) in form(fake.requests[0])
 
 
+def test_browser_flow_is_not_held_by_a_connection_that_sends_nothing():
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
+    idle = []
+
+    def preconnect_then_browse(url):
+        # a browser's speculative preconnect: opened first, never used
+        idle.append(socket.create_connection(("127.0.0.1", urlsplit(redirect).port)))
+        # closed after a long while, so that a login held by it ends (and fails) rather than hangs
+        closing = threading.Timer(30, idle[0].close)
+        closing.daemon = True
+        closing.start()
+        browser(url)
+
+    token = auth.login_browser(
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=preconnect_then_browse,
+        wait=10,
+        session=fake.session(),
+    )
+    idle[0].close()
+    assert token.access_token == SECRET
+
+
+def test_browser_flow_listens_on_ipv6_loopback():
+    fake = FakeService(golden("token_ok"))
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))
+        port = probe.getsockname()[1]
+    redirect = f"http://[::1]:{port}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
+    token = auth.login_browser(
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=browser,
+        wait=10,
+        session=fake.session(),
+    )
+    assert token.access_token == SECRET
+    assert ("redirect_uri", redirect) in form(fake.requests[0])
+
+
 def test_browser_flow_refuses_a_forged_state():
     fake = FakeService(golden("token_ok"))
     redirect = f"http://127.0.0.1:{_free_port()}/callback"

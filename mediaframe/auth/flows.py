@@ -8,8 +8,8 @@ import http.server
 import json
 import os
 import secrets
+import socket
 import threading
-import time
 import webbrowser
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -493,12 +493,21 @@ def login_browser(
     )
 
 
-class _CallbackServer(http.server.HTTPServer):
-    """A loopback HTTP server that waits for one request on the callback path."""
+class _CallbackServer(http.server.ThreadingHTTPServer):
+    """A loopback HTTP server that waits for one request on the callback path.
+
+    Each connection is served on a thread of its own: a connection that sends nothing (a
+    browser's speculative preconnect, any local process) must not keep the callback from being
+    read, nor hold the login past ``wait``.
+    """
+
+    daemon_threads = True
 
     def __init__(self, host: str, port: int, path: str) -> None:
         self.path = path
         self.answer: str | None = None
+        self.answered = threading.Event()
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             super().__init__((host, port), _CallbackPage)
         except OSError as err:
@@ -513,28 +522,44 @@ class _CallbackServer(http.server.HTTPServer):
     def __exit__(self, *exc_info: object) -> None:
         self.server_close()
 
+    def take(self, answer: str) -> None:
+        """Keep the first answer on the callback path."""
+        with _ANSWER_LOCK:
+            if not self.answered.is_set():
+                self.answer = answer
+                self.answered.set()
+
     def wait(self, seconds: float) -> str:
-        deadline = time.monotonic() + seconds
-        while self.answer is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise OAuthError(
-                    f"no answer from the browser within {seconds:.0f} s: log in again, or use "
-                    "the out-of-band flow"
-                )
-            self.timeout = remaining
-            self.handle_request()
+        serving = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        serving.start()
+        try:
+            answered = self.answered.wait(seconds)
+        finally:
+            self.shutdown()
+            serving.join()
+        if not answered or self.answer is None:
+            raise OAuthError(
+                f"no answer from the browser within {seconds:.0f} s: log in again, or use "
+                "the out-of-band flow"
+            )
         return self.answer
+
+
+_ANSWER_LOCK = threading.Lock()
 
 
 class _CallbackPage(http.server.BaseHTTPRequestHandler):
     server: _CallbackServer
+    # a connection that stays silent is dropped, not kept on a thread until the login ends
+    timeout = 10
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path != self.server.path:
             self.send_error(404)
             return
-        self.server.answer = self.path
+        self.server.take(self.path)
         failed = "error=" in self.path
         body = b"<!doctype html><title>mediaframe</title><p>" + (
             b"Login failed; see your notebook." if failed else b"Logged in; close this tab."
