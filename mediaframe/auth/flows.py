@@ -10,6 +10,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 import webbrowser
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -32,10 +33,12 @@ from mediaframe.auth.tokens import (
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
+    MediaframeError,
     OAuthError,
     RedirectRefusedError,
     RequestTimeoutError,
     ResponseFormatError,
+    ResponseTooLargeError,
     ServerError,
     StateMismatchError,
 )
@@ -80,6 +83,9 @@ _OAUTH_ADVICE = {
 
 # oauthlib refuses plain http unless this variable is set; see _plain_http_allowed.
 _INSECURE_VARIABLE = "OAUTHLIB_INSECURE_TRANSPORT"
+
+#: Largest token-endpoint answer read: a token is some hundred bytes, an error page a few kB.
+_TOKEN_ANSWER_LIMIT = 1 << 20
 _INSECURE_LOCK = threading.Lock()
 
 
@@ -171,36 +177,77 @@ def _call_token_endpoint(
     oauth: OAuth2Session,
     session: requests.Session | None,
     send: Callable[[str], Mapping[str, Any]],
+    timeout: float,
 ) -> Token:
+    # The answer is read as the transport reads its own (mediaframe.http is the door to the
+    # network; imported here, as it imports this package): within a size limit and one deadline,
+    # so that a token endpoint dripping, endless or a compression bomb cannot hold or fill the
+    # login, nor a refresh in the middle of a harvest.
+    from mediaframe.http import deadline, wire
+    from mediaframe.http.answers import Retry
+
     install_redaction()
     if urlsplit(base_url).scheme == "http":
         # no proxy from the environment, nor one elsewhere, carries the password off this machine
         oauth.trust_env = False
         oauth.proxies = proxies_for(base_url, oauth.proxies)
+    if session is None:  # a session passed in keeps its adapters (the in-process emulator's)
+        oauth.mount("https://", deadline.DeadlineAdapter())
+        oauth.mount("http://", deadline.DeadlineAdapter())
+    until = time.monotonic() + timeout
+
+    def read_bounded(response: requests.Response, **kwargs: Any) -> requests.Response:
+        too_large = False
+        try:
+            wire.read_body(
+                response,
+                line=f"POST {TOKEN_ENDPOINT}",
+                limit=_TOKEN_ANSWER_LIMIT,
+                timeout=timeout,
+                deadline=until,
+            )
+        except ResponseTooLargeError:
+            too_large = True  # told below, with advice for a login rather than for pages
+        finally:
+            wire.release(response)
+        if too_large:
+            raise ResponseTooLargeError(
+                f"POST {TOKEN_ENDPOINT}: the answer grew past {_TOKEN_ANSWER_LIMIT:,} bytes "
+                "(decompressed) and was dropped: that is no token answer. Check base_url "
+                "points at the service"
+            )
+        return response
+
+    oauth.hooks["response"].append(read_bounded)
+    failure: MediaframeError | None = None
     try:
-        with _plain_http_allowed(base_url):
+        with _plain_http_allowed(base_url), deadline.deadline(until):
             data = send(base_url + TOKEN_ENDPOINT)
+    except Retry as retry:  # the answer timed out or dropped while it was read
+        failure = retry.error
     except requests.Timeout:
-        raise RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later") from None
+        failure = RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later")
     except requests.TooManyRedirects as err:
         location = _location(err.response)
-        raise RedirectRefusedError(
+        failure = RedirectRefusedError(
             f"POST {TOKEN_ENDPOINT}: the token endpoint answered with a redirect to {location}; "
             "credentials are never sent on to another address. Check base_url (https, the "
             "service's own host)",
             status_code=err.response.status_code if err.response is not None else None,
             location=location,
-        ) from None
+        )
     except requests.RequestException as err:
-        raise ConnectionFailedError(
+        failure = ConnectionFailedError(
             f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
             "check base_url and the network"
-        ) from None
+        )
     except oauth2.OAuth2Error as err:
-        raise _oauth_failure(err.error) from None
+        failure = _oauth_failure(err.error)
     finally:
         if session is None:  # a session passed in shares its adapters: its owner closes them
             oauth.close()
+    if failure is not None:
+        raise failure
     return Token.from_oauth(data)
 
 
@@ -245,6 +292,7 @@ def password_grant(
             include_client_id=True,  # credentials in the body, never also as Basic
             timeout=timeout,
         ),
+        timeout,
     )
 
 
@@ -370,6 +418,7 @@ def exchange_code(
             include_client_id=True,
             timeout=timeout,
         ),
+        timeout,
     )
 
 
@@ -402,6 +451,7 @@ def refresh(
         lambda url: oauth.refresh_token(
             url, refresh_token=token.refresh_token, timeout=timeout, **kwargs
         ),
+        timeout,
     )
 
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from mediaframe import auth
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     RequestTimeoutError,
@@ -177,3 +178,37 @@ def test_a_jsonp_body_of_whitespace_is_refused_at_once(body):
     except subprocess.TimeoutExpired:
         pytest.fail("reading 300 kB of JSONP took more than a minute")
     assert done.stdout.strip() == b"refused", done.stderr.decode()
+
+
+# --- the token endpoint's answers are bounded the same way ---------------------------------------
+
+
+def log_in(base_url: str) -> object:
+    return auth.password_grant(
+        base_url, client_id="app", username="ada", password="pw-for-bounds", timeout=1.0
+    )
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [servers.drip(byte_every=0.25, total=40), servers.drip_head(byte_every=0.25, total=40)],
+    ids=["body", "headers"],
+)
+def test_a_dripping_token_endpoint_cannot_outlast_the_deadline(behaviour):
+    with servers.serving(behaviour) as url:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError):
+            log_in(url)
+        took = time.monotonic() - started
+    assert took < 2.0, f"a 1 s deadline held the login {took:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "behaviour", [servers.endless_chunks(), servers.gzip_bomb()], ids=["endless", "gzip-bomb"]
+)
+def test_a_token_endpoint_answer_is_cut_at_a_small_limit(behaviour):
+    with (
+        servers.serving(behaviour) as url,
+        pytest.raises(ResponseTooLargeError, match="no token answer"),
+    ):
+        log_in(url)
