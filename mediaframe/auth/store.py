@@ -110,10 +110,13 @@ class TokenStore:
         try:
             return Profile.from_dict(json.loads(raw))
         except (ValueError, KeyError, TypeError) as err:
-            raise ConfigurationError(
-                f"profile file {path} is damaged ({type(err).__name__}): run "
-                f"`mediaframe login --profile {name}` again"
-            ) from None
+            damage = type(err).__name__
+        # raised out here, not in the except block: a JSONDecodeError keeps the whole file (the
+        # token, the client secret) in its `doc`, and would ride along as __context__
+        raise ConfigurationError(
+            f"profile file {path} is damaged ({damage}): run "
+            f"`mediaframe login --profile {name}` again"
+        )
 
     def save(self, name: str, profile: Profile) -> Path:
         """Write profile ``name`` atomically with mode 0600; return its path."""

@@ -9,7 +9,7 @@ import requests
 from fake_service import BASE, Answer, FakeService, envelope
 
 from mediaframe import auth
-from mediaframe.auth import Token, TokenStore, check_base_url, redact, same_origin
+from mediaframe.auth import Profile, Token, TokenStore, check_base_url, redact, same_origin
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     BadRequestError,
@@ -329,3 +329,12 @@ def test_a_proxy_is_kept_for_https_and_for_loopback_proxies():
     assert auth.proxies_for("http://127.0.0.1:8080/api/", proxies) == {}
     local = {"http": "http://127.0.0.1:3128"}
     assert auth.proxies_for("http://127.0.0.1:8080/api/", local) == local
+
+
+def test_a_damaged_profile_is_refused_without_its_secrets_in_the_chain(tmp_path):
+    store = TokenStore(tmp_path)
+    path = store.save("work", Profile("https://assets.example.org", Token(SECRET)))
+    path.write_text(path.read_text().replace("}", ",}"))  # a trailing comma: not JSON
+    with pytest.raises(ConfigurationError, match="damaged") as caught:
+        store.load("work")
+    assert SECRET not in texts_of(caught.value)  # a JSONDecodeError keeps the whole file
