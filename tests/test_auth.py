@@ -278,6 +278,22 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
 
 
+@pytest.mark.parametrize(
+    "members",
+    [
+        '"expires_in": "soon"',  # oauthlib: a bare ValueError
+        '"expires_in": Infinity',  # oauthlib: a bare OverflowError
+        '"expires_in": true',
+        '"refresh_token": 12345678',  # was "the refresh token is empty: log in again"
+    ],
+)
+def test_a_token_answer_with_odd_members_is_a_format_error(members):
+    body = f'{{"access_token": "{SECRET}", {members}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="misconfigured"):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
 def test_the_token_endpoint_on_loopback_http_works_and_leaves_the_environment_alone():
     fake = FakeService(golden("token_ok"))
     before = os.environ.get("OAUTHLIB_INSECURE_TRANSPORT")

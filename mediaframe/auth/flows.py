@@ -6,6 +6,7 @@ import contextlib
 import hmac
 import http.server
 import json
+import math
 import os
 import secrets
 import socket
@@ -147,11 +148,38 @@ def _comply(response: requests.Response) -> requests.Response:
             f"the token endpoint answered HTTP {status} without an access_token",
             status_code=status,
         )
+    _check_token_members(body, status)
     if body.get("scope") is None:
         body.pop("scope", None)
     body.setdefault("token_type", "OAuth")
     response._content = json.dumps(body).encode()
     return response
+
+
+def _check_token_members(body: Mapping[str, Any], status: int) -> None:
+    """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
+    wrongly: an ``expires_in`` that is no finite number of seconds, a refresh token that is no
+    text."""
+    expires_in = body.get("expires_in")
+    if expires_in is not None and not (
+        (isinstance(expires_in, int) and not isinstance(expires_in, bool))
+        or (isinstance(expires_in, float) and math.isfinite(expires_in))
+        or (isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit())
+    ):
+        shown = redact(repr(expires_in)[:40])
+        raise ResponseFormatError(
+            f"the token endpoint answered HTTP {status} with expires_in {shown}, not a number of "
+            "seconds: the service is misconfigured; tell its administrators",
+            status_code=status,
+        )
+    refresh_token = body.get("refresh_token")
+    if refresh_token not in (None, "") and not isinstance(refresh_token, str):
+        raise ResponseFormatError(
+            f"the token endpoint answered HTTP {status} with a refresh_token that is a "
+            f"{type(refresh_token).__name__}, not text: the service is misconfigured; tell its "
+            "administrators",
+            status_code=status,
+        )
 
 
 def _oauth_session(
