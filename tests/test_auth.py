@@ -186,6 +186,19 @@ def test_store_refuses_unknown_damaged_and_readable_profiles(tmp_path):
         store.load("open")
 
 
+@pytest.mark.parametrize("kind", ["link-loop", "directory"])
+def test_store_refuses_a_profile_that_is_no_readable_file(tmp_path, kind):
+    store = TokenStore(tmp_path)
+    path = store.save("work", Profile(BASE, Token(SECRET)))
+    path.unlink()
+    if kind == "link-loop":
+        path.symlink_to(path)
+    else:
+        path.mkdir(mode=0o700)
+    with pytest.raises(ConfigurationError, match="cannot read profile file"):
+        store.load("work")
+
+
 @pytest.mark.parametrize("name", ["../evil", "", ".hidden", "a/b", "x" * 80])
 def test_store_refuses_names_that_are_paths(tmp_path, name):
     with pytest.raises(ConfigurationError, match="not valid"):

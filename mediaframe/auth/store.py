@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,13 +97,23 @@ class TokenStore:
             No such profile, a damaged file, or a file others may read.
         """
         path = self.path(name)
+        problem = None
         try:
             mode = path.stat().st_mode
-            raw = path.read_bytes()
+            # a FIFO would block the read for ever, a device (a link to /dev/zero) never end it
+            raw = path.read_bytes() if stat.S_ISREG(mode) else None
         except FileNotFoundError:
             raise ConfigurationError(
                 f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name}`"
             ) from None
+        except OSError as err:  # not readable by this user (written by `sudo`?), a link loop
+            problem = err.strerror or type(err).__name__
+        if problem is not None or raw is None:
+            raise ConfigurationError(
+                f"cannot read profile file {path} ({problem or 'not a regular file'}): check "
+                f"what it is and who owns it, or remove it and run `mediaframe login --profile "
+                f"{name}` again"
+            )
         if os.name == "posix" and mode & 0o077:
             raise ConfigurationError(
                 f"{path} can be read by other users: run `chmod 600 {path}` (or log in again)"
