@@ -232,6 +232,13 @@ def _not_an_envelope(
             if status in RETRY_STATUSES
             else server
         )
+    if status == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
+        "invalid_token",
+        "expired_token",
+    ):
+        # a proxy's error page in place of the empty body: the challenge still says the token
+        # is dead (to be refreshed or logged in again), which the page cannot
+        return _bodyless_error(response, line, placement)
     oauth_error = _oauth_body_error(response.content)
     if oauth_error is not None:
         error = OAuthError(
