@@ -55,6 +55,8 @@ def test_https_or_loopback_urls_are_accepted(url):
         ("assets.example.org", "absolute http"),
         ("", "empty"),
         ("https://assets.example.org/?oauth_token=x", "query"),
+        ("https://assets.example.org?", "query"),  # every path joined would be a query
+        ("https://assets.example.org/#", "query"),
     ],
 )
 def test_other_urls_are_refused(url, message):

@@ -108,7 +108,7 @@ def check_base_url(base_url: str) -> str:
         raise ConfigurationError(
             f"base_url {shown_url(url)!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
         )
-    if parts.query or parts.fragment:
+    if "?" in url or "#" in url:  # even empty: the paths joined to the URL would follow them
         raise ConfigurationError(
             f"base_url {shown_url(url)!r} must not carry a query or a fragment"
         )
