@@ -154,6 +154,20 @@ def test_store_files_are_created_private_from_the_first_byte(tmp_path, monkeypat
     assert created == [0o600]
 
 
+def test_store_syncs_the_file_and_then_the_directory_its_rename_is_in(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = store_module.os.fsync
+
+    def spy(fd):
+        synced.append("directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store_module.os, "fsync", spy)
+    TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
+    # a crash after save() returned cannot bring the old profile (its dead refresh token) back
+    assert synced == ["file", "directory"]
+
+
 def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
     store = TokenStore(tmp_path)
     store.save("p", Profile(BASE, Token("old-token")))

@@ -146,7 +146,19 @@ class TokenStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+        self._sync_directory()
         return path
+
+    def _sync_directory(self) -> None:
+        """Make the rename itself durable: until the directory is synced, a crash may bring
+        back the old file, and with it a refresh token the service has since retired."""
+        if os.name != "posix":
+            return
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def delete(self, name: str) -> bool:
         """Remove profile ``name``; whether there was one."""
