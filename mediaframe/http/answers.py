@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
@@ -105,6 +106,7 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
     ResponseFormatError
         The body does not parse, or is not an object with a ``meta`` object and a ``response``.
     """
+    failure: ValueError | None = None
     try:
         if representation == "yaml":
             envelope = yaml.load(content, Loader=_YamlLoader)
@@ -113,9 +115,11 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
         else:
             envelope = orjson.loads(content)
     except (ValueError, yaml.YAMLError) as err:
+        failure = _parse_failure(err)
+    if failure is not None:  # raised out here: the parser's exception keeps the whole body
         raise ResponseFormatError(
             f"the body is not valid {representation.upper()}", snippet=_snippet(content)
-        ) from err
+        ) from failure
     if not isinstance(envelope, dict) or not isinstance(envelope.get("meta"), dict):
         raise ResponseFormatError("the body is not the service's envelope (no meta object)")
     response = envelope.get("response")
@@ -154,15 +158,17 @@ def read_answer(
                 snippet=_snippet(content),
             )
         )
-    if decode is not None and status == 200 and representation == "json":
-        try:
-            return decode(content)
-        except ResponseFormatError as err:
-            raise _not_an_envelope(response, line, placement, err) from err
+    failure: Exception | None = None
     try:
+        if decode is not None and status == 200 and representation == "json":
+            return decode(content)
         envelope = decode_envelope(content, representation)
     except ResponseFormatError as err:
-        raise _not_an_envelope(response, line, placement, err) from err
+        failure = _not_an_envelope(response, line, placement, err)
+    if failure is not None:
+        # raised out here, told in its own words: a reader's error may chain the parser's,
+        # which keeps the whole body (and a token a server or proxy page echoed) in its `doc`
+        raise failure
     meta = envelope["meta"]
     code = _status_of(meta, status) if representation == "jsonp" else status
     if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
@@ -178,6 +184,19 @@ def read_answer(
             raise Retry(error, retry_after=_retry_after(response))
         raise error
     return envelope["response"]
+
+
+def _parse_failure(err: Exception) -> ValueError:
+    """What a parser said and where, without the document it keeps: ``JSONDecodeError.doc``
+    and a YAML mark's buffer (which its message quotes) hold the whole body."""
+    mark = getattr(err, "problem_mark", None)
+    if isinstance(err, yaml.MarkedYAMLError) and mark is not None:
+        what, line, column = err.problem or "unreadable", mark.line + 1, mark.column + 1
+    elif isinstance(err, json.JSONDecodeError):  # orjson's is one
+        what, line, column = err.msg, err.lineno, err.colno
+    else:
+        return ValueError(type(err).__name__)
+    return ValueError(f"{type(err).__name__}: {redact(what)[:100]} (line {line}, column {column})")
 
 
 # --- answers that are not the envelope --------------------------------------------------------
@@ -248,7 +267,7 @@ def _not_an_envelope(
         )
         return HeaderRefused(error) if placement == "header" else error
     format_error = ResponseFormatError(
-        f"{line}: HTTP {status}, {err} — not the service's answer (a proxy or login page?): "
+        f"{line}: HTTP {status}, {redact(str(err))} — not the service's answer (a proxy or login page?): "
         f"{snippet!r}. Check base_url and try again later",
         status_code=status,
         snippet=snippet,

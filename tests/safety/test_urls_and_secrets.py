@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 import requests
 from fake_service import BASE, Answer, FakeService, envelope
@@ -17,6 +18,7 @@ from mediaframe.exceptions import (
     ConnectionFailedError,
     OAuthError,
     RedirectRefusedError,
+    ResponseFormatError,
 )
 from mediaframe.http import Transport
 
@@ -338,3 +340,48 @@ def test_a_damaged_profile_is_refused_without_its_secrets_in_the_chain(tmp_path)
     with pytest.raises(ConfigurationError, match="damaged") as caught:
         store.load("work")
     assert SECRET not in texts_of(caught.value)  # a JSONDecodeError keeps the whole file
+
+
+_ECHOING_PAGE = f"<html><body>Not found: /api/v1/me/?oauth_token={SECRET}</body></html>".encode()
+
+
+@pytest.mark.parametrize(
+    ("representation", "body"),
+    [
+        ("json", _ECHOING_PAGE),  # JSONDecodeError.doc keeps the whole body
+        ("jsonp", _ECHOING_PAGE),
+        ("yaml", f"meta: {{a: [\n  {SECRET}".encode()),  # YAML quotes the line in its message
+    ],
+    ids=["json", "jsonp", "yaml"],
+)
+@pytest.mark.parametrize("status", ["404 Not Found", "200 OK"])
+def test_a_page_echoing_the_token_leaves_no_trace_of_it_in_the_chain(
+    settings, representation, body, status
+):
+    Token(SECRET)
+    with servers.serving(servers.answering(status, body)) as url:
+        transport = Transport(
+            url,
+            token=SECRET,
+            settings=settings.replace(token_placement="param"),
+            representation=representation,
+        )
+        with pytest.raises(ResponseFormatError) as caught:
+            transport.get("/api/v1/me/")
+    assert SECRET not in texts_of(caught.value)
+
+
+def test_a_reader_failing_on_a_page_echoing_the_token_leaves_no_trace_of_it(settings):
+    Token(SECRET)
+
+    def read_records(body: bytes) -> object:  # as a byte reader does: quoting the body
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            raise ResponseFormatError(f"not JSON; it begins {body[:90]!r}") from error
+
+    with servers.serving(servers.answering("200 OK", _ECHOING_PAGE)) as url:
+        transport = Transport(url, token=SECRET, settings=settings)
+        with pytest.raises(ResponseFormatError) as caught:
+            transport.request("GET", "/api/v1/search/", decode=read_records)
+    assert SECRET not in texts_of(caught.value)
