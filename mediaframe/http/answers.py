@@ -267,8 +267,8 @@ def _not_an_envelope(
         )
         return HeaderRefused(error) if placement == "header" else error
     format_error = ResponseFormatError(
-        f"{line}: HTTP {status}, {redact(str(err))} — not the service's answer (a proxy or login page?): "
-        f"{snippet!r}. Check base_url and try again later",
+        f"{line}: HTTP {status}, {redact(str(err))} — not the service's answer (a proxy or "
+        f"login page?): {snippet!r}. Check base_url and try again later",
         status_code=status,
         snippet=snippet,
     )
