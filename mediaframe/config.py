@@ -15,6 +15,9 @@ __all__ = ["TOKEN_PLACEMENTS", "Connection", "Settings", "process_tricks"]
 
 _N = TypeVar("_N", int, float)
 
+#: Longest attempt: far above any answer, and far below what a socket timeout can hold.
+_MAX_TIMEOUT = 7 * 24 * 3600
+
 #: Where the token goes: ``auto`` tries the ``Authorization: OAuth`` header and falls back to the
 #: ``oauth_token`` parameter when an older server refuses the header.
 TOKEN_PLACEMENTS = ("auto", "header", "param")
@@ -29,7 +32,8 @@ class Settings:
     ``MEDIAFRAME_CONFIG_DIR``   token profiles (default ``$XDG_CONFIG_HOME/mediaframe``)
     ``MEDIAFRAME_CACHE_DIR``    parquet cache (default ``$XDG_CACHE_HOME/mediaframe``)
     ``MEDIAFRAME_PROFILE``      profile to load when none is named (default ``default``)
-    ``MEDIAFRAME_TIMEOUT``      seconds one attempt may take, connecting to last byte (default 30)
+    ``MEDIAFRAME_TIMEOUT``      seconds one attempt may take, connecting to last byte (default 30,
+                                at most a week)
     ``MEDIAFRAME_RETRIES``      retries of a failed read (default 5)
     ``MEDIAFRAME_BACKOFF``      first backoff in seconds, doubled each retry (default 0.5)
     ``MEDIAFRAME_TOKEN_PLACEMENT``  ``auto``, ``header`` or ``param`` (default ``auto``)
@@ -78,6 +82,11 @@ class Settings:
             )
         if self.timeout <= 0:
             raise ConfigurationError(f"timeout must be positive, not {self.timeout!r}")
+        if self.timeout > _MAX_TIMEOUT:
+            # past some 1e10 s the socket layer fails with a bare OverflowError on every call
+            raise ConfigurationError(
+                f"timeout must be at most {_MAX_TIMEOUT:,} s (a week), not {self.timeout!r}"
+            )
         if self.cache_ttl < 0 or self.sync_lag < 0:
             raise ConfigurationError("cache_ttl and sync_lag must not be negative")
         if self.backoff < 0:

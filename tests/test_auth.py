@@ -55,6 +55,8 @@ def test_https_or_loopback_urls_are_accepted(url):
         ("assets.example.org", "absolute http"),
         ("", "empty"),
         ("https://assets.example.org/?oauth_token=x", "query"),
+        ("https://assets.example.org?", "query"),  # every path joined would be a query
+        ("https://assets.example.org/#", "query"),
     ],
 )
 def test_other_urls_are_refused(url, message):
@@ -152,6 +154,20 @@ def test_store_files_are_created_private_from_the_first_byte(tmp_path, monkeypat
     assert created == [0o600]
 
 
+def test_store_syncs_the_file_and_then_the_directory_its_rename_is_in(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = store_module.os.fsync
+
+    def spy(fd):
+        synced.append("directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store_module.os, "fsync", spy)
+    TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
+    # a crash after save() returned cannot bring the old profile (its dead refresh token) back
+    assert synced == ["file", "directory"]
+
+
 def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
     store = TokenStore(tmp_path)
     store.save("p", Profile(BASE, Token("old-token")))
@@ -184,6 +200,19 @@ def test_store_refuses_unknown_damaged_and_readable_profiles(tmp_path):
     store.save("open", Profile(BASE, Token(SECRET))).chmod(0o644)
     with pytest.raises(ConfigurationError, match="chmod 600"):
         store.load("open")
+
+
+@pytest.mark.parametrize("kind", ["link-loop", "directory"])
+def test_store_refuses_a_profile_that_is_no_readable_file(tmp_path, kind):
+    store = TokenStore(tmp_path)
+    path = store.save("work", Profile(BASE, Token(SECRET)))
+    path.unlink()
+    if kind == "link-loop":
+        path.symlink_to(path)
+    else:
+        path.mkdir(mode=0o700)
+    with pytest.raises(ConfigurationError, match="cannot read profile file"):
+        store.load("work")
 
 
 @pytest.mark.parametrize("name", ["../evil", "", ".hidden", "a/b", "x" * 80])
@@ -275,6 +304,22 @@ def test_token_errors_become_oauth_errors_with_advice(code, advice):
 def test_token_endpoint_failures_are_typed(answer, kind):
     fake = FakeService(answer)
     with pytest.raises(kind):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        '"expires_in": "soon"',  # oauthlib: a bare ValueError
+        '"expires_in": Infinity',  # oauthlib: a bare OverflowError
+        '"expires_in": true',
+        '"refresh_token": 12345678',  # was "the refresh token is empty: log in again"
+    ],
+)
+def test_a_token_answer_with_odd_members_is_a_format_error(members):
+    body = f'{{"access_token": "{SECRET}", {members}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="misconfigured"):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
 
 
@@ -406,6 +451,52 @@ def test_browser_flow_catches_the_callback_and_exchanges_the_code():
     )
     assert token.access_token == SECRET
     assert ("code", "the-code") in form(fake.requests[0])
+    assert ("redirect_uri", redirect) in form(fake.requests[0])
+
+
+def test_browser_flow_is_not_held_by_a_connection_that_sends_nothing():
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
+    idle = []
+
+    def preconnect_then_browse(url):
+        # a browser's speculative preconnect: opened first, never used
+        idle.append(socket.create_connection(("127.0.0.1", urlsplit(redirect).port)))
+        # closed after a long while, so that a login held by it ends (and fails) rather than hangs
+        closing = threading.Timer(30, idle[0].close)
+        closing.daemon = True
+        closing.start()
+        browser(url)
+
+    token = auth.login_browser(
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=preconnect_then_browse,
+        wait=10,
+        session=fake.session(),
+    )
+    idle[0].close()
+    assert token.access_token == SECRET
+
+
+def test_browser_flow_listens_on_ipv6_loopback():
+    fake = FakeService(golden("token_ok"))
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))
+        port = probe.getsockname()[1]
+    redirect = f"http://[::1]:{port}/callback"
+    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
+    token = auth.login_browser(
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=browser,
+        wait=10,
+        session=fake.session(),
+    )
+    assert token.access_token == SECRET
     assert ("redirect_uri", redirect) in form(fake.requests[0])
 
 

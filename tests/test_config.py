@@ -44,6 +44,7 @@ def test_environment_overrides():
     [
         ("MEDIAFRAME_TIMEOUT", "soon", "not a valid float"),
         ("MEDIAFRAME_TIMEOUT", "0", "timeout must be positive"),
+        ("MEDIAFRAME_TIMEOUT", "1e10", "timeout must be at most"),  # was a bare OverflowError
         ("MEDIAFRAME_RETRIES", "-1", "retries must be at least 0"),
         ("MEDIAFRAME_CONCURRENCY", "0", "concurrency must be at least 1"),
         ("MEDIAFRAME_TOKEN_PLACEMENT", "cookie", "token_placement must be one of"),

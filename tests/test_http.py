@@ -7,6 +7,7 @@ import logging
 import pytest
 import requests
 from fake_service import BASE, Answer, FakeService, form, golden, query
+from safety import servers
 
 from mediaframe.auth import Token
 from mediaframe.config import Settings
@@ -438,6 +439,20 @@ def test_faults_are_retried_until_every_answer_arrives(fresh_emulator, settings,
 def test_a_bad_token_wrapped_in_the_envelope_is_still_a_rejected_token(settings):
     with pytest.raises(TokenRejectedError):
         transport(FakeService(golden("rejected_in_envelope")), settings).get("/api/v1/me/")
+
+
+def test_a_bad_token_answered_with_a_proxys_html_page_is_still_a_rejected_token(settings):
+    page = b"<html><head><title>401 Authorization Required</title></head><body>nginx</body></html>"
+    head = (
+        b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/html\r\n"
+        b"WWW-Authenticate: OAuth realm='Service', error='invalid_token'\r\n"
+        b"Content-Length: %d" % len(page)
+    )
+    with (
+        servers.serving(servers.raw(head, page)) as url,
+        pytest.raises(TokenRejectedError, match="mediaframe login"),
+    ):
+        Transport(url, token=SECRET, settings=settings).get("/api/v1/me/")
 
 
 def test_jsonp_status_given_as_a_string_is_read(settings):

@@ -6,8 +6,10 @@ import contextlib
 import hmac
 import http.server
 import json
+import math
 import os
 import secrets
+import socket
 import threading
 import time
 import webbrowser
@@ -24,6 +26,7 @@ from mediaframe.auth.tokens import (
     check_base_url,
     install_redaction,
     is_loopback_url,
+    proxies_for,
     redact,
     redact_url,
     register_secret,
@@ -31,10 +34,12 @@ from mediaframe.auth.tokens import (
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
+    MediaframeError,
     OAuthError,
     RedirectRefusedError,
     RequestTimeoutError,
     ResponseFormatError,
+    ResponseTooLargeError,
     ServerError,
     StateMismatchError,
 )
@@ -79,10 +84,14 @@ _OAUTH_ADVICE = {
 
 # oauthlib refuses plain http unless this variable is set; see _plain_http_allowed.
 _INSECURE_VARIABLE = "OAUTHLIB_INSECURE_TRANSPORT"
+
+#: Largest token-endpoint answer read: a token is some hundred bytes, an error page a few kB.
+_TOKEN_ANSWER_LIMIT = 1 << 20
 _INSECURE_LOCK = threading.Lock()
 
 
 def _oauth_failure(code: str, where: str = "the token endpoint") -> OAuthError:
+    code = redact(code)  # the server's text: it may echo the password, code or token it refused
     advice = _OAUTH_ADVICE.get(code, "log in again")
     return OAuthError(f"{where} refused the login ({code}): {advice}", error=code)
 
@@ -139,11 +148,38 @@ def _comply(response: requests.Response) -> requests.Response:
             f"the token endpoint answered HTTP {status} without an access_token",
             status_code=status,
         )
+    _check_token_members(body, status)
     if body.get("scope") is None:
         body.pop("scope", None)
     body.setdefault("token_type", "OAuth")
     response._content = json.dumps(body).encode()
     return response
+
+
+def _check_token_members(body: Mapping[str, Any], status: int) -> None:
+    """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
+    wrongly: an ``expires_in`` that is no finite number of seconds, a refresh token that is no
+    text."""
+    expires_in = body.get("expires_in")
+    if expires_in is not None and not (
+        (isinstance(expires_in, int) and not isinstance(expires_in, bool))
+        or (isinstance(expires_in, float) and math.isfinite(expires_in))
+        or (isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit())
+    ):
+        shown = redact(repr(expires_in)[:40])
+        raise ResponseFormatError(
+            f"the token endpoint answered HTTP {status} with expires_in {shown}, not a number of "
+            "seconds: the service is misconfigured; tell its administrators",
+            status_code=status,
+        )
+    refresh_token = body.get("refresh_token")
+    if refresh_token not in (None, "") and not isinstance(refresh_token, str):
+        raise ResponseFormatError(
+            f"the token endpoint answered HTTP {status} with a refresh_token that is a "
+            f"{type(refresh_token).__name__}, not text: the service is misconfigured; tell its "
+            "administrators",
+            status_code=status,
+        )
 
 
 def _oauth_session(
@@ -169,32 +205,77 @@ def _call_token_endpoint(
     oauth: OAuth2Session,
     session: requests.Session | None,
     send: Callable[[str], Mapping[str, Any]],
+    timeout: float,
 ) -> Token:
+    # The answer is read as the transport reads its own (mediaframe.http is the door to the
+    # network; imported here, as it imports this package): within a size limit and one deadline,
+    # so that a token endpoint dripping, endless or a compression bomb cannot hold or fill the
+    # login, nor a refresh in the middle of a harvest.
+    from mediaframe.http import deadline, wire
+    from mediaframe.http.answers import Retry
+
     install_redaction()
+    if urlsplit(base_url).scheme == "http":
+        # no proxy from the environment, nor one elsewhere, carries the password off this machine
+        oauth.trust_env = False
+        oauth.proxies = proxies_for(base_url, oauth.proxies)
+    if session is None:  # a session passed in keeps its adapters (the in-process emulator's)
+        oauth.mount("https://", deadline.DeadlineAdapter())
+        oauth.mount("http://", deadline.DeadlineAdapter())
+    until = time.monotonic() + timeout
+
+    def read_bounded(response: requests.Response, **kwargs: Any) -> requests.Response:
+        too_large = False
+        try:
+            wire.read_body(
+                response,
+                line=f"POST {TOKEN_ENDPOINT}",
+                limit=_TOKEN_ANSWER_LIMIT,
+                timeout=timeout,
+                deadline=until,
+            )
+        except ResponseTooLargeError:
+            too_large = True  # told below, with advice for a login rather than for pages
+        finally:
+            wire.release(response)
+        if too_large:
+            raise ResponseTooLargeError(
+                f"POST {TOKEN_ENDPOINT}: the answer grew past {_TOKEN_ANSWER_LIMIT:,} bytes "
+                "(decompressed) and was dropped: that is no token answer. Check base_url "
+                "points at the service"
+            )
+        return response
+
+    oauth.hooks["response"].append(read_bounded)
+    failure: MediaframeError | None = None
     try:
-        with _plain_http_allowed(base_url):
+        with _plain_http_allowed(base_url), deadline.deadline(until):
             data = send(base_url + TOKEN_ENDPOINT)
+    except Retry as retry:  # the answer timed out or dropped while it was read
+        failure = retry.error
     except requests.Timeout:
-        raise RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later") from None
+        failure = RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later")
     except requests.TooManyRedirects as err:
         location = _location(err.response)
-        raise RedirectRefusedError(
+        failure = RedirectRefusedError(
             f"POST {TOKEN_ENDPOINT}: the token endpoint answered with a redirect to {location}; "
             "credentials are never sent on to another address. Check base_url (https, the "
             "service's own host)",
             status_code=err.response.status_code if err.response is not None else None,
             location=location,
-        ) from None
+        )
     except requests.RequestException as err:
-        raise ConnectionFailedError(
+        failure = ConnectionFailedError(
             f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
             "check base_url and the network"
-        ) from None
+        )
     except oauth2.OAuth2Error as err:
-        raise _oauth_failure(err.error) from None
+        failure = _oauth_failure(err.error)
     finally:
         if session is None:  # a session passed in shares its adapters: its owner closes them
             oauth.close()
+    if failure is not None:
+        raise failure
     return Token.from_oauth(data)
 
 
@@ -239,6 +320,7 @@ def password_grant(
             include_client_id=True,  # credentials in the body, never also as Basic
             timeout=timeout,
         ),
+        timeout,
     )
 
 
@@ -364,6 +446,7 @@ def exchange_code(
             include_client_id=True,
             timeout=timeout,
         ),
+        timeout,
     )
 
 
@@ -396,6 +479,7 @@ def refresh(
         lambda url: oauth.refresh_token(
             url, refresh_token=token.refresh_token, timeout=timeout, **kwargs
         ),
+        timeout,
     )
 
 
@@ -487,12 +571,21 @@ def login_browser(
     )
 
 
-class _CallbackServer(http.server.HTTPServer):
-    """A loopback HTTP server that waits for one request on the callback path."""
+class _CallbackServer(http.server.ThreadingHTTPServer):
+    """A loopback HTTP server that waits for one request on the callback path.
+
+    Each connection is served on a thread of its own: a connection that sends nothing (a
+    browser's speculative preconnect, any local process) must not keep the callback from being
+    read, nor hold the login past ``wait``.
+    """
+
+    daemon_threads = True
 
     def __init__(self, host: str, port: int, path: str) -> None:
         self.path = path
         self.answer: str | None = None
+        self.answered = threading.Event()
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             super().__init__((host, port), _CallbackPage)
         except OSError as err:
@@ -507,28 +600,44 @@ class _CallbackServer(http.server.HTTPServer):
     def __exit__(self, *exc_info: object) -> None:
         self.server_close()
 
+    def take(self, answer: str) -> None:
+        """Keep the first answer on the callback path."""
+        with _ANSWER_LOCK:
+            if not self.answered.is_set():
+                self.answer = answer
+                self.answered.set()
+
     def wait(self, seconds: float) -> str:
-        deadline = time.monotonic() + seconds
-        while self.answer is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise OAuthError(
-                    f"no answer from the browser within {seconds:.0f} s: log in again, or use "
-                    "the out-of-band flow"
-                )
-            self.timeout = remaining
-            self.handle_request()
+        serving = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        serving.start()
+        try:
+            answered = self.answered.wait(seconds)
+        finally:
+            self.shutdown()
+            serving.join()
+        if not answered or self.answer is None:
+            raise OAuthError(
+                f"no answer from the browser within {seconds:.0f} s: log in again, or use "
+                "the out-of-band flow"
+            )
         return self.answer
+
+
+_ANSWER_LOCK = threading.Lock()
 
 
 class _CallbackPage(http.server.BaseHTTPRequestHandler):
     server: _CallbackServer
+    # a connection that stays silent is dropped, not kept on a thread until the login ends
+    timeout = 10
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path != self.server.path:
             self.send_error(404)
             return
-        self.server.answer = self.path
+        self.server.take(self.path)
         failed = "error=" in self.path
         body = b"<!doctype html><title>mediaframe</title><p>" + (
             b"Login failed; see your notebook." if failed else b"Logged in; close this tab."

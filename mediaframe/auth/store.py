@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,13 +97,23 @@ class TokenStore:
             No such profile, a damaged file, or a file others may read.
         """
         path = self.path(name)
+        problem = None
         try:
             mode = path.stat().st_mode
-            raw = path.read_bytes()
+            # a FIFO would block the read for ever, a device (a link to /dev/zero) never end it
+            raw = path.read_bytes() if stat.S_ISREG(mode) else None
         except FileNotFoundError:
             raise ConfigurationError(
                 f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name}`"
             ) from None
+        except OSError as err:  # not readable by this user (written by `sudo`?), a link loop
+            problem = err.strerror or type(err).__name__
+        if problem is not None or raw is None:
+            raise ConfigurationError(
+                f"cannot read profile file {path} ({problem or 'not a regular file'}): check "
+                f"what it is and who owns it, or remove it and run `mediaframe login --profile "
+                f"{name}` again"
+            )
         if os.name == "posix" and mode & 0o077:
             raise ConfigurationError(
                 f"{path} can be read by other users: run `chmod 600 {path}` (or log in again)"
@@ -110,10 +121,13 @@ class TokenStore:
         try:
             return Profile.from_dict(json.loads(raw))
         except (ValueError, KeyError, TypeError) as err:
-            raise ConfigurationError(
-                f"profile file {path} is damaged ({type(err).__name__}): run "
-                f"`mediaframe login --profile {name}` again"
-            ) from None
+            damage = type(err).__name__
+        # raised out here, not in the except block: a JSONDecodeError keeps the whole file (the
+        # token, the client secret) in its `doc`, and would ride along as __context__
+        raise ConfigurationError(
+            f"profile file {path} is damaged ({damage}): run "
+            f"`mediaframe login --profile {name}` again"
+        )
 
     def save(self, name: str, profile: Profile) -> Path:
         """Write profile ``name`` atomically with mode 0600; return its path."""
@@ -132,7 +146,19 @@ class TokenStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+        self._sync_directory()
         return path
+
+    def _sync_directory(self) -> None:
+        """Make the rename itself durable: until the directory is synced, a crash may bring
+        back the old file, and with it a refresh token the service has since retired."""
+        if os.name != "posix":
+            return
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def delete(self, name: str) -> bool:
         """Remove profile ``name``; whether there was one."""

@@ -27,6 +27,7 @@ __all__ = [
     "check_base_url",
     "install_redaction",
     "is_loopback_url",
+    "proxies_for",
     "redact",
     "redact_record",
     "redact_url",
@@ -107,7 +108,7 @@ def check_base_url(base_url: str) -> str:
         raise ConfigurationError(
             f"base_url {shown_url(url)!r} is not an absolute http(s) URL: give e.g. https://assets.example.org"
         )
-    if parts.query or parts.fragment:
+    if "?" in url or "#" in url:  # even empty: the paths joined to the URL would follow them
         raise ConfigurationError(
             f"base_url {shown_url(url)!r} must not carry a query or a fragment"
         )
@@ -142,6 +143,19 @@ def same_origin(url: str, base_url: str) -> bool:
     if sent.scheme != "https" and not is_loopback_url(url):
         return False
     return (sent.scheme, _host(url), sent.port) == (base.scheme, _host(base_url), base.port)
+
+
+def proxies_for(url: str, proxies: Mapping[str, str]) -> dict[str, str]:
+    """The proxies a request to ``url`` may go through: all of them for https, and for plain
+    http only those on loopback themselves.
+
+    Plain http is allowed only because it does not leave this machine; a proxy elsewhere (an
+    ``http_proxy`` variable, common on managed machines) would carry the token or password to
+    it in clear text. Without one, the request goes straight to its loopback host.
+    """
+    if urlsplit(url).scheme != "http":
+        return dict(proxies)
+    return {key: proxy for key, proxy in proxies.items() if proxy and is_loopback_url(proxy)}
 
 
 # --- placement and redaction ----------------------------------------------------------------
@@ -346,7 +360,10 @@ def _guard_new_loggers() -> None:
         _guarded_size, _guarded_placeholders = len(loggers), tuple(placeholders)
 
 
-_TOKEN_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+# Tokens are printable ASCII (RFC 6750's b64token, the service's hex): whitespace, controls and
+# anything past ASCII (a pasted "…" or curly quote) cannot be part of one, and the header could
+# not even be encoded (http.client raised a bare UnicodeEncodeError holding the header).
+_TOKEN_FORBIDDEN = re.compile(r"[^\x21-\x7e]")
 
 
 # --- the token --------------------------------------------------------------------------------
@@ -366,8 +383,8 @@ class Token:
 
     def __post_init__(self) -> None:
         # A token read from a file or pasted often ends in a newline: strip the edges. Inside,
-        # whitespace or a control character cannot be part of a token (and would break the
-        # header), so it is refused.
+        # whitespace, a control character or a non-ASCII one cannot be part of a token (and
+        # would break the header), so it is refused.
         for name in ("access_token", "refresh_token"):
             value = getattr(self, name)
             if value is None and name == "refresh_token":
@@ -377,8 +394,8 @@ class Token:
             value = value.strip()
             if _TOKEN_FORBIDDEN.search(value):
                 raise ConfigurationError(
-                    f"the {name.replace('_', ' ')} holds whitespace or control characters: "
-                    "copy it again, exactly as issued"
+                    f"the {name.replace('_', ' ')} holds whitespace or control characters, or "
+                    "characters outside ASCII: copy it again, exactly as issued"
                 )
             object.__setattr__(self, name, value)
             register_secret(value)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 import requests
@@ -43,7 +44,9 @@ RETRY_STATUSES = frozenset({500, 502, 503, 504})
 #: Envelope representations of v1 routes; v2 routes always speak JSON.
 REPRESENTATIONS = ("json", "yaml", "jsonp")
 
-_JSONP = re.compile(rb"^\s*(?:/\*\*/)?\s*[A-Za-z_$][\w$.]*\s*\((.*)\)\s*;?\s*$", re.DOTALL)
+# No two neighbouring parts may take the same whitespace: "\s*(?:/\*\*/)?\s*" and "\s*;?\s*"
+# tried every split of a long run of it, quadratic in a body of spaces (minutes for a megabyte).
+_JSONP = re.compile(rb"^\s*(?:/\*\*/\s*)?[A-Za-z_$][\w$.]*\s*\((.*)\)\s*(?:;\s*)?$", re.DOTALL)
 _ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
 _SNIPPET = 160
 
@@ -103,6 +106,7 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
     ResponseFormatError
         The body does not parse, or is not an object with a ``meta`` object and a ``response``.
     """
+    failure: ValueError | None = None
     try:
         if representation == "yaml":
             envelope = yaml.load(content, Loader=_YamlLoader)
@@ -111,9 +115,11 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
         else:
             envelope = orjson.loads(content)
     except (ValueError, yaml.YAMLError) as err:
+        failure = _parse_failure(err)
+    if failure is not None:  # raised out here: the parser's exception keeps the whole body
         raise ResponseFormatError(
             f"the body is not valid {representation.upper()}", snippet=_snippet(content)
-        ) from err
+        ) from failure
     if not isinstance(envelope, dict) or not isinstance(envelope.get("meta"), dict):
         raise ResponseFormatError("the body is not the service's envelope (no meta object)")
     response = envelope.get("response")
@@ -152,15 +158,17 @@ def read_answer(
                 snippet=_snippet(content),
             )
         )
-    if decode is not None and status == 200 and representation == "json":
-        try:
-            return decode(content)
-        except ResponseFormatError as err:
-            raise _not_an_envelope(response, line, placement, err) from err
+    failure: Exception | None = None
     try:
+        if decode is not None and status == 200 and representation == "json":
+            return decode(content)
         envelope = decode_envelope(content, representation)
     except ResponseFormatError as err:
-        raise _not_an_envelope(response, line, placement, err) from err
+        failure = _not_an_envelope(response, line, placement, err)
+    if failure is not None:
+        # raised out here, told in its own words: a reader's error may chain the parser's,
+        # which keeps the whole body (and a token a server or proxy page echoed) in its `doc`
+        raise failure
     meta = envelope["meta"]
     code = _status_of(meta, status) if representation == "jsonp" else status
     if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
@@ -176,6 +184,19 @@ def read_answer(
             raise Retry(error, retry_after=_retry_after(response))
         raise error
     return envelope["response"]
+
+
+def _parse_failure(err: Exception) -> ValueError:
+    """What a parser said and where, without the document it keeps: ``JSONDecodeError.doc``
+    and a YAML mark's buffer (which its message quotes) hold the whole body."""
+    mark = getattr(err, "problem_mark", None)
+    if isinstance(err, yaml.MarkedYAMLError) and mark is not None:
+        what, line, column = err.problem or "unreadable", mark.line + 1, mark.column + 1
+    elif isinstance(err, json.JSONDecodeError):  # orjson's is one
+        what, line, column = err.msg, err.lineno, err.colno
+    else:
+        return ValueError(type(err).__name__)
+    return ValueError(f"{type(err).__name__}: {redact(what)[:100]} (line {line}, column {column})")
 
 
 # --- answers that are not the envelope --------------------------------------------------------
@@ -230,6 +251,13 @@ def _not_an_envelope(
             if status in RETRY_STATUSES
             else server
         )
+    if status == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
+        "invalid_token",
+        "expired_token",
+    ):
+        # a proxy's error page in place of the empty body: the challenge still says the token
+        # is dead (to be refreshed or logged in again), which the page cannot
+        return _bodyless_error(response, line, placement)
     oauth_error = _oauth_body_error(response.content)
     if oauth_error is not None:
         error = OAuthError(
@@ -239,8 +267,8 @@ def _not_an_envelope(
         )
         return HeaderRefused(error) if placement == "header" else error
     format_error = ResponseFormatError(
-        f"{line}: HTTP {status}, {err} — not the service's answer (a proxy or login page?): "
-        f"{snippet!r}. Check base_url and try again later",
+        f"{line}: HTTP {status}, {redact(str(err))} — not the service's answer (a proxy or "
+        f"login page?): {snippet!r}. Check base_url and try again later",
         status_code=status,
         snippet=snippet,
     )
@@ -257,7 +285,8 @@ def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: st
     said = redact(str(details)) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
-    message = f"{meta.get('error_type') or 'Error'} (HTTP {code}) on {line}: {said}."
+    kind_said = redact(str(meta.get("error_type") or "Error"))
+    message = f"{kind_said} (HTTP {code}) on {line}: {said}."
     return kind(
         f"{message} {advice}".strip(),
         status_code=code,
@@ -298,7 +327,7 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
 def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
     """``meta.http_code`` as an integer (some servers send it as a string)."""
     code = meta.get("http_code")
-    if isinstance(code, str) and code.strip().isdigit():
+    if isinstance(code, str) and _is_number(code.strip()):
         return int(code)
     return code if isinstance(code, int) and not isinstance(code, bool) else fallback
 
@@ -315,21 +344,27 @@ def _oauth_body_error(content: bytes) -> str | None:
     except ValueError:
         return None
     if isinstance(body, dict) and "meta" not in body and isinstance(body.get("error"), str):
-        return str(body["error"])
+        return redact(body["error"])  # a server may echo the token it refused
     return None
 
 
 def _is_cut_short(response: requests.Response) -> bool:
     """Whether fewer bytes arrived than ``Content-Length`` announced (uncompressed answers)."""
     announced = response.headers.get("Content-Length")
-    if not announced or not announced.isdigit() or response.headers.get("Content-Encoding"):
+    if not _is_number(announced) or response.headers.get("Content-Encoding"):
         return False
     return len(response.content) < int(announced)
 
 
 def _retry_after(response: requests.Response) -> float | None:
     value = response.headers.get("Retry-After", "")
-    return float(value) if value.isdigit() else None
+    return float(value) if _is_number(value) else None
+
+
+def _is_number(text: str | None) -> TypeGuard[str]:
+    """Whether a header or member is a plain decimal number (``"²"`` is a digit to
+    ``str.isdigit``, and no number to ``int``)."""
+    return text is not None and text.isascii() and text.isdigit()
 
 
 def _snippet(content: bytes) -> str:

@@ -8,7 +8,7 @@ import time
 import requests
 import urllib3
 
-from mediaframe.auth import redact, redact_url, same_origin
+from mediaframe.auth import proxies_for, redact, redact_url, same_origin
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
@@ -46,6 +46,7 @@ def send(
             f"the service at {base_url}"
         )
     environment = session.merge_environment_settings(prepared.url, {}, True, None, None)
+    environment["proxies"] = proxies_for(prepared.url or "", environment["proxies"])
     wait = min(timeout, max(deadline - time.monotonic(), 0.001))
     failure: Exception
     try:

@@ -154,3 +154,13 @@ def silent_after_headers(seconds: float = 10) -> Behaviour:
         time.sleep(seconds)
 
     return behave
+
+
+def raw(head: bytes, body: bytes) -> Behaviour:
+    """The status line and headers exactly as given (bytes a header parser may read oddly),
+    then ``body`` and the end of the connection."""
+
+    def behave(sock: socket.socket) -> None:
+        sock.sendall(head.rstrip(b"\r\n") + b"\r\nConnection: close\r\n\r\n" + body)
+
+    return behave

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
 
+from mediaframe import auth
 from mediaframe.config import Settings
-from mediaframe.exceptions import RequestTimeoutError, ResponseFormatError, ResponseTooLargeError
+from mediaframe.exceptions import (
+    RequestTimeoutError,
+    ResponseFormatError,
+    ResponseTooLargeError,
+    ServerError,
+)
 from mediaframe.http import Transport, decode_envelope
 
 from . import servers
@@ -103,3 +111,104 @@ def test_yaml_is_read_without_aliases():
     assert decode_envelope(b"meta: {http_code: 200}\nresponse: {a: 1}\n", "yaml")["response"] == {
         "a": 1
     }
+
+
+# "²" (\xb2 in latin-1, as headers are read) is a digit to str.isdigit and no number to int().
+_SUPERSCRIPT_TWO = b"\xb2"
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "representation"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: " + _SUPERSCRIPT_TWO, servers.ENVELOPE, "json"),
+        (
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: " + _SUPERSCRIPT_TWO,
+            b'{"meta": {"http_code": 503}, "response": {}}',
+            "json",
+        ),
+        (
+            b"HTTP/1.1 200 OK",
+            b'mediaframe_jsonp({"meta": {"http_code": "\\u00b2"}, "response": {"ok": true}});',
+            "jsonp",
+        ),
+    ],
+    ids=["content-length", "retry-after", "jsonp-http-code"],
+)
+def test_numbers_that_are_not_numbers_are_read_as_absent(settings, head, body, representation):
+    with (
+        servers.serving(servers.raw(head, body)) as url,
+        Transport(
+            url, token="t0ken-for-bounds", settings=settings, representation=representation
+        ) as transport,
+    ):
+        try:
+            answer = transport.get("/api/v1/me/")
+        except ServerError as err:  # the 503: told as what it is, not as a ValueError
+            assert err.status_code == 503
+        else:
+            assert answer == {"ok": True}
+
+
+_READ_JSONP = """
+import sys
+from mediaframe.exceptions import ResponseFormatError
+from mediaframe.http import decode_envelope
+try:
+    decode_envelope(sys.stdin.buffer.read(), "jsonp")
+except ResponseFormatError:
+    print("refused")
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b" " * 300_000 + b"!",  # whitespace where the callback's name should start
+        b"mediaframe_jsonp({})" + b" " * 300_000 + b"!",  # and where the answer should end
+    ],
+    ids=["leading", "trailing"],
+)
+def test_a_jsonp_body_of_whitespace_is_refused_at_once(body):
+    # In a process of its own: a regular expression holds the GIL while it runs, so only a
+    # process can be stopped when the quadratic reading this guards against (minutes) is back.
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_JSONP], input=body, capture_output=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading 300 kB of JSONP took more than a minute")
+    assert done.stdout.strip() == b"refused", done.stderr.decode()
+
+
+# --- the token endpoint's answers are bounded the same way ---------------------------------------
+
+
+def log_in(base_url: str) -> object:
+    return auth.password_grant(
+        base_url, client_id="app", username="ada", password="pw-for-bounds", timeout=1.0
+    )
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [servers.drip(byte_every=0.25, total=40), servers.drip_head(byte_every=0.25, total=40)],
+    ids=["body", "headers"],
+)
+def test_a_dripping_token_endpoint_cannot_outlast_the_deadline(behaviour):
+    with servers.serving(behaviour) as url:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError):
+            log_in(url)
+        took = time.monotonic() - started
+    assert took < 2.0, f"a 1 s deadline held the login {took:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "behaviour", [servers.endless_chunks(), servers.gzip_bomb()], ids=["endless", "gzip-bomb"]
+)
+def test_a_token_endpoint_answer_is_cut_at_a_small_limit(behaviour):
+    with (
+        servers.serving(behaviour) as url,
+        pytest.raises(ResponseTooLargeError, match="no token answer"),
+    ):
+        log_in(url)

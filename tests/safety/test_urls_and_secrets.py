@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import json
+
+import orjson
 import pytest
 import requests
 from fake_service import BASE, Answer, FakeService, envelope
 
 from mediaframe import auth
-from mediaframe.auth import Token, TokenStore, check_base_url, redact, same_origin
+from mediaframe.auth import Profile, Token, TokenStore, check_base_url, redact, same_origin
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     BadRequestError,
     ConfigurationError,
     ConnectionFailedError,
+    OAuthError,
     RedirectRefusedError,
+    ResponseFormatError,
 )
 from mediaframe.http import Transport
 
+from . import servers
 from .helpers import texts_of
 
 SECRET = "5ec7e75ec7e75ec7e75ec7e75ec7e7aa"
@@ -141,11 +147,31 @@ def test_tokens_lose_surrounding_whitespace(raw):
     assert Token(raw).access_token == SECRET
 
 
-@pytest.mark.parametrize("raw", ["abc def0123", "abc\x00def0123", "abc\ndef0123", "abc\u0085def"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "abc def0123",
+        "abc\x00def0123",
+        "abc\ndef0123",
+        "abc\u0085def",
+        "abcdef0123\u2026",  # copied from a page that shows it cut short
+        "\u201cabcdef0123\u201d",  # curly quotes
+    ],
+)
 def test_tokens_with_inner_whitespace_or_controls_are_refused(raw):
     with pytest.raises(ConfigurationError, match="whitespace or control") as caught:
         Token(raw)
     assert raw not in texts_of(caught.value)
+
+
+def test_a_token_the_header_cannot_carry_is_refused_before_sending(settings):
+    pasted = "5ec7e75ec7e7\u2026"  # latin-1 cannot encode it: http.client would raise
+    with (
+        servers.serving(servers.answering("200 OK", servers.ENVELOPE)) as url,
+        pytest.raises(ConfigurationError, match="outside ASCII") as caught,
+    ):
+        Transport(url, token=pasted, settings=settings).get("/api/v1/me/")
+    assert pasted not in texts_of(caught.value)
 
 
 def test_a_token_read_from_a_file_is_sent_clean(settings):
@@ -213,3 +239,149 @@ def test_connect_refuses_credentials_in_the_url(settings):
     with pytest.raises(ConfigurationError, match="user name or password") as caught:
         mf.connect("https://ada:pa55w0rd-top@assets.example.org", token=SECRET, settings=settings)
     assert "pa55w0rd-top" not in texts_of(caught.value)
+
+
+# --- a server echoing the secret it refused -------------------------------------------------------
+
+
+def _answer(status: str, body: dict) -> servers.Behaviour:
+    return servers.answering(status, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    ("body", "placement", "kind"),
+    [
+        # the envelope's error_type is quoted first in the message
+        (
+            {"meta": {"http_code": 400, "error_type": f"Bad token {SECRET}"}, "response": {}},
+            "header",
+            BadRequestError,
+        ),
+        # a resource server's OAuth-style refusal quotes its error code
+        ({"error": f"invalid_token {SECRET}"}, "param", OAuthError),
+    ],
+    ids=["error_type", "oauth_error"],
+)
+def test_an_error_echoing_the_token_is_shown_redacted(settings, body, placement, kind):
+    Token(SECRET)  # known, as every token mediaframe is handed
+    with servers.serving(_answer("400 Bad Request", body)) as url:
+        transport = Transport(
+            url, token=SECRET, settings=settings.replace(token_placement=placement)
+        )
+        with pytest.raises(kind) as caught:
+            transport.get("/api/v1/me/")
+    assert SECRET not in texts_of(caught.value)
+    assert "***" in str(caught.value)
+
+
+def test_a_token_endpoint_echoing_the_password_is_shown_redacted():
+    password = "correct-horse-battery"
+    refusal = {"error": f"invalid_grant: no user with password {password}"}
+    with (
+        servers.serving(_answer("400 Bad Request", refusal)) as url,
+        pytest.raises(OAuthError) as caught,
+    ):
+        auth.password_grant(url, client_id="app", username="ada", password=password)
+    assert password not in texts_of(caught.value)
+    assert "invalid_grant" in str(caught.value)
+
+
+# --- plain http stays on this machine ---------------------------------------------------------
+
+
+class _NoProxyElsewhere(requests.adapters.HTTPAdapter):
+    """Sends as requests would, unless the request was to go through a proxy off this machine:
+    then it refuses, and nothing is sent (the test talks to loopback only)."""
+
+    def send(self, request, **kwargs):
+        proxy = requests.utils.select_proxy(request.url, kwargs.get("proxies") or {})
+        if proxy is not None and not auth.is_loopback_url(proxy):
+            raise RuntimeError(f"{request.url} would have gone through the proxy {proxy}")
+        return super().send(request, **kwargs)
+
+
+def _watched_session() -> requests.Session:
+    session = requests.Session()
+    session.mount("http://", _NoProxyElsewhere())
+    return session
+
+
+def test_plain_http_to_loopback_never_goes_through_a_proxy_elsewhere(settings, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://192.0.2.1:3128")  # a managed machine's proxy
+    monkeypatch.setenv("no_proxy", "")
+    with servers.serving(servers.answering("200 OK", servers.ENVELOPE)) as url:
+        transport = Transport(url, token=SECRET, settings=settings, session=_watched_session())
+        assert transport.get("/api/v1/me/") == {"ok": True}
+
+
+def test_the_token_endpoint_on_loopback_never_goes_through_a_proxy_elsewhere(monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://192.0.2.1:3128")
+    monkeypatch.setenv("no_proxy", "")
+    issued = json.dumps({"access_token": SECRET, "scope": None}).encode()
+    with servers.serving(servers.answering("200 OK", issued)) as url:
+        token = auth.password_grant(
+            url, client_id="app", username="ada", password="pw-123456", session=_watched_session()
+        )
+    assert token.access_token == SECRET
+
+
+def test_a_proxy_is_kept_for_https_and_for_loopback_proxies():
+    proxies = {"http": "http://192.0.2.1:3128", "https": "http://192.0.2.1:3128"}
+    assert auth.proxies_for("https://assets.example.org/api/", proxies) == proxies
+    assert auth.proxies_for("http://127.0.0.1:8080/api/", proxies) == {}
+    local = {"http": "http://127.0.0.1:3128"}
+    assert auth.proxies_for("http://127.0.0.1:8080/api/", local) == local
+
+
+def test_a_damaged_profile_is_refused_without_its_secrets_in_the_chain(tmp_path):
+    store = TokenStore(tmp_path)
+    path = store.save("work", Profile("https://assets.example.org", Token(SECRET)))
+    path.write_text(path.read_text().replace("}", ",}"))  # a trailing comma: not JSON
+    with pytest.raises(ConfigurationError, match="damaged") as caught:
+        store.load("work")
+    assert SECRET not in texts_of(caught.value)  # a JSONDecodeError keeps the whole file
+
+
+_ECHOING_PAGE = f"<html><body>Not found: /api/v1/me/?oauth_token={SECRET}</body></html>".encode()
+
+
+@pytest.mark.parametrize(
+    ("representation", "body"),
+    [
+        ("json", _ECHOING_PAGE),  # JSONDecodeError.doc keeps the whole body
+        ("jsonp", _ECHOING_PAGE),
+        ("yaml", f"meta: {{a: [\n  {SECRET}".encode()),  # YAML quotes the line in its message
+    ],
+    ids=["json", "jsonp", "yaml"],
+)
+@pytest.mark.parametrize("status", ["404 Not Found", "200 OK"])
+def test_a_page_echoing_the_token_leaves_no_trace_of_it_in_the_chain(
+    settings, representation, body, status
+):
+    Token(SECRET)
+    with servers.serving(servers.answering(status, body)) as url:
+        transport = Transport(
+            url,
+            token=SECRET,
+            settings=settings.replace(token_placement="param"),
+            representation=representation,
+        )
+        with pytest.raises(ResponseFormatError) as caught:
+            transport.get("/api/v1/me/")
+    assert SECRET not in texts_of(caught.value)
+
+
+def test_a_reader_failing_on_a_page_echoing_the_token_leaves_no_trace_of_it(settings):
+    Token(SECRET)
+
+    def read_records(body: bytes) -> object:  # as a byte reader does: quoting the body
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            raise ResponseFormatError(f"not JSON; it begins {body[:90]!r}") from error
+
+    with servers.serving(servers.answering("200 OK", _ECHOING_PAGE)) as url:
+        transport = Transport(url, token=SECRET, settings=settings)
+        with pytest.raises(ResponseFormatError) as caught:
+            transport.request("GET", "/api/v1/search/", decode=read_records)
+    assert SECRET not in texts_of(caught.value)
