@@ -134,11 +134,14 @@ def records_json(
     text in another, is renamed byte-wise first: text values become ``text``, numbers keep
     ``value``. pyarrow reads every number as a float; a name whose numbers are all whole is
     ``Int64`` in records() unless one was written as a float (``5.0``, ``1e3``), which a
-    regular-expression scan finds (run only for such a name outside the contract's stable
-    technical names, whose dtype is declared). What falls back: nested unknown members, a
-    member of another type than declared (records() then mends or warns), a technical name
-    repeated in a record or spelled with escapes, integers at or beyond 2**53 among technical
-    values, dates pyarrow reads differently from pandas, invalid UTF-8.
+    regular-expression scan finds, ``value`` keys written with escapes too (run only for such a
+    name outside the contract's stable technical names, whose dtype is declared). What falls
+    back: nested unknown members, a member of another type than declared (records() then mends
+    or warns), a technical name repeated in a record or spelled with escapes, integers at or
+    beyond 2**53 among technical values, an unknown member's number at or beyond 2**63 (an
+    integer there keeps its digits in records()), a member named ``text`` outside the technical
+    values, dates pyarrow reads differently from pandas, ``NaN`` and ``Infinity`` (pyarrow reads
+    them, JSON has not: the decoded route refuses the answer), invalid UTF-8.
 
     Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
     a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever
@@ -312,6 +315,8 @@ def _native(
         return records([], structure), False
     schema = _SCHEMA if structure is None else _EXTENDED_SCHEMA
     struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
+    if not fromarrow.finite(struct):  # pyarrow reads NaN and Infinity, which JSON has not
+        raise Unreadable("numbers", "a number is not finite (NaN or Infinity are not JSON)")
     try:
         return _frame(struct, whole_floats, texts, structure)
     except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
@@ -327,6 +332,7 @@ def _frame(
     """The records frame of the parsed records (see :func:`_native`)."""
     known = fromarrow.KNOWN if structure is None else fromarrow.KNOWN_EXTENDED
     members, unknown = fromarrow.members(struct, known)
+    renamed = texts
     for alias, member in RECORDS.aliases.items():  # the older spelling fills what is missing
         members[member] = pc.coalesce(members[member], members.pop(alias))
     columns = fromarrow.convert_all(members, RECORDS.columns)
@@ -338,6 +344,8 @@ def _frame(
         texts -= fromarrow.extended_texts(members, captions)  # the texts renamed in them
     lists = members[_TECHNICAL].combine_chunks()
     technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
+    if fromarrow.texts(struct) != renamed:  # a renamed value outside the entries counted
+        raise Unreadable("technical values", "a member named 'text' outside the entries' values")
     if structure is None:
         return assemble(RECORDS, columns, {**dynamic, **technical}), False
     extended = fromarrow.extended(members, n, structure, captions)  # last: it may warn
@@ -408,9 +416,25 @@ def _patterns(colon: bytes) -> _Patterns:
 #: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
 #: so a fraction may round away). Integers and text values never match; any whitespace around
 #: the colon does. Possessive quantifiers: a number is scanned once, without backtracking.
-_WHOLE_FLOAT = re.compile(
-    rb'"value"\s*+:\s*+-?+(?:(?=[0-9.]{17})[0-9]*+\.|[0-9]++(?:[eE]|\.(?:[0-9]*+[eE]|0++\s*+[,}])))'
+_WHOLE_FLOAT_NUMBER = (
+    rb"\s*+:\s*+-?+(?:(?=[0-9.]{17})[0-9]*+\.|[0-9]++(?:[eE]|\.(?:[0-9]*+[eE]|0++\s*+[,}])))"
 )
+_WHOLE_FLOAT = re.compile(rb'"value"' + _WHOLE_FLOAT_NUMBER)
+
+
+def _key_pattern(key: str) -> bytes:
+    """``"key"`` with any of its letters written as a ``\\uXXXX`` escape (hex in either case)."""
+    letters = []
+    for letter in key:
+        code = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(letter):04x}")
+        letters.append(f"(?:{letter}|\\\\u{code})")
+    return ('"' + "".join(letters) + '"').encode()
+
+
+#: The same after a ``value`` key with letters written as escapes (``"v\u0061lue"``), which
+#: pyarrow reads as ``value``: looked for only where a letter's escape occurs (it is slower).
+_WHOLE_FLOAT_ESCAPED = re.compile(_key_pattern("value") + _WHOLE_FLOAT_NUMBER)
+_LETTER_ESCAPE = re.compile(rb"\\u00[67]")
 
 
 def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
@@ -486,7 +510,9 @@ def _as_text(field: pa.Field) -> pa.Field:
 def _whole_float_names(data: bytes, start: int = 0, stop: int | None = None) -> set[str]:
     """Technical names holding a number written as a float that may be whole (rare), in
     ``data[start:stop]``."""
-    found = _WHOLE_FLOAT.finditer(data, start, len(data) if stop is None else stop)
+    stop = len(data) if stop is None else stop
+    escaped = _LETTER_ESCAPE.search(data, start, stop) is not None
+    found = (_WHOLE_FLOAT_ESCAPED if escaped else _WHOLE_FLOAT).finditer(data, start, stop)
     return {_entry_name(data, match.start()) for match in found}
 
 
