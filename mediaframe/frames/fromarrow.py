@@ -70,7 +70,8 @@ def members(
 ) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
     """Every declared member by dotted path, and every unknown one by its dynamic column name
     (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
-    null."""
+    null. Two unknown members that make one column name (a record's ``thumbnail_cdn`` and its
+    thumbnail's ``cdn``) are :class:`Unreadable`."""
     found: dict[str, pa.ChunkedArray] = {}
     unknown: dict[str, pa.ChunkedArray] = {}
 
@@ -82,7 +83,10 @@ def members(
             elif where in known:
                 found[where] = child
             else:
-                unknown[_NESTED.get(path, "") + field.name] = child
+                name = _NESTED.get(path, "") + field.name
+                if name in unknown:  # "thumbnail_x" beside thumbnail's "x": records() says which
+                    raise Unreadable("unknown member", f"two members make the column {name!r}")
+                unknown[name] = child
 
     walk(struct.type, struct.flatten(), "")
     return found, unknown

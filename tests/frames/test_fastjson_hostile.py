@@ -161,3 +161,21 @@ def test_hostile_answers_of_any_generation_read_as_the_decoded_route_reads_them(
                 records_json(body)
             return
         assert_same(body)
+
+
+@pytest.mark.parametrize(
+    ("outer", "inner"),
+    [
+        pytest.param({"thumbnail_cdn": "a record's"}, {"cdn": "a thumbnail's"}, id="thumbnail"),
+        pytest.param(
+            {"permalink_cdn": "a thumbnail's"}, {"permalink": {"cdn": "a permalink's"}},
+            id="permalink",
+        ),
+    ],
+)  # fmt: skip
+def test_two_unknown_members_making_one_column_read_as_records_reads_them(outer, inner):
+    items = catalogue_items(3, 2)
+    for item in items:
+        item["thumbnail"] = {"name": "thumbnail", **inner}
+        (item["thumbnail"] if "permalink_cdn" in outer else item).update(outer)
+    assert_same(dumps(envelope(items)))
