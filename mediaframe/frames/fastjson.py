@@ -346,8 +346,9 @@ def _frame(
     technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
     if fromarrow.texts(struct) != renamed:  # a renamed value outside the entries counted
         raise Unreadable("technical values", "a member named 'text' outside the entries' values")
-    if structure is None:
-        return assemble(RECORDS, columns, {**dynamic, **technical}), False
+    if structure is None:  # caption or status, if any, are unknown members (is_described)
+        described = any(unknown[m].null_count < n for m in ("caption", "status") if m in unknown)
+        return assemble(RECORDS, columns, {**dynamic, **technical}), described
     extended = fromarrow.extended(members, n, structure, captions)  # last: it may warn
     extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
     described = any(members[m].null_count < n for m in ("caption", "status"))

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from mediaframe.emulator.flavours import FLAVOURS, by_name
 from mediaframe.exceptions import ResponseFormatError
-from mediaframe.frames import records_json
+from mediaframe.frames import read_records, records_json
+from mediaframe.frames.fastjson import is_described
 
 from .test_fastjson import STYLES, assert_same, catalogue_items, dumps, envelope
 
@@ -189,3 +190,13 @@ def test_two_unknown_members_making_one_column_read_as_records_reads_them(outer,
         item["thumbnail"] = {"name": "thumbnail", **inner}
         (item["thumbnail"] if "permalink_cdn" in outer else item).update(outer)
     assert_same(dumps(envelope(items)))
+
+
+@pytest.mark.parametrize("member", [{"caption": "x"}, {"status": 5}, {"caption": None}])
+def test_a_page_read_without_a_structure_says_whether_it_is_described(member):
+    # read_records() says what is_described() says of the decoded records, on either route
+    items = [{**item, **member} for item in catalogue_items(3, 2)]
+    body = dumps(envelope(items))
+    page = read_records(body)
+    assert page.native
+    assert page.described == is_described(orjson.loads(body)["response"]["results"]["records"])
