@@ -140,8 +140,9 @@ def records_json(
     or warns), a technical name repeated in a record or spelled with escapes, integers at or
     beyond 2**53 among technical values, an unknown member's number at or beyond 2**63 (an
     integer there keeps its digits in records()), a member named ``text`` outside the technical
-    values, dates pyarrow reads differently from pandas, ``NaN`` and ``Infinity`` (pyarrow reads
-    them, JSON has not: the decoded route refuses the answer), invalid UTF-8.
+    values, a member named as a declared member's path (``thumbnail.name``), dates pyarrow
+    reads differently from pandas, ``NaN`` and ``Infinity`` (pyarrow reads them, JSON has not:
+    the decoded route refuses the answer), invalid UTF-8.
 
     Why the byte rewrites are safe: inside a JSON string every ``"`` is escaped as ``\\"``, so
     a pattern holding an unescaped ``"`` right after another character than ``\\`` only ever

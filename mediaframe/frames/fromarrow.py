@@ -78,6 +78,9 @@ def members(
     def walk(kind: pa.StructType, children: list[pa.ChunkedArray], path: str) -> None:
         for field, child in zip(kind, children, strict=True):
             where = f"{path}.{field.name}" if path else field.name
+            if "." in field.name and (where in _NESTED or where in known):
+                # a member named "thumbnail.name" is not thumbnail's name: records() says
+                raise Unreadable("unknown member", f"{field.name!r} is named as a path")
             if where in _NESTED:
                 walk(field.type, child.flatten(), where)
             elif where in known:

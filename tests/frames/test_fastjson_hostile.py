@@ -111,9 +111,12 @@ KIND = st.sampled_from(
         st.one_of(NUMBER, HOSTILE_TEXT, st.booleans(), st.none()),
     ]
 )
-#: Unknown members of records and of thumbnails (``thumbnail_cdn`` in both makes one column).
-MEMBER = st.sampled_from(["value", "text", "ISO", "rating", "thumbnail_name", "thumbnail_cdn"])
-THUMBNAIL_MEMBER = st.sampled_from(["cdn", "value", "permalink_url"])
+#: Unknown members of records and of thumbnails (``thumbnail_cdn`` in both makes one column,
+#: ``thumbnail.name`` is named as a declared member's path).
+MEMBER = st.sampled_from(
+    ["value", "text", "ISO", "rating", "thumbnail_name", "thumbnail_cdn", "thumbnail.name"]
+)
+THUMBNAIL_MEMBER = st.sampled_from(["cdn", "value", "permalink_url", "permalink.url"])
 TECHNICAL_NAME = st.sampled_from(["Pages", "value", "text", "Aperture", "Lens/Ö"])
 
 
@@ -200,3 +203,21 @@ def test_a_page_read_without_a_structure_says_whether_it_is_described(member):
     page = read_records(body)
     assert page.native
     assert page.described == is_described(orjson.loads(body)["response"]["results"]["records"])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda item: item.update({"thumbnail.name": "a record's"}), id="name"),
+        pytest.param(lambda item: item.update({"thumbnail.permalink": "x"}), id="permalink"),
+        pytest.param(lambda item: item["thumbnail"].update({"permalink.id": 7}), id="permalink id"),
+        pytest.param(lambda item: item.update({"thumbnail.cdn": 3}), id="not a declared path"),
+    ],
+)
+def test_a_member_named_with_dots_reads_as_records_reads_it(change):
+    # "thumbnail.name" was taken for the thumbnail's name, "thumbnail.permalink" raised
+    items = catalogue_items(3, 2)
+    for item in items:
+        item["thumbnail"] = item.get("thumbnail") or {"name": "thumbnail"}
+        change(item)
+    assert_same(dumps(envelope(items)))
