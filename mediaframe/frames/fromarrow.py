@@ -311,10 +311,12 @@ def technical(
     columns: dict[str, Any] = {}
     groups = _each_group(dictionary, codes, parents, "technical values", "")
     for code, (name, rows, positions) in enumerate(groups):
-        named = column_name(name)
-        named = f"technical_{named}" if named in taken else named
+        named = column_name(name)  # prefixed once, as records() does, if a column has the name
+        named = f"technical_{name}" if named == name and name in taken else named
         if named in columns:  # two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
+        if named in taken:  # an unknown member has the prefixed name too: records() says which
+            raise Unreadable("technical values", f"{name!r} makes an unknown member's column")
         floats = False  # with text among the values, numbers are rendered as text anyway
         if not traits.text[code]:
             stable = _STABLE.get(named)

@@ -221,3 +221,24 @@ def test_a_member_named_with_dots_reads_as_records_reads_it(change):
         item["thumbnail"] = item.get("thumbnail") or {"name": "thumbnail"}
         change(item)
     assert_same(dumps(envelope(items)))
+
+
+@pytest.mark.parametrize(
+    "unknown",
+    [
+        pytest.param({"technical_title": "u"}, id="prefixed declared name"),
+        pytest.param({"technical_title": "u", "technical_technical_title": "v"}, id="twice"),
+        pytest.param({"Mode": "u", "technical_Mode": "v"}, id="prefixed unknown name"),
+    ],
+)
+def test_a_technical_name_making_an_unknown_member_s_column_reads_as_records_reads_it(unknown):
+    # the technical name 'title' makes the column technical_title, which a record may hold
+    # as an unknown member too; the reader prefixed the name twice
+    items = catalogue_items(3, 2)
+    for item in items:
+        item.update(unknown)
+        item["technical_informations"] += [
+            {"name": "title", "value": 1},
+            {"name": "Mode", "value": 2},
+        ]
+    assert_same(dumps(envelope(items)))
