@@ -33,8 +33,10 @@ __all__ = [
     "entries",
     "extended",
     "extended_texts",
+    "finite",
     "members",
     "technical",
+    "texts",
 ]
 
 _TECHNICAL = "technical_informations"
@@ -68,22 +70,77 @@ def members(
 ) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
     """Every declared member by dotted path, and every unknown one by its dynamic column name
     (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
-    null."""
+    null. Two unknown members that make one column name (a record's ``thumbnail_cdn`` and its
+    thumbnail's ``cdn``) are :class:`Unreadable`."""
     found: dict[str, pa.ChunkedArray] = {}
     unknown: dict[str, pa.ChunkedArray] = {}
 
     def walk(kind: pa.StructType, children: list[pa.ChunkedArray], path: str) -> None:
         for field, child in zip(kind, children, strict=True):
             where = f"{path}.{field.name}" if path else field.name
+            if "." in field.name and (where in _NESTED or where in known):
+                # a member named "thumbnail.name" is not thumbnail's name: records() says
+                raise Unreadable("unknown member", f"{field.name!r} is named as a path")
             if where in _NESTED:
                 walk(field.type, child.flatten(), where)
             elif where in known:
                 found[where] = child
             else:
-                unknown[_NESTED.get(path, "") + field.name] = child
+                name = _NESTED.get(path, "") + field.name
+                if name in unknown:  # "thumbnail_x" beside thumbnail's "x": records() says which
+                    raise Unreadable("unknown member", f"two members make the column {name!r}")
+                unknown[name] = child
 
     walk(struct.type, struct.flatten(), "")
     return found, unknown
+
+
+def texts(values: pa.ChunkedArray | pa.Array) -> int:
+    """How many members named ``text`` hold something, at any depth of ``values``: the text
+    values the reader renamed are all there, wherever they were renamed."""
+    kind = values.type
+    if pa.types.is_list(kind):
+        return texts(pc.list_flatten(values)) if _holds_text(kind) else 0
+    if not pa.types.is_struct(kind):
+        return 0
+    found = 0
+    for field, child in zip(kind, values.flatten(), strict=True):
+        if field.name == "text":
+            found += len(child) - child.null_count
+        if _holds_text(field.type):
+            found += texts(child)
+    return found
+
+
+def finite(values: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether every number pyarrow read as a float, at any depth of ``values``, is finite."""
+    kind = values.type
+    if pa.types.is_floating(kind):
+        return bool(pc.all(pc.is_finite(values)).as_py() is not False)
+    if pa.types.is_list(kind):
+        return finite(pc.list_flatten(values)) if _holds(kind, pa.types.is_floating) else True
+    if pa.types.is_struct(kind):
+        children = zip(kind, values.flatten(), strict=True)
+        return all(finite(c) for f, c in children if _holds(f.type, pa.types.is_floating))
+    return True
+
+
+def _holds(kind: pa.DataType, leaf: Callable[[pa.DataType], bool]) -> bool:
+    """Whether ``kind`` is, or holds at any depth, a type ``leaf`` is true of."""
+    if pa.types.is_list(kind):
+        return _holds(kind.value_type, leaf)
+    if pa.types.is_struct(kind):
+        return any(_holds(field.type, leaf) for field in kind)
+    return leaf(kind)
+
+
+def _holds_text(kind: pa.DataType) -> bool:
+    """Whether ``kind`` has a member named ``text``, at any depth."""
+    if pa.types.is_list(kind):
+        return _holds_text(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(field.name == "text" or _holds_text(field.type) for field in kind)
+    return False
 
 
 def dynamic(values: pa.ChunkedArray, name: str) -> Any:
@@ -93,6 +150,10 @@ def dynamic(values: pa.ChunkedArray, name: str) -> Any:
         return np.full(len(values), None, dtype=object)
     if kind == pa.string():
         return pd.arrays.ArrowStringArray(values.cast(pa.large_string()))
+    if kind == pa.float64() and (pc.max(pc.abs(values)).as_py() or 0) >= 2**63:
+        # perhaps an integer beyond 64 bits, which pyarrow reads as a float and records()
+        # keeps as text (orjson decodes integers up to 2**64)
+        raise Unreadable("unknown member", f"{name!r} holds a number at or beyond 2**63")
     if kind in _PANDAS_TYPES:
         return _PANDAS_TYPES[kind].__from_arrow__(values)
     raise Unreadable("unknown member", f"{name!r} holds {kind} (records() keeps those raw)")
@@ -250,10 +311,12 @@ def technical(
     columns: dict[str, Any] = {}
     groups = _each_group(dictionary, codes, parents, "technical values", "")
     for code, (name, rows, positions) in enumerate(groups):
-        named = column_name(name)
-        named = f"technical_{named}" if named in taken else named
+        named = column_name(name)  # prefixed once, as records() does, if a column has the name
+        named = f"technical_{name}" if named == name and name in taken else named
         if named in columns:  # two names share a column: records() says which
             raise Unreadable("technical values", f"{name!r} repeated in a record")
+        if named in taken:  # an unknown member has the prefixed name too: records() says which
+            raise Unreadable("technical values", f"{name!r} makes an unknown member's column")
         floats = False  # with text among the values, numbers are rendered as text anyway
         if not traits.text[code]:
             stable = _STABLE.get(named)

@@ -10,6 +10,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from mediaframe.frames import fastjson
+
 DATA = Path(__file__).parent.parent / "data" / "frames"
 
 
@@ -29,3 +31,17 @@ def parquet_round_trip(frame: pd.DataFrame) -> pd.DataFrame:
     frame.to_parquet(buffer)
     buffer.seek(0)
     return pd.read_parquet(buffer)
+
+
+@pytest.fixture
+def fallbacks(monkeypatch):
+    """Count the answers that took the decoded route instead of the native one."""
+    calls = []
+    decoded = fastjson._decoded
+
+    def spy(body: bytes, *args: Any):
+        calls.append(body)
+        return decoded(body, *args)
+
+    monkeypatch.setattr(fastjson, "_decoded", spy)
+    return calls

@@ -72,20 +72,6 @@ def assert_same(body: bytes) -> pd.DataFrame | None:
     return frame
 
 
-@pytest.fixture
-def fallbacks(monkeypatch):
-    """Count the answers that took the decoded route instead of the native one."""
-    calls = []
-    decoded = fastjson._decoded
-
-    def spy(body: bytes, *args: Any):
-        calls.append(body)
-        return decoded(body, *args)
-
-    monkeypatch.setattr(fastjson, "_decoded", spy)
-    return calls
-
-
 def catalogue_items(n: int, seed: int) -> list[dict[str, Any]]:
     return Catalogue(records=n, seed=seed).record_dicts(range(n))
 
