@@ -216,6 +216,15 @@ def test_a_body_that_is_not_the_envelope_is_a_format_error(settings, name):
     assert len(fake.requests) == 1
 
 
+def test_a_body_the_parser_refuses_says_why(settings):
+    """An envelope holding a lone surrogate escape (a server's damaged text) is refused by the
+    parser: the error says what it found, not only that the body is no JSON."""
+    body = b'{"meta": {"http_code": 200}, "response": {"user": {"login": "\\ud800"}}}'
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="no low surrogate in string"):
+        transport(fake, settings).get("/api/v1/me/")
+
+
 def test_an_empty_200_is_a_format_error(settings):
     with pytest.raises(ResponseFormatError, match="empty body"):
         transport(FakeService(Answer(200)), settings).get("/api/v1/me/")

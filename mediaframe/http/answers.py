@@ -266,8 +266,10 @@ def _not_an_envelope(
             error=oauth_error,
         )
         return HeaderRefused(error) if placement == "header" else error
+    # the parser's reason (already stripped of the body and redacted) tells damage from a page
+    reason = f" ({err.__cause__})" if isinstance(err.__cause__, ValueError) else ""
     format_error = ResponseFormatError(
-        f"{line}: HTTP {status}, {redact(str(err))} — not the service's answer (a proxy or "
+        f"{line}: HTTP {status}, {redact(str(err))}{reason} — not the service's answer (a proxy or "
         f"login page?): {snippet!r}. Check base_url and try again later",
         status_code=status,
         snippet=snippet,
