@@ -256,9 +256,23 @@ class Client:
             return self._user_key
 
     def _refresh(self, stale: Token) -> Token:
-        # Persist first: a rotated refresh token must not be lost if what follows fails.
+        if self.profile is None:
+            return self._refreshed(stale)
+        store = TokenStore(self.settings.config_dir)
+        with store.locked(self.profile):
+            # another process of this profile (a second notebook) may have refreshed meanwhile:
+            # its token serves, and the refresh token this one holds may be spent already
+            newer = self._stored_since(store, self.profile, stale)
+            if newer is not None:
+                return newer
+            fresh = self._refreshed(stale)
+            # persisted before use: a rotated refresh token must not be lost if what follows fails
+            self._store(self.profile, fresh)
+            return fresh
+
+    def _refreshed(self, stale: Token) -> Token:
         assert self._client_id is not None
-        fresh = auth.refresh(
+        return auth.refresh(
             self.base_url,
             stale,
             client_id=self._client_id,
@@ -266,9 +280,17 @@ class Client:
             session=self._session,
             timeout=self.settings.timeout,
         )
-        if self.profile is not None:
-            self._store(self.profile, fresh)
-        return fresh
+
+    def _stored_since(self, store: TokenStore, name: str, stale: Token) -> Token | None:
+        """The profile's token if another process stored a fresh one since ``stale`` was read."""
+        try:
+            stored = store.load(name)
+        except ConfigurationError:
+            return None  # gone or damaged: this process refreshes and writes it again
+        token = stored.token
+        if stored.base_url != self.base_url or token.access_token == stale.access_token:
+            return None
+        return None if token.is_expired() else token
 
     def save_profile(self, name: str) -> Path:
         """Store this connection (its service, token and OAuth client) as the profile ``name``,

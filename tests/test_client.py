@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+
 import pytest
 from fake_service import BASE, FakeService, golden
 
@@ -125,6 +128,44 @@ def test_an_expiring_profile_is_refreshed_and_persisted_before_use(settings):
     assert fake.requests[1].headers["Authorization"] == "OAuth fedcba9876543210fedcba9876543210"
     assert seen_on_disk == ["fedcba9876543210fedcba9876543210"], "persisted before it was used"
     assert store.load("work").token.refresh_token == "r2r2r2r2"
+
+
+def test_two_connections_of_one_profile_spend_its_refresh_token_once(settings):
+    """Two notebooks of one profile: the second finds the token the first refreshed and stored,
+    instead of spending the refresh token again (a rotating service refuses it then)."""
+    store = TokenStore(settings.config_dir)
+    store.save("work", Profile(BASE, Token("old-token", refresh_token="r1", expires_at=1.0), "app"))
+    fake = FakeService(golden("token_refreshable"), golden("me"), golden("me"))
+    first = mf.connect(profile="work", settings=settings, session=fake.session())
+    second = mf.connect(profile="work", settings=settings, session=fake.session())
+    first.whoami()
+    second.whoami()
+    paths = [request.path_url for request in fake.requests]
+    assert paths == ["/api/oauthv2/token", "/api/v1/me/", "/api/v1/me/"]
+    fresh = "OAuth fedcba9876543210fedcba9876543210"
+    assert fake.requests[2].headers["Authorization"] == fresh
+
+
+def test_a_profile_is_refreshed_under_a_lock_other_processes_see(settings):
+    store = TokenStore(settings.config_dir)
+    store.save("work", Profile(BASE, Token("old-token", refresh_token="r1", expires_at=1.0), "app"))
+    held = []
+
+    def token(request):
+        # another open file description of the lock file, as another process would open it
+        fd = os.open(store.directory / ".work.lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        return golden("token_refreshable")
+
+    fake = FakeService(token, golden("me"))
+    mf.connect(profile="work", settings=settings, session=fake.session()).whoami()
+    assert held == [True]
+    assert (store.directory / ".work.lock").stat().st_mode & 0o777 == 0o600
 
 
 def test_a_connection_saved_as_a_profile_is_found_again_and_kept_fresh(settings):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,29 @@ class TokenStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    @contextlib.contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        """Hold profile ``name`` against other processes (and other clients of this one).
+
+        A refresh is done under it: two notebooks of one profile would otherwise both spend
+        the same refresh token, and a service that rotates refresh tokens refuses the second
+        (which then has to log in again). The lock file sits beside the profile, mode 0600.
+        """
+        self.path(name)  # the name checked before it names a file
+        self._make_directory()
+        try:
+            fd = os.open(self.directory / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as err:
+            raise ConfigurationError(
+                f"cannot lock profile {name!r} in {self.directory} ({err.strerror}): check "
+                "who owns that directory"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def delete(self, name: str) -> bool:
         """Remove profile ``name``; whether there was one."""
