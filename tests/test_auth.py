@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -168,6 +169,19 @@ def test_store_syncs_the_file_and_then_the_directory_its_rename_is_in(tmp_path, 
     assert synced == ["file", "directory"]
 
 
+def test_store_saves_where_the_filesystem_cannot_flush_a_folder(tmp_path, monkeypatch):
+    real_fsync = store_module.os.fsync
+
+    def folders_refused(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store_module.os, "fsync", folders_refused)
+    TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))  # the rename stands: no error
+    assert TokenStore(tmp_path).load("p").token.access_token == SECRET
+
+
 def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
     store = TokenStore(tmp_path)
     store.save("p", Profile(BASE, Token("old-token")))
@@ -314,6 +328,9 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         '"expires_in": Infinity',  # oauthlib: a bare OverflowError
         '"expires_in": true',
         '"refresh_token": 12345678',  # was "the refresh token is empty: log in again"
+        '"expires_in": 1' + "0" * 400,  # oauthlib: an expiry no float holds (OverflowError)
+        '"expires_in": "1' + "0" * 400 + '"',
+        '"expires_in": -5',
     ],
 )
 def test_a_token_answer_with_odd_members_is_a_format_error(members):
@@ -483,9 +500,12 @@ def test_browser_flow_is_not_held_by_a_connection_that_sends_nothing():
 
 def test_browser_flow_listens_on_ipv6_loopback():
     fake = FakeService(golden("token_ok"))
-    with socket.socket(socket.AF_INET6) as probe:
-        probe.bind(("::1", 0))
-        port = probe.getsockname()[1]
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            port = probe.getsockname()[1]
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
     redirect = f"http://[::1]:{port}/callback"
     browser = _browser(lambda uri, state: f"{uri}?code=the-code&state={state}")
     token = auth.login_browser(

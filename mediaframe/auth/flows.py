@@ -6,7 +6,6 @@ import contextlib
 import hmac
 import http.server
 import json
-import math
 import os
 import secrets
 import socket
@@ -161,12 +160,8 @@ def _check_token_members(body: Mapping[str, Any], status: int) -> None:
     wrongly: an ``expires_in`` that is no finite number of seconds, a refresh token that is no
     text."""
     expires_in = body.get("expires_in")
-    if expires_in is not None and not (
-        (isinstance(expires_in, int) and not isinstance(expires_in, bool))
-        or (isinstance(expires_in, float) and math.isfinite(expires_in))
-        or (isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit())
-    ):
-        shown = redact(repr(expires_in)[:40])
+    if expires_in is not None and not _seconds(expires_in):
+        shown = redact(repr(expires_in))[:40]  # redacted whole: a cut secret would not match
         raise ResponseFormatError(
             f"the token endpoint answered HTTP {status} with expires_in {shown}, not a number of "
             "seconds: the service is misconfigured; tell its administrators",
@@ -180,6 +175,22 @@ def _check_token_members(body: Mapping[str, Any], status: int) -> None:
             "administrators",
             status_code=status,
         )
+
+
+#: The longest lifetime read as one: ten years. oauthlib adds it to the clock as an integer,
+#: and a 400-digit one made the expiry no float at all (a bare OverflowError).
+_MOST_SECONDS = 10 * 366 * 86400
+
+
+def _seconds(value: object) -> bool:
+    """Whether ``value`` is a lifetime in seconds oauthlib can read: a number or ASCII digits,
+    from 0 to ten years."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    # compared, never converted: a 400-digit integer is no float (math.isfinite overflows)
+    return 0 <= value <= _MOST_SECONDS
 
 
 def _oauth_session(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
@@ -158,6 +159,9 @@ class TokenStore:
         fd = os.open(self.directory, os.O_RDONLY)
         try:
             os.fsync(fd)
+        except OSError as err:  # some filesystems cannot flush a folder: the rename still stands
+            if err.errno not in (errno.EINVAL, errno.EBADF):
+                raise
         finally:
             os.close(fd)
 
