@@ -133,9 +133,24 @@ def indexed(frame: pd.DataFrame, index: bool | None = None) -> pd.DataFrame:
     names = [f"level_{n}" if name is None else name for n, name in enumerate(frame.index.names)]
     if frame.index.nlevels == 1 and frame.index.names[0] is None:
         names = ["index"]
-    out = frame.rename_axis(names).reset_index(allow_duplicates=True)
+    # a level that repeats its column (set_index(..., drop=False)) goes; one that only shares
+    # its name is renamed: a file with two columns of one name reads back as one
+    repeated = [
+        level
+        for level, name in enumerate(names)
+        if name in frame.columns and _same(frame.index.get_level_values(level), frame[name])
+    ]
+    names = [f"{name} (index)" if name in frame.columns else name for name in names]
+    out = frame.rename_axis(names)
+    if repeated:
+        out = out.reset_index(level=repeated, drop=True)
+    out = out.reset_index(drop=len(repeated) == len(names))
     out.attrs.update(frame.attrs)
     return out
+
+
+def _same(values: pd.Index, column: object) -> bool:
+    return isinstance(column, pd.Series) and values.equals(pd.Index(column))
 
 
 def _textual(column: pd.Series) -> bool:

@@ -69,7 +69,13 @@ class Report(Bundle):
     def _repr_html_(self) -> str:
         return (
             f"<div><strong>Report per {html.escape(self.period)}</strong>"
-            + self.totals.to_html(index=False, escape=True)
+            + self.totals.head(_SHOWN).to_html(index=False, escape=True)
+            + (
+                f"<small>{len(self.totals) - _SHOWN:,} more period(s) in <code>.totals</code>"
+                "</small><br>"
+                if len(self.totals) > _SHOWN
+                else ""
+            )
             + "<small>Members: <code>.activity</code>, <code>.totals</code>, <code>.feeds"
             "</code>; export with <code>.to_html()</code> or <code>.to_excel()</code>.</small>"
             "</div>"
@@ -254,6 +260,10 @@ def _activity(
     return summed[columns]
 
 
+#: Periods a notebook shows of the totals (a report per day over years has thousands).
+_SHOWN = 60
+
+
 def _totals(
     activity: pd.DataFrame, code: str, first: dt.date | None, last: dt.date | None
 ) -> pd.DataFrame:
@@ -263,8 +273,12 @@ def _totals(
     summed = activity.groupby("period", sort=True)[columns[1:]].sum() if len(activity) else None
     active = [] if summed is None else [pd.Period(p, freq=code) for p in summed.index]
     low = pd.Period(first, code) if first is not None else min(active, default=None)
-    high = pd.Period(last, code) if last is not None else max(active, default=None)
-    if low is None or high is None:
+    # padded to the end asked for but never past today's period: one yet to come would read as
+    # a quiet one (activity dated in the future is still shown)
+    now = pd.Period(dt.datetime.now(dt.UTC).date(), code)
+    high = min(pd.Period(last, code), now) if last is not None else max(active, default=None)
+    high = max([high, *active]) if high is not None else None
+    if low is None or high is None or low > high:
         return pd.DataFrame(columns=columns)
     every = pd.Index([str(p) for p in pd.period_range(low, high, freq=code)], name="period")
     if summed is None:

@@ -761,3 +761,17 @@ def test_a_page_states_the_rows_harvested_whatever_the_attrs_leave_out(tmp_path,
     frame.attrs = {"harvest": {"kind": "records", **harvest}}
     page = to_html(frame, tmp_path / "p.html").read_text()
     assert f"<dt>rows</dt><dd>{rows}</dd>" in page
+
+
+def test_an_index_named_like_a_column_is_written_once_or_under_its_own_name(tmp_path):
+    records = pd.DataFrame({"media_type": ["image", "video", "image"], "n": [1, 2, 3]})
+    # set_index(drop=False): the index repeats its column, which is written once
+    repeated = records.set_index("media_type", drop=False)
+    export(repeated, tmp_path / "r.json")
+    assert pd.read_json(tmp_path / "r.json").columns.tolist() == ["media_type", "n"]
+    # a label index named like a column that holds something else keeps both
+    totals = pd.DataFrame(
+        {"media_type": [2, 1]}, index=pd.Index(["image", "video"], name="media_type")
+    )
+    header = to_csv(totals, tmp_path / "t.csv").read_bytes().decode().splitlines()[0]
+    assert header == "media_type (index),media_type"

@@ -93,3 +93,17 @@ def test_an_empty_frame_gives_empty_tables_and_a_page(tmp_path):
     result = report(empty)
     assert result.totals.empty and result.activity.empty
     assert "No rows." in result.to_html(tmp_path / "r.html").read_text()
+
+
+def test_an_end_in_the_future_lists_no_period_yet_to_come():
+    today = pd.Timestamp.now(tz="UTC")
+    result = report(_records(), period="month", end=(today + pd.DateOffset(years=1)).date())
+    last = pd.Period(result.totals["period"].iloc[-1], "M")
+    assert last <= pd.Period(today.date(), "M")  # a month to come is not a quiet month
+
+
+def test_a_notebook_shows_a_bounded_part_of_many_periods():
+    result = report(_records(), period="day", start="1990-01-01", end="2024-12-31")
+    assert len(result.totals) > 10_000
+    shown = result._repr_html_()
+    assert shown.count("<tr>") < 100 and "more period(s)" in shown
