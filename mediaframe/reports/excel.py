@@ -102,8 +102,8 @@ def to_excel(
             _fill(book, titled, formula_policy)
             book.close()
         except Exception as err:  # xlsxwriter raises its own exceptions and OSError
-            if isinstance(err, MediaframeError):
-                raise
+            if isinstance(err, MediaframeError | UnicodeEncodeError):
+                raise  # the second told, with what to do, by the atomic writer
             raise ExportError(f"cannot write {path}: {err}") from err
         finally:
             for sheet in book.worksheets():  # left open by an error or a Ctrl-C

@@ -79,6 +79,8 @@ def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     with atomic_path(path) as partial:
         try:
             out.to_parquet(partial, index=indexed(frame) is not frame, engine="pyarrow")
+        except UnicodeEncodeError:
+            raise  # told, with what to do, by the atomic writer
         except (ValueError, TypeError) as err:  # pyarrow's errors subclass these
             raise ExportError(f"cannot write {path} as parquet: {err}") from err
     return Path(path)
