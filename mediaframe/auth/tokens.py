@@ -155,7 +155,12 @@ def proxies_for(url: str, proxies: Mapping[str, str]) -> dict[str, str]:
     """
     if urlsplit(url).scheme != "http":
         return dict(proxies)
-    return {key: proxy for key, proxy in proxies.items() if proxy and is_loopback_url(proxy)}
+    # a proxy written without a scheme ("localhost:3128") is http, as requests reads it
+    return {
+        key: proxy
+        for key, proxy in proxies.items()
+        if proxy and is_loopback_url(proxy if "://" in proxy else f"http://{proxy}")
+    }
 
 
 # --- placement and redaction ----------------------------------------------------------------

@@ -331,6 +331,9 @@ def test_a_proxy_is_kept_for_https_and_for_loopback_proxies():
     assert auth.proxies_for("http://127.0.0.1:8080/api/", proxies) == {}
     local = {"http": "http://127.0.0.1:3128"}
     assert auth.proxies_for("http://127.0.0.1:8080/api/", local) == local
+    # written without a scheme, as the variables often are: requests reads it as http
+    bare = {"http": "localhost:3128", "https": "192.0.2.1:3128"}
+    assert auth.proxies_for("http://127.0.0.1:8080/api/", bare) == {"http": "localhost:3128"}
 
 
 def test_a_damaged_profile_is_refused_without_its_secrets_in_the_chain(tmp_path):
