@@ -55,7 +55,10 @@ def to_csv(
     """
     to_csv_options.setdefault("lineterminator", "\r\n")
     index = to_csv_options.pop("index", None)
+    label = to_csv_options.pop("index_label", None)
     to_csv_options["index"] = False
+    if label is not None and index is not False:  # names the index's columns, as in pandas
+        frame = frame.rename_axis([label] if isinstance(label, str) else list(label))
     with atomic_path(path) as partial:
         # the index goes through the same policy as the columns: written as columns
         safe = safe_frame(indexed(frame, index), formula_policy)

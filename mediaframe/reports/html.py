@@ -12,6 +12,7 @@ import base64
 import dataclasses
 import datetime as dt
 import hashlib
+import numbers
 import os
 import re
 import warnings
@@ -231,7 +232,9 @@ def _count(value: Any) -> str:
     """A count as people read it (1,234), whatever a frame's attrs hold ("?" for nothing)."""
     if value is None:
         return "?"
-    return f"{value:,}" if isinstance(value, int) else str(value)
+    # numpy's integers too (an attrs count read from a frame), never a bool
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return f"{int(value):,}" if whole else str(value)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

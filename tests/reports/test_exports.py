@@ -11,6 +11,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import openpyxl
 import pandas as pd
 import pytest
@@ -753,6 +754,11 @@ def test_a_lone_surrogate_is_an_export_error_that_says_what_to_do(tmp_path, name
         ),
         ({"fetched": 5, "complete": True}, "5 of ? (complete)"),
         ({"fetched": 5, "total_results": None, "complete": True}, "5 of ? (complete)"),
+        # counts read from a frame are numpy's integers
+        (
+            {"fetched": np.int64(1200), "total_results": np.int64(1500), "complete": False},
+            "1,200 of 1,500 (INCOMPLETE)",
+        ),
     ],
 )
 def test_a_page_states_the_rows_harvested_whatever_the_attrs_leave_out(tmp_path, harvest, rows):
@@ -775,3 +781,9 @@ def test_an_index_named_like_a_column_is_written_once_or_under_its_own_name(tmp_
     )
     header = to_csv(totals, tmp_path / "t.csv").read_bytes().decode().splitlines()[0]
     assert header == "media_type (index),media_type"
+
+
+def test_to_csv_names_the_index_columns_with_index_label(tmp_path):
+    counts = pd.DataFrame({"n": [4, 2]}, index=pd.Index(["image", "video"], name="media_type"))
+    written = to_csv(counts, tmp_path / "c.csv", index=True, index_label="type")
+    assert written.read_bytes().decode().splitlines()[0] == "type,n"
