@@ -143,14 +143,15 @@ def test_store_writes_the_secret_only_with_a_refresh_token(tmp_path):
 
 def test_store_files_are_created_private_from_the_first_byte(tmp_path, monkeypatch):
     created = []
-    real_mkstemp = store_module.tempfile.mkstemp
+    real_open = os.open
 
-    def spy(*args, **kwargs):
-        fd, name = real_mkstemp(*args, **kwargs)
-        created.append(stat.S_IMODE(os.stat(name).st_mode))
-        return fd, name
+    def spy(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if flags & os.O_CREAT:  # the mode the file has the moment it exists, before a byte
+            created.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return fd
 
-    monkeypatch.setattr(store_module.tempfile, "mkstemp", spy)
+    monkeypatch.setattr(os, "open", spy)
     TokenStore(tmp_path).save("p", Profile(BASE, Token(SECRET)))
     assert created == [0o600]
 

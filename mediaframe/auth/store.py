@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import fcntl
 import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from mediaframe.auth.tokens import Token, check_base_url, register_secret
 from mediaframe.exceptions import ConfigurationError
+from mediaframe.files import replace_atomically
 
 __all__ = ["Profile", "TokenStore"]
 
@@ -136,34 +135,10 @@ class TokenStore:
         path = self.path(name)
         self._make_directory()
         payload = json.dumps(profile.to_dict(), indent=2).encode()
-        # mkstemp creates the file 0600: the secret is never readable by others, not even briefly.
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(payload)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        self._sync_directory()
+        # created 0600 from the first byte, flushed, renamed over the old one, and the rename
+        # flushed too: a crash cannot bring back a refresh token the service has since retired
+        replace_atomically(str(path), payload, durable=True)
         return path
-
-    def _sync_directory(self) -> None:
-        """Make the rename itself durable: until the directory is synced, a crash may bring
-        back the old file, and with it a refresh token the service has since retired."""
-        if os.name != "posix":
-            return
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        except OSError as err:  # some filesystems cannot flush a folder: the rename still stands
-            if err.errno not in (errno.EINVAL, errno.EBADF):
-                raise
-        finally:
-            os.close(fd)
 
     @contextlib.contextmanager
     def locked(self, name: str) -> Iterator[None]:

@@ -49,7 +49,6 @@ from mediaframe.cache.datasets import (
     write_error,
     write_frame,
 )
-from mediaframe.cache.files import flush_tree, private_dirs, replace_atomically
 from mediaframe.cache.manifest import (
     Manifest,
     PlanFile,
@@ -60,6 +59,7 @@ from mediaframe.cache.manifest import (
 )
 from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+from mediaframe.files import flush_tree, private_dirs, replace_atomically
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
 

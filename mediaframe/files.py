@@ -1,5 +1,5 @@
 """Local files written so that a kill or a power cut leaves the old content or the new, never a
-mix, in folders and files only their owner may open."""
+mix, in folders and files only their owner may open: the cache's and the token store's alike."""
 
 from __future__ import annotations
 
