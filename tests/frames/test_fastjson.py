@@ -252,15 +252,24 @@ def test_each_name_is_typed_by_how_its_numbers_are_written(fallbacks):
     assert frame["Both"].tolist() == ["2.5", "n/a", "n/a", "n/a"]
 
 
-def test_a_float_written_whole_is_found_whatever_the_spacing_around_its_colon(fallbacks):
-    # A server may space one member's colon otherwise than the first record's first key.
+@pytest.mark.parametrize(
+    "written",
+    [
+        # a server may space one member's colon otherwise than the first record's first key
+        pytest.param(b'"value" :\t4.0}', id="spaced-colon"),
+        # pyarrow reads an escaped key as "value": the scan for floats written whole must too
+        pytest.param(b'"v\\u0061lue":4.0}', id="escaped-key"),
+    ],
+)
+def test_a_float_written_whole_is_found_however_its_value_is_written(fallbacks, written):
+    # records() makes a name holding one 4.0 among integers Float64
     items = catalogue_items(3, 2)
     for index, item in enumerate(items):
-        item["technical_informations"].append({"name": "Pages", "value": 4.0 + index})
-    body = dumps(envelope(items)).replace(b'"value":4.0', b'"value" :\t4.0')
-    assert b'"value" :\t4.0' in body
+        item["technical_informations"].append({"name": "Pages", "value": 4 + index})
+    body = dumps(envelope(items)).replace(b'"value":4}', written)
+    assert written in body
     frame = assert_same(body)
-    assert str(frame["Pages"].dtype) == "Float64"
+    assert frame is not None and str(frame["Pages"].dtype) == "Float64"
     assert fallbacks == []
 
 

@@ -20,17 +20,6 @@ from mediaframe.frames.fastjson import is_described
 from .test_fastjson import STYLES, assert_same, catalogue_items, dumps, envelope
 
 
-def test_a_float_written_whole_under_an_escaped_value_key_is_found():
-    # records() makes a name holding 5.0 Float64; the escaped key hid it from the scan for floats
-    items = catalogue_items(3, 2)
-    for index, item in enumerate(items):
-        item["technical_informations"].append({"name": "Pages", "value": 4 + index})
-    body = dumps(envelope(items)).replace(b'"value":4}', b'"v\\u0061lue":4.0}')
-    assert b'"v\\u0061lue":4.0' in body
-    frame = assert_same(body)
-    assert frame is not None and str(frame["Pages"].dtype) == "Float64"
-
-
 @pytest.mark.parametrize(
     "where",
     [
