@@ -44,3 +44,26 @@ def test_quick_run_on_every_server_shape_prints_its_ratios(flavour: str) -> None
     assert re.search(r"^harvest/floor = \d+\.\d\d   target <= 1\.3", out, re.M), out
     if flavour == "current":  # served by that shape: no cap, so the naive loop gets them all
         assert re.search(r"^naive loop got ([\d,]+) of \1 records \(100\.0%\)", out, re.M), out
+
+
+def test_the_reader_candidates_bench_runs_on_pages_and_one_answer() -> None:
+    """``bench/readers.py`` is where the page target's evidence comes from: it must run."""
+    small = ["--n", "300", "--pages", "2", "--repeat", "1"]
+    run = subprocess.run(
+        [sys.executable, str(BENCH.with_name("readers.py")), *small],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=BENCH.parent,
+    )
+    assert run.returncode == 0, run.stderr
+    for flavour in ("contract", "current", "legacy"):
+        one = re.search(
+            rf"^{flavour} +one answer of 300: .* records_json \d+\.\d\d$", run.stdout, re.M
+        )
+        pages = re.search(
+            rf"^{flavour} +2 pages of 1,000: .* pages joined \d+\.\d\d$", run.stdout, re.M
+        )
+        assert one and pages, run.stdout
+    assert "Warning" not in run.stderr, run.stderr
