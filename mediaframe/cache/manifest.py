@@ -29,6 +29,7 @@ import orjson
 from mediaframe.exceptions import CacheCorruptError
 
 __all__ = [
+    "DayBounds",
     "Manifest",
     "PageEntry",
     "PlanFile",
@@ -105,6 +106,15 @@ class ProvenSplit:
 
 
 @dataclasses.dataclass(frozen=True)
+class DayBounds:
+    """The first and last day (ISO dates) a shard's hits fall on, as sorting by date found
+    them; ``None`` where the hit there had no date."""
+
+    first: str | None
+    last: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class PlanFile:
     """A harvest in progress, saved as soon as its root is counted and updated as it plans."""
 
@@ -119,6 +129,8 @@ class PlanFile:
     splits: dict[str, ProvenSplit] = dataclasses.field(default_factory=dict)
     #: Every shard counted so far, by id: a resume asks none of them again.
     counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The days of every shard split by date so far, by id: a resume asks none of them again.
+    days: dict[str, DayBounds] = dataclasses.field(default_factory=dict)
     #: Planning finished: ``leaves`` is the whole plan.
     planned: bool = False
     schema_version: int = SCHEMA_VERSION

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.cache.manifest import PlanFile, PlannedShard, ProvenSplit, ShardEntry
+from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
@@ -32,6 +32,7 @@ from mediaframe.harvest.plan import (
     ShardCounter,
     Spec,
     Statuses,
+    padded,
     plan,
     to_plain,
     windows,
@@ -303,10 +304,21 @@ class _Planning:
             capped_engine=counter.capped_engine,
             splits=dict(saved.splits) if saved else {},
             counts=dict(saved.counts) if saved else {},
+            days=dict(saved.days) if saved else {},
         )
         self._save(checkpoint)
         known = dict(checkpoint.counts)
+        known_days = dict(checkpoint.days)
         counting = self.early.counting(counter, limit)
+
+        def bounds(shard: Shard) -> tuple[dt.date, dt.date]:
+            days = known_days.get(shard.id)  # found by the interrupted run
+            if days is None:
+                first, last = counter.days(shard)
+                days = DayBounds(_iso(first), _iso(last))
+                with self._lock:
+                    checkpoint.days[shard.id] = days
+            return padded(_day(days.first), _day(days.last))
 
         def count(shard: Shard, expected: float | None = None) -> Count:
             if shard.id in known:  # counted by the interrupted run
@@ -324,7 +336,7 @@ class _Planning:
                 self._save(checkpoint)
 
         try:
-            leaves, stuck = self._split(root, limit, count, checkpoint.splits, proven)
+            leaves, stuck = self._split(root, limit, count, bounds, checkpoint.splits, proven)
         except BaseException:
             # a revoked token, a dropped network: what was proven is kept for the next run
             self._save(checkpoint)
@@ -364,10 +376,10 @@ class _Planning:
         root: Count,
         limit: int,
         count: Callable[..., Count],
+        bounds: Callable[[Shard], tuple[dt.date, dt.date]],
         splits: Mapping[str, ProvenSplit],
         proven: Callable[[Shard, int, int, list[tuple[Shard, int]]], None],
     ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
-        counter = self.counter
         return plan(
             count,
             root=Shard(),
@@ -376,7 +388,7 @@ class _Planning:
             spec=self.spec,
             bases=self.bases,
             statuses=self.statuses,
-            bounds=counter.bounds,
+            bounds=bounds,
             pool=self.pool,
             on_leaf=_shown_when_found(self.shown, self.early.start),
             proven={
@@ -385,6 +397,19 @@ class _Planning:
             },
             on_split=proven,
         )
+
+
+def _iso(day: dt.date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _day(text: str | None) -> dt.date | None:
+    """The day a plan file holds; one it holds in another shape is not known (the wide
+    default then: bisection finds the days at the cost of a few counts)."""
+    try:
+        return None if text is None else dt.date.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 def _deliver_kept(

@@ -81,14 +81,23 @@ class ShardCounter:
         #: A shard expected to fit well within one page of this size is counted with that whole
         #: page: it answers the count, and is the shard itself when it holds every hit.
         self.page_size = page_size
+        #: The first day of a shard's hits, by shard id, from its count: a count of one hit
+        #: asks for the earliest, so that a shard split by date needs only its last day.
+        self._first_days: dict[str, dt.date | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, shard: Shard, expected: float | None = None) -> Count:
         probe = expected is not None and expected <= _PROBE_FILL * self.page_size
+        dated = self._sortable_date()
         paging: dict[str, Any] = {"per_page": 1}
         if probe:
             paging = {"per_page": self.page_size, "sort": self.spec.paging_sort, "ord": "asc"}
+        elif dated is not None:  # the one hit is the earliest: the first day of its bounds
+            paging = {"per_page": 1, "sort": dated, "ord": "asc"}
         response, frame = self._ask(shard, **paging)
+        if not probe and dated is not None and len(frame):
+            with self._lock:
+                self._first_days[shard.id] = _first_day(frame, dated)
         total = int_member(response, "total_results")
         available = int_member(response, "available_results")
         if shard == Shard() and total > 1 and available == 1 and not probe:
@@ -104,30 +113,49 @@ class ShardCounter:
             return Count(total, total, whole)
         return Count(total, min(available, total), whole)
 
+    def _sortable_date(self) -> str | None:
+        """The date field the shards are split on, if the search can be sorted on it."""
+        field = self.spec.date_field
+        return field if field in ("created_on", "updated_on") else None
+
     def _ask(self, shard: Shard, **paging: Any) -> tuple[Mapping[str, Any], pd.DataFrame]:
         with self._lock:
             self.requests += 1
         return self.page(**self.spec.params(shard), offset_start=0, **paging)
 
     def bounds(self, shard: Shard) -> tuple[dt.date, dt.date]:
-        """First and last day the shard's hits fall on, padded by a day for time zones.
+        """First and last day the shard's hits fall on, padded (:func:`padded`)."""
+        return padded(*self.days(shard))
 
-        Where the date field cannot be sorted on, or the first or last hit has no date, the
-        bound is a wide default: bisection prunes empty windows in a few requests.
-        """
-        low, high = dt.date(1900, 1, 1), dt.date.today() + dt.timedelta(days=2)
-        field = self.spec.date_field
-        if field not in ("created_on", "updated_on"):
-            return low, high
-        pad = dt.timedelta(days=1)
-        found = []
-        for order in ("asc", "desc"):
-            _, frame = self._ask(shard, per_page=1, sort=field, ord=order)
-            found.append(_first_day(frame, field))
-        first, last = found
+    def days(self, shard: Shard) -> tuple[dt.date | None, dt.date | None]:
+        """The days of the shard's first and last hit by date (``None`` where that hit has no
+        date, or the date field cannot be sorted on: no request then). The first day comes
+        from the shard's own count when it asked for one hit (one request fewer)."""
+        field = self._sortable_date()
+        if field is None:
+            return None, None
+        with self._lock:
+            counted = shard.id in self._first_days
+            first = self._first_days.pop(shard.id, None)
+        if not counted:  # a count replayed from an interrupted run, or a probe's
+            _, frame = self._ask(shard, per_page=1, sort=field, ord="asc")
+            first = _first_day(frame, field)
+        _, frame = self._ask(shard, per_page=1, sort=field, ord="desc")
+        last = _first_day(frame, field)
         if first and last and first > last:  # a server sorting the other way round
             first, last = last, first
-        return (first - pad if first else low), (last + pad if last else high)
+        return first, last
+
+
+def padded(first: dt.date | None, last: dt.date | None) -> tuple[dt.date, dt.date]:
+    """The days to split a shard over: its first and last day, padded by a day for time zones.
+
+    Where a day is not known (the date field cannot be sorted on, or the hit has no date), the
+    bound is a wide default: bisection prunes empty windows in a few requests.
+    """
+    low, high = dt.date(1900, 1, 1), dt.date.today() + dt.timedelta(days=2)
+    pad = dt.timedelta(days=1)
+    return (first - pad if first else low), (last + pad if last else high)
 
 
 def plan(

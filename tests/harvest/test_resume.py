@@ -230,3 +230,46 @@ def test_kept_frames_let_go_of_the_shards_the_plan_did_not_keep(tmp_path):
         assert list(taken) == ["kept"]
         pd.testing.assert_frame_equal(taken["kept"], frame)
         assert frames.take("dropped", dropped) is None  # not held to the end
+
+
+def test_a_resume_sorts_no_shard_by_date_again(tmp_path):
+    """The first and last days a shard is split over are checkpointed with the counts: a run
+    killed after they were found resumes without sorting any shard by date again (a harvest
+    whose token is revoked every few requests spent most of each try on them)."""
+    asked: list[dict] = []
+
+    def recording(service):
+        def page(**params):
+            asked.append(params)
+            return service(**params)
+
+        return page
+
+    run(recording(FakeService.build(3000, cap=100)), tmp_path / "fresh", per_page=100)
+    dated = [i for i, params in enumerate(asked) if params.get("ord") == "desc"]
+    assert len(dated) == 3, "one last-day sort per base (the count brought the first day)"
+    earliest = [p for p in asked if p.get("ord") == "asc" and p.get("per_page") == 1]
+    assert len(earliest) == 4, "the counts of the whole and of each base, each earliest first"
+    service = FakeService.build(3000, cap=100)
+    crash_after(service, tmp_path, dated[-1] + 2, 100)  # dies right after the last one
+    saved = HarvestStore(str(tmp_path / "h")).load_plan()
+    assert saved is not None and len(saved.days) == 3, saved
+    asked.clear()
+    frame, report = run(recording(service), tmp_path, per_page=100)
+    assert keys(frame) == service.truth() and report.complete
+    assert not [params for params in asked if params.get("ord") == "desc"], asked
+
+
+def test_a_day_saved_in_another_shape_is_found_again(tmp_path):
+    service = FakeService.build(3000, cap=100)
+    _, fresh = run(FakeService.build(3000, cap=100), tmp_path / "fresh", per_page=100)
+    crash_after(service, tmp_path, fresh.requests // 2, 100)
+    store = HarvestStore(str(tmp_path / "h"))
+    saved = store.load_plan()
+    assert saved is not None and saved.days
+    damaged = {
+        key: dataclasses.replace(days, first="2021-13-45") for key, days in saved.days.items()
+    }
+    store.save_plan(dataclasses.replace(saved, days=damaged, splits={}))
+    frame, report = run(service, tmp_path, per_page=100)
+    assert keys(frame) == service.truth() and report.complete
