@@ -10,7 +10,9 @@ not mix with the client's. One run measures, against ``--records`` records under
    key for key, to the emulator's ground truth (``mediaframe emulator catalogue``);
 2. a naive sequential paging loop with requests, until an empty page: the cap truncates it;
 3. the floor: the same pages the harvest fetched (rebuilt from its report's plan), fetched raw
-   by a thread pool of the same concurrency, bytes read, nothing decoded;
+   by a thread pool of the same concurrency, bytes read, nothing decoded (1 and 3: the best of
+   ``--rounds``, 5 by default, the two interleaved: one run on a shared machine swings by a
+   third);
 4. reading the harvest back from the cache, ``client.records()``: as ``timeit`` times a short
    call (enough calls to take 0.2 s, best of five such runs), the target's measure; and, for the
    record, the first read after the harvests and the first read in a fresh process;
@@ -221,13 +223,13 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
     truth = ground_truth(args.records, seed=args.seed, folder=folder)
     with served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server:
         client = connect(server, folder, args)
-        # Both sides take the best of three, interleaved (the first harvest gives the pages)
+        # Both sides take the best of --rounds, interleaved (the first harvest gives the pages)
         harvest_s, frame = timed(lambda: client.records(refresh=True))
         report = mf.HarvestReport.from_frame(frame)
         shards = harvested_pages(report, per_page=args.per_page)
         floor_s, size = timed(lambda: floor(server, shards, concurrency=args.concurrency))
         again = best_of(
-            2,
+            args.rounds - 1,
             lambda: client.records(refresh=True),
             lambda: floor(server, shards, concurrency=args.concurrency),
         )
@@ -240,7 +242,7 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
     pages = sum(map(len, shards))
     exact = report.complete and keys_of(frame).equals(truth)
     print(f"{catalogue(args)}, concurrency {args.concurrency}")
-    print(f"harvest   {harvest_s:8.2f} s   best of 3; {report.summary()}")
+    print(f"harvest   {harvest_s:8.2f} s   best of {args.rounds}; {report.summary()}")
     print(f"          complete={report.complete}, {len(frame):,} rows vs ground truth "
           f"{len(truth):,}: {'keys equal' if exact else 'MISMATCH'}")  # fmt: skip
     # a shard whose every hit came with its count was paged by that one request
@@ -281,9 +283,12 @@ def measure_large(args: argparse.Namespace, folder: Path) -> bool:
 
 def main() -> None:
     parser = options(
-        __doc__, records=100_000, quick={"records": 5000, "cap": 500, "no_large": True}
+        __doc__, records=100_000, quick={"records": 5000, "cap": 500, "no_large": True, "rounds": 2}
     )
     parser.add_argument("--concurrency", type=int, default=4, help="shards paged at once")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="harvests and floors timed, interleaved; best kept"
+    )
     parser.add_argument("--large", type=int, default=1_000_000, help="records of the memory run")
     parser.add_argument("--no-large", action="store_true", help="skip the memory run")
     args = parsed(parser)
