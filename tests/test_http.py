@@ -29,6 +29,7 @@ from mediaframe.exceptions import (
     TokenMissingError,
     TokenRejectedError,
 )
+from mediaframe.frames.fastjson import read_records
 from mediaframe.http import Transport, decode_envelope
 
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -223,6 +224,71 @@ def test_a_body_the_parser_refuses_says_why(settings):
     fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
     with pytest.raises(ResponseFormatError, match="no low surrogate in string"):
         transport(fake, settings).get("/api/v1/me/")
+
+
+WHOLE_BUT_REFUSED = {
+    "huge-number": (b'{"meta": {"http_code": 200}, "response": {"size": 1e400}}', "infinity"),
+    "lone-surrogate": (
+        b'{"meta": {"http_code": 200}, "response": {"login": "\\ud800 [x] {"}}',
+        "no low surrogate",
+    ),
+}
+
+
+def _counted(bodies: list[bytes], served: list[bytes]) -> servers.Behaviour:
+    """Each connection gets the next body (the last repeats), framed by its own length."""
+
+    def behave(sock) -> None:  # type: ignore[no-untyped-def]
+        body = bodies[min(len(served), len(bodies) - 1)]
+        served.append(body)
+        servers.answering("200 OK", body)(sock)
+
+    return behave
+
+
+@pytest.mark.parametrize("case", sorted(WHOLE_BUT_REFUSED))
+def test_a_whole_body_the_parser_refuses_is_not_retried(settings, case):
+    """A body whose framing is whole (its length as announced, every bracket closed) is not cut
+    short because the parser refuses a value in it: it fails at once, saying why."""
+    body, reason = WHOLE_BUT_REFUSED[case]
+    served: list[bytes] = []
+    with (
+        servers.serving(_counted([body], served)) as url,
+        pytest.raises(ResponseFormatError, match=reason),
+    ):
+        Transport(url, token=SECRET, settings=settings).get("/api/v1/me/")
+    assert len(served) == 1
+
+
+@pytest.mark.parametrize(
+    "cut", [20, 66, 78], ids=["in-a-key", "in-a-string-of-brackets", "before-the-last-brackets"]
+)
+def test_an_envelope_cut_short_and_framed_as_whole_is_retried(settings, cut):
+    """A server that cuts its own answer announces the length of what is left: the framing of
+    HTTP is whole, the envelope's own is not, and the answer is asked again."""
+    whole = b'{"meta": {"http_code": 200}, "response": {"user": {"login": "ada [the {first}"}}}'
+    served: list[bytes] = []
+    with servers.serving(_counted([whole[:cut], whole], served)) as url:
+        answer = Transport(url, token=SECRET, settings=settings).get("/api/v1/me/")
+    assert answer["user"]["login"] == "ada [the {first}"
+    assert served == [whole[:cut], whole]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [(b"1e400", "infinity"), (b'"\\udc00]}"', "surrogate")],
+    ids=["huge-number", "lone-surrogate"],
+)
+def test_a_whole_search_answer_the_reader_refuses_is_not_retried(settings, value, reason):
+    """The same through the reader of search pages (decode=), as searches into frames read."""
+    body = (
+        b'{"meta": {"http_code": 200}, "response": {"total_results": 1, "results": '
+        b'{"records": [{"databox_id": 1, "record_id": 7, "size": %s}], "stories": []}}}' % value
+    )
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match=reason):
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert len(fake.requests) == 1
 
 
 def test_an_empty_200_is_a_format_error(settings):

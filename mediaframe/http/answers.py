@@ -48,6 +48,8 @@ REPRESENTATIONS = ("json", "yaml", "jsonp")
 # tried every split of a long run of it, quadratic in a body of spaces (minutes for a megabyte).
 _JSONP = re.compile(rb"^\s*(?:/\*\*/\s*)?[A-Za-z_$][\w$.]*\s*\((.*)\)\s*(?:;\s*)?$", re.DOTALL)
 _ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
+#: A whole JSON string (an escaped quote does not end it).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SNIPPET = 160
 
 #: Reads a successful JSON body in place of the envelope decoding (``None``: the envelope).
@@ -274,9 +276,11 @@ def _not_an_envelope(
         status_code=status,
         snippet=snippet,
     )
-    # A body that starts like the envelope but does not parse was most likely cut in transit.
+    # Cut in transit (or by the server, which then frames what is left with its own length):
+    # worth asking again. A whole body the parser refuses (1e400, a lone surrogate) is not.
     unparsable = isinstance(err.__cause__, ValueError | yaml.YAMLError)
-    if unparsable and _ENVELOPE_START.match(response.content[:64]):
+    content = response.content
+    if unparsable and _ENVELOPE_START.match(content[:64]) and _is_unclosed(content):
         return Retry(format_error)
     return format_error
 
@@ -356,6 +360,17 @@ def _is_cut_short(response: requests.Response) -> bool:
     if not _is_number(announced) or response.headers.get("Content-Encoding"):
         return False
     return len(response.content) < int(announced)
+
+
+def _is_unclosed(content: bytes) -> bool:
+    """Whether the body ends inside its document: in a string, or with an object, array or
+    JSONP call left open (the envelope's own framing, whatever the parser thinks of its
+    values). Brackets inside strings do not count; strings are taken whole first."""
+    rest = _STRING.sub(b"", content)
+    if b'"' in rest:  # a string that never closes
+        return True
+    opened = rest.count(b"{") + rest.count(b"[") + rest.count(b"(")
+    return opened > rest.count(b"}") + rest.count(b"]") + rest.count(b")")
 
 
 def _retry_after(response: requests.Response) -> float | None:
