@@ -87,7 +87,9 @@ class Frame:
 #: Said of every frame that keeps unknown members.
 UNKNOWN = (
     "Unknown members (newer servers, extensions) are kept, never dropped: one column each, named "
-    "with the prefix of the object they sit in, typed over the whole input by the rule below."
+    "with the prefix of the object they sit in, typed over the whole input by the rule below; "
+    "one whose name is already a column's is prefixed `unknown_` until it is free, so no value "
+    "takes another's place."
 )
 
 #: The typing rule of dynamic columns, shown at the top of the schema's page.

@@ -350,8 +350,8 @@ def _frame(
     if structure is None:  # caption or status, if any, are unknown members (is_described)
         described = any(unknown[m].null_count < n for m in ("caption", "status") if m in unknown)
         return assemble(RECORDS, columns, {**dynamic, **technical}), described
-    extended = fromarrow.extended(members, n, structure, captions)  # last: it may warn
-    extended = {f"technical_{k}" if k in taken else k: v for k, v in extended.items()}
+    taken |= technical.keys()  # a caption_* column beside a technical name of that name
+    extended = fromarrow.extended(members, n, structure, captions, taken=taken)  # it may warn
     described = any(members[m].null_count < n for m in ("caption", "status"))
     return assemble(RECORDS, columns, {**dynamic, **technical, **extended}), described
 

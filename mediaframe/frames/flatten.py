@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from itertools import chain
 from types import MappingProxyType
 from typing import Any
@@ -15,7 +15,16 @@ from mediaframe.frames.arrays import infer_array, render_text, text, to_array, w
 from mediaframe.frames.normalise import labeller, preferred
 from mediaframe.frames.schema import Column, Frame
 
-__all__ = ["assemble", "flatten", "member_columns", "nested_rows", "stable_array"]
+__all__ = [
+    "UNKNOWN_PREFIX",
+    "assemble",
+    "column_names",
+    "flatten",
+    "known_members",
+    "member_columns",
+    "nested_rows",
+    "stable_array",
+]
 
 #: Stands in for a null nested object, so every lookup below it simply finds nothing.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -28,8 +37,8 @@ def flatten(
     frame: Frame,
     *,
     given: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-    clash_prefix: str = "",
+    extra: Mapping[str, Any] | Sequence[tuple[str, Any]] = (),
+    clash_prefix: str = "extra_",
     label: Label | None = None,
 ) -> pd.DataFrame:
     """Build ``frame`` from a list of dicts, column by column.
@@ -40,9 +49,27 @@ def flatten(
     frame : the declaration: each column is read from its member path and converted to its dtype;
         members nobody declared become dynamic columns typed by :func:`arrays.infer_array`.
     given : arrays for the columns the caller computes (declared with an empty member).
-    extra : more dynamic columns (e.g. pivoted technical names); a name clashing with another
-        column gets ``clash_prefix``.
+    extra : more dynamic columns (e.g. pivoted technical names), as a mapping or as pairs (the
+        same name may come twice).
+    clash_prefix : what an ``extra`` name already given is prefixed with.
     label : names item ``i`` in errors (default: by position and ``frame.key``).
+
+    Notes
+    -----
+    Every member's value gets a column of its own, never another's. Names are given in this
+    order, in two rounds (:func:`column_names`): each takes its own name if it is still free,
+    then the others take their prefix as often as it takes:
+
+    1. the declared columns, their declared names;
+    2. unknown members, the item's own first, then those of each nested object in declared
+       order: the object's prefix and the member's name (a thumbnail's ``cdn`` is
+       ``thumbnail_cdn``), ``unknown_`` before it as often as it is already given (a record's
+       own ``thumbnail_name`` beside the declared one is ``unknown_thumbnail_name``). A member's
+       name is never read as a path: a record's own ``"thumbnail.name"`` is the column
+       ``thumbnail.name``, not the thumbnail's name;
+    3. ``extra`` in its order, ``clash_prefix`` before a name as often as it is already given
+       (a technical ``title`` is ``technical_title``, and ``technical_technical_title`` when a
+       record holds a ``technical_title`` of its own).
     """
     n = len(items)
     label = label or labeller(items, frame.row, frame.key)
@@ -63,11 +90,38 @@ def flatten(
         values = preferred(sources[source], member, aliases.get(column.path, ()), n)
         columns[column.name] = _declared(values, column, label=label)
 
-    dynamic = _unknown_members(frame, sources)
-    taken = columns.keys() | dynamic.keys()
-    for name, array in (extra or {}).items():
-        dynamic[clash_prefix + name if name in taken else name] = array
+    pairs = extra.items() if isinstance(extra, Mapping) else extra
+    candidates = [
+        *((name, UNKNOWN_PREFIX, infer_array(values)) for name, values in _unknown(frame, sources)),
+        *((name, clash_prefix, array) for name, array in pairs),
+    ]
+    names = column_names([(name, prefix) for name, prefix, _ in candidates], set(columns))
+    dynamic = {name: array for name, (_, _, array) in zip(names, candidates, strict=True)}
     return assemble(frame, columns, dynamic)
+
+
+def column_names(candidates: Sequence[tuple[str, str]], taken: Set[str]) -> list[str]:
+    """The column of each ``(name, prefix)`` candidate, in order, none in ``taken`` nor twice.
+
+    Two rounds, so that no name depends on the order members come in: first each candidate
+    whose own name is still free takes it, then each of the others takes its name with
+    ``prefix`` before it as many times as it takes to be free.
+    """
+    given = set(taken)
+    names: list[str | None] = []
+    for name, _ in candidates:
+        free = name not in given
+        names.append(name if free else None)
+        given.add(name)
+    for index, (name, prefix) in enumerate(candidates):
+        if names[index] is None:
+            if not prefix:
+                raise ValueError(f"the column {name!r} is given twice and has no prefix")
+            while name in given:
+                name = prefix + name
+            names[index] = name
+            given.add(name)
+    return [name for name in names if name is not None]
 
 
 def member_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Sequence[Any]]:
@@ -232,16 +286,34 @@ def _aliases_by_member(frame: Frame) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def _unknown_members(
+def _unknown(
     frame: Frame, sources: Mapping[str, Mapping[str, Sequence[Any]]]
-) -> dict[str, Any]:
-    """Members no declaration reads, as dynamic columns named with their object's prefix."""
-    known = {column.path for column in frame.columns}
-    known |= set(frame.nested) | set(frame.ignored) | set(frame.aliases)
-    dynamic: dict[str, Any] = {}
+) -> Iterator[tuple[str, Sequence[Any]]]:
+    """Members no declaration reads, the item's own first, then each nested object's in declared
+    order, each named with its object's prefix (:func:`column_names` makes the names distinct)."""
+    known = known_members(frame)
     for path, columns in sources.items():
         prefix = frame.nested.get(path, "")
         for member, values in columns.items():
-            if (f"{path}.{member}" if path else member) not in known:
-                dynamic[prefix + member] = infer_array(values)
-    return dynamic
+            if (path, member) not in known:
+                yield prefix + member, values
+
+
+#: What the column of an unknown member is prefixed with while its name is already given.
+UNKNOWN_PREFIX = "unknown_"
+
+
+def known_members(frame: Frame) -> frozenset[tuple[str, str]]:
+    """Every member ``frame`` reads, nests or leaves, as ``(object path, member name)``: a
+    member named ``"thumbnail.name"`` is the item's own (``("", "thumbnail.name")``), never
+    the thumbnail's name (``("thumbnail", "name")``)."""
+    paths = {column.path for column in frame.columns}
+    paths |= set(frame.nested) | set(frame.ignored) | set(frame.aliases)
+    return frozenset(_split(path, frame) for path in paths)
+
+
+def _split(path: str, frame: Frame) -> tuple[str, str]:
+    """A declared dotted path as its object (the longest nested path before it) and member."""
+    parents = [p for p in frame.nested if path.startswith(p + ".")]
+    parent = max(parents, key=len, default="")
+    return parent, path[len(parent) + 1 :] if parent else path

@@ -63,6 +63,7 @@ class Unreadable(Exception):
 
 
 _NESTED = dict(RECORDS.nested)
+_DECLARED = frozenset(RECORDS.names)
 
 
 def members(
@@ -70,8 +71,8 @@ def members(
 ) -> tuple[dict[str, pa.ChunkedArray], dict[str, pa.ChunkedArray]]:
     """Every declared member by dotted path, and every unknown one by its dynamic column name
     (prefixed as records() names it, e.g. ``thumbnail_cdn``); a null parent makes its children
-    null. Two unknown members that make one column name (a record's ``thumbnail_cdn`` and its
-    thumbnail's ``cdn``) are :class:`Unreadable`."""
+    null. An unknown member that makes the name of another's column (a record's ``thumbnail_cdn``
+    and its thumbnail's ``cdn``, a record's own ``thumbnail_name``) is :class:`Unreadable`."""
     found: dict[str, pa.ChunkedArray] = {}
     unknown: dict[str, pa.ChunkedArray] = {}
 
@@ -87,7 +88,9 @@ def members(
                 found[where] = child
             else:
                 name = _NESTED.get(path, "") + field.name
-                if name in unknown:  # "thumbnail_x" beside thumbnail's "x": records() says which
+                if name in unknown or name in _DECLARED:
+                    # "thumbnail_x" beside thumbnail's "x", a record's own "thumbnail_name":
+                    # records() names one of them otherwise
                     raise Unreadable("unknown member", f"two members make the column {name!r}")
                 unknown[name] = child
 
@@ -487,16 +490,23 @@ def entries(values: pa.ChunkedArray) -> Entries:
 
 
 def extended(
-    members: dict[str, pa.ChunkedArray], n: int, structure: Structure, captions: Entries
+    members: dict[str, pa.ChunkedArray],
+    n: int,
+    structure: Structure,
+    captions: Entries,
+    *,
+    taken: set[str],
 ) -> dict[str, Any]:
     """The ``caption_*`` and ``status_*`` columns of extended records, as
-    :func:`~mediaframe.frames.captions.extended_columns` gives them; ``captions`` are the
-    entries of ``members["caption"]`` (flattened once, for :func:`extended_texts` too).
+    :func:`~mediaframe.frames.captions.extended_columns` gives them, named as records() names
+    them beside the columns ``taken`` already (prefixed ``technical_`` where one has the name);
+    ``captions`` are the entries of ``members["caption"]`` (flattened once, for
+    :func:`extended_texts` too).
 
     A caption value that is a number or an array, an entry without its name (or bit), a name or
-    bit repeated in a record: :class:`Unreadable`, and records() says what it makes of them.
-    Every check comes before the first caption is typed, so that a page that falls back has
-    not warned already.
+    bit repeated in a record, a column whose prefixed name is taken too: :class:`Unreadable`,
+    and records() says what it makes of them. Every check comes before the first caption is
+    typed, so that a page that falls back has not warned already.
     """
     caption = _whole(captions, "caption").fields
     if caption["name"].null_count or caption["value"].null_count != len(caption["value"]):
@@ -506,21 +516,26 @@ def extended(
     if status.fields["bit"].null_count:
         raise Unreadable("captions", "a status entry has no bit")
     bits = _by_key(status.fields["bit"], status.rows, "status")
+    fields = [*structure.fields, *(name for name in names if name not in structure.fields)]
+    named = [f"caption_{name}" for name in fields]
+    named += [f"status_{bit}" for bit in dict.fromkeys([*bits, *structure.bits])]
+    if any(f"technical_{name}" in taken for name in named if name in taken):
+        raise Unreadable("captions", "a caption or status column makes another's name twice")
     columns: dict[str, Any] = {}
     states = status.fields["state"]
     for bit, (rows, positions) in bits.items():
         data = np.zeros(n, dtype=bool)
         mask = np.ones(n, dtype=bool)
-        taken = states.take(pa.array(positions))
-        data[rows] = pc.fill_null(taken, False).to_numpy(zero_copy_only=False)
-        mask[rows] = taken.is_null().to_numpy(zero_copy_only=False)
+        held = states.take(pa.array(positions))
+        data[rows] = pc.fill_null(held, False).to_numpy(zero_copy_only=False)
+        mask[rows] = held.is_null().to_numpy(zero_copy_only=False)
         columns[f"status_{bit}"] = pd.arrays.BooleanArray(data, mask)
     for bit in structure.bits:
         if f"status_{bit}" not in columns:
             columns[f"status_{bit}"] = pd.array([None] * n, dtype="boolean")
     # the structure's fields first, then the others as records first hold them: the order
     # records() types them in, hence of their warnings
-    for name in [*structure.fields, *(name for name in names if name not in structure.fields)]:
+    for name in fields:
         kind = structure.fields.get(name, "string")
         if name in names:
             rows, positions = names[name]
@@ -528,7 +543,7 @@ def extended(
         else:  # a field no record of the page holds
             column = _caption(name, kind, n, np.empty(0, np.int64), None, None)
         columns[f"caption_{name}"] = column
-    return columns
+    return {f"technical_{name}" if name in taken else name: v for name, v in columns.items()}
 
 
 def extended_texts(members: dict[str, pa.ChunkedArray], captions: Entries) -> int:

@@ -59,7 +59,9 @@ def collections(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
     items = as_items(items, "collection", id_member="base_id")
     label = labeller(items, COLLECTIONS.row, COLLECTIONS.key)
     known, unknown = _rights(items, COLLECTION_RIGHTS, label)
-    return flatten(items, COLLECTIONS, given=known, extra=unknown, label=label)
+    return flatten(
+        items, COLLECTIONS, given=known, extra=unknown, clash_prefix="right_", label=label
+    )
 
 
 #: What a legacy record's base id is read from: its databox and collection, in /me/'s pairs.
@@ -122,7 +124,7 @@ def databoxes(items: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
     items = as_items(items, "databox", id_member="databox_id")
     label = labeller(items, DATABOXES.row, DATABOXES.key)
     known, unknown = _rights(items, DATABOX_RIGHTS, label)
-    return flatten(items, DATABOXES, given=known, extra=unknown, label=label)
+    return flatten(items, DATABOXES, given=known, extra=unknown, clash_prefix="right_", label=label)
 
 
 def statuses(collections: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:

@@ -37,6 +37,26 @@ def records(items: list[dict[str, Any]], structure: Structure | None = None) -> 
     column is typed over the whole input: all integers → ``Int64``, integers and floats →
     ``Float64``, any string → ``string``.
 
+    Every member keeps its value in a column of its own, named by one rule whatever order the
+    members come in (:func:`~mediaframe.frames.flatten.flatten` gives it whole):
+
+    - an unknown member is named with the prefix of the object it sits in: a record's own
+      ``rating`` is ``rating``, a thumbnail's ``cdn`` is ``thumbnail_cdn``. A member's name is
+      never read as a path: a record's own ``"thumbnail.name"`` is the column
+      ``thumbnail.name``, beside ``thumbnail_name``, the thumbnail's name;
+    - an unknown member whose name is a declared column's, or the name of an unknown member
+      before it (the record's own come first, then the thumbnail's, then its permalink's), is
+      prefixed ``unknown_`` until the name is free: a record's own ``thumbnail_name`` is
+      ``unknown_thumbnail_name``, a thumbnail's ``cdn`` beside a record's own
+      ``thumbnail_cdn`` is ``unknown_thumbnail_cdn``;
+    - a technical name (in sorted order), then a ``caption_*``/``status_*`` column, whose name
+      is already a column's is prefixed ``technical_`` until the name is free: the technical
+      name ``title`` is ``technical_title``, and ``technical_technical_title`` when the records
+      also hold a ``technical_title`` member of their own.
+
+    A name is prefixed only where its own is taken, and every name that is free is given first:
+    a member literally named ``unknown_x`` keeps its name whatever else is there.
+
     Parameters
     ----------
     items : records as decoded from the API (e.g. ``response["results"]["records"]``); older
@@ -76,12 +96,13 @@ def flatten_records(
     with collector_paused():
         rows, names, values = gather(items, label=label)
         technical = pivot(len(items), rows, names, values, label=label)
-        if structure is None:
-            frame = RECORDS
-        else:
-            frame = _EXTENDED
-            technical.update(extended_columns(items, structure, label=label))
-        return flatten(items, frame, extra=technical, clash_prefix="technical_", label=label)
+        # by name, so that the names given do not depend on which record first held one; a
+        # caption_* column may share a technical name
+        extra = sorted(technical.items())
+        frame = RECORDS if structure is None else _EXTENDED
+        if structure is not None:
+            extra += extended_columns(items, structure, label=label).items()
+        return flatten(items, frame, extra=extra, clash_prefix="technical_", label=label)
 
 
 def concat_records(

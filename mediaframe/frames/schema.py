@@ -139,7 +139,7 @@ RECORDS = Frame(
         + ' (numeric text such as `"-3"` is read as a number; a value that does not fit leaves '
         "that column to the rule below, so nothing is lost). Other names follow the rule; a "
         "name equal to a declared column or to an unknown "
-        "member is prefixed `technical_` (so `title` → `technical_title`). "
+        "member is prefixed `technical_` until it is free (so `title` → `technical_title`). "
         + UNKNOWN
         + " Dynamic columns (technical names and unknown members) follow the declared ones in "
         "sorted order, so the layout does not depend on which page saw a name first."
@@ -324,7 +324,8 @@ COLLECTIONS = Frame(
     ),
     aliases={"coll_id": "collection_id"},
     ignored=("rights", "statuses"),
-    extras="Rights outside the contract's list become extra boolean columns. " + UNKNOWN,
+    extras="Rights outside the contract's list become extra boolean columns (prefixed `right_` "
+    "where a member has the name). " + UNKNOWN,
     notes="Accepts a list or an object keyed by id; `coll_id` is read as `collection_id`.",
 )
 
@@ -358,7 +359,8 @@ DATABOXES = Frame(
         *(Column(right, BOOL, "the user holds this right", "") for right in DATABOX_RIGHTS),
     ),
     ignored=("rights",),
-    extras="Rights outside the contract's list become extra boolean columns. " + UNKNOWN,
+    extras="Rights outside the contract's list become extra boolean columns (prefixed `right_` "
+    "where a member has the name). " + UNKNOWN,
     notes="Accepts a list or an object keyed by databox id (the key fills a missing `databox_id`).",
 )
 

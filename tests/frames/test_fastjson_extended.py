@@ -235,3 +235,30 @@ def test_caption_warnings_come_in_the_decoded_route_s_order():
     items[1] = extend(items[1], [{"name": "Date", "value": "circa 1900"}], [])
     page = assert_same(dumps(envelope(items)))
     assert page is not None and page.native
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        pytest.param({}, id="a technical name"),
+        pytest.param({"caption_Title": "a record's"}, id="and an unknown member"),
+        pytest.param(
+            {"caption_Title": "a record's", "technical_caption_Title": "a record's too"},
+            id="and its prefixed name",
+        ),
+    ],
+)
+def test_a_caption_column_named_as_a_technical_name_keeps_both_values(members):
+    # the caption_Title column took the place of a technical name caption_Title
+    caption, status = [{"name": "Title", "value": "t"}], [{"bit": 4, "state": True}]
+    items = [extend(item, caption, status) for item in catalogue_items(4, 1)]
+    for item in items:
+        item["technical_informations"] += [
+            {"name": "caption_Title", "value": "technical"},
+            {"name": "status_4", "value": "technical too"},
+        ]
+        item.update(members)
+    page = assert_same(dumps(envelope(items)))
+    assert page is not None
+    values = {value for column in page.frame.columns for value in page.frame[column].tolist()}
+    assert {"t", True, "technical", "technical too", *members.values()} <= values

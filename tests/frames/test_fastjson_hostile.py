@@ -231,3 +231,32 @@ def test_a_technical_name_making_an_unknown_member_s_column_reads_as_records_rea
             {"name": "Mode", "value": 2},
         ]
     assert_same(dumps(envelope(items)))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda item: item.update({"thumbnail_name": "a record's"}), id="declared"),
+        pytest.param(
+            lambda item: item.update({"thumbnail_name": "a", "unknown_thumbnail_name": "b"}),
+            id="declared and prefixed",
+        ),
+        pytest.param(lambda item: item.update({"thumbnail.name": "a record's"}), id="a path"),
+        pytest.param(
+            lambda item: (
+                item.update({"thumbnail_cdn": "a record's", "unknown_thumbnail_cdn": 1})
+                or item["thumbnail"].update({"cdn": "a thumbnail's"})
+            ),
+            id="nested and prefixed",
+        ),
+    ],
+)
+def test_a_member_named_as_another_s_column_keeps_its_value_on_either_route(change):
+    # a record's own thumbnail_name took the thumbnail's name's column, on both routes
+    items = catalogue_items(3, 2)
+    for item in items:
+        item["thumbnail"] = item.get("thumbnail") or {"name": "thumbnail"}
+        change(item)
+    frame = assert_same(dumps(envelope(items)))
+    assert frame is not None
+    assert frame["thumbnail_name"].tolist() == [item["thumbnail"]["name"] for item in items]

@@ -117,3 +117,11 @@ def test_missing_base_ids_are_read_from_the_collections_pairs():
     assert old["base_id"].isna().sum() == 3  # the frame given is left as it was
     whole = frames.records([{"databox_id": 1, "record_id": 1, "base_id": 3}])
     assert frames.with_base_ids(whole, mine) is whole
+
+
+def test_a_right_named_as_a_member_keeps_both_values():
+    # the right's column took the place of the collection's own member of that name
+    item = {"base_id": 1, "databox_id": 2, "collection_id": 3, "rights": ["canfoo"]}
+    frame = collections([{**item, "canfoo": "a member"}])
+    assert frame.loc[0, "canfoo"] == "a member"
+    assert frame.loc[0, "right_canfoo"]

@@ -256,3 +256,101 @@ def test_records_restores_the_garbage_collector_state():
     with pytest.raises(MalformedItemError):
         records([{"databox_id": 1, "record_id": "x"}])
     assert gc.isenabled()
+
+
+# ------------------------------------------------------------- every member a column of its own
+
+
+def _one(**members):
+    return {"databox_id": 1, "record_id": 7, **members}
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        pytest.param(
+            _one(thumbnail={"name": "the thumbnail's"}, **{"thumbnail.name": "the record's"}),
+            {"thumbnail_name": "the thumbnail's", "thumbnail.name": "the record's"},
+            id="a member named as a path",
+        ),
+        pytest.param(
+            _one(thumbnail={"name": "the thumbnail's"}, thumbnail_name="the record's"),
+            {"thumbnail_name": "the thumbnail's", "unknown_thumbnail_name": "the record's"},
+            id="a member named as a declared column",
+        ),
+        pytest.param(
+            _one(thumbnail={"cdn": "the thumbnail's"}, thumbnail_cdn="the record's"),
+            {"thumbnail_cdn": "the record's", "unknown_thumbnail_cdn": "the thumbnail's"},
+            id="a thumbnail's member named as a record's",
+        ),
+        pytest.param(
+            _one(
+                thumbnail={"permalink_x": "the thumbnail's", "permalink": {"x": "the permalink's"}}
+            ),
+            {
+                "thumbnail_permalink_x": "the thumbnail's",
+                "unknown_thumbnail_permalink_x": "the permalink's",
+            },
+            id="a permalink's member named as a thumbnail's",
+        ),
+        pytest.param(
+            _one(
+                title="the title",
+                technical_title="the record's",
+                technical_informations=[{"name": "title", "value": "technical"}],
+            ),
+            {
+                "title": "the title",
+                "technical_title": "the record's",
+                "technical_technical_title": "technical",
+            },
+            id="a technical name beside its prefixed name",
+        ),
+        pytest.param(
+            _one(
+                Mode="the record's",
+                technical_Mode="the record's too",
+                technical_informations=[{"name": "Mode", "value": "technical"}],
+            ),
+            {
+                "Mode": "the record's",
+                "technical_Mode": "the record's too",
+                "technical_technical_Mode": "technical",
+            },
+            id="a technical name beside an unknown member and its prefixed name",
+        ),
+    ],
+)
+def test_every_member_keeps_its_value_in_a_column_of_its_own(item, expected):
+    frame = records([item])
+    assert {name: frame.loc[0, name] for name in expected} == expected
+
+
+def test_column_names_do_not_depend_on_the_order_of_members():
+    members = {"thumbnail_name": "clashes", "unknown_thumbnail_name": "free", "zeta": "z"}
+    forward = records([_one(**members)])
+    backward = records([_one(**dict(reversed(members.items())))])
+    pd.testing.assert_frame_equal(forward, backward)
+    assert forward.loc[0, "unknown_thumbnail_name"] == "free"
+    assert forward.loc[0, "unknown_unknown_thumbnail_name"] == "clashes"
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["X first", "technical_X first"])
+def test_technical_names_do_not_depend_on_which_record_holds_them_first(order):
+    # both names are taken by members of the record: both want technical_technical_X
+    entries = [{"name": "X", "value": "of X"}, {"name": "technical_X", "value": "of technical_X"}]
+    items = [
+        _one(X="a member", technical_X="a member too", technical_informations=[entry])
+        for entry in entries[::order]
+    ]
+    frame = records(items).set_index("record_id", drop=False)  # rows as given
+    values = {value for name in frame.columns for value in frame[name] if isinstance(value, str)}
+    assert {"of X", "of technical_X", "a member", "a member too"} <= values
+    by_name = {
+        name: {v for v in frame[name] if isinstance(v, str)}
+        for name in ("technical_technical_X", "technical_technical_technical_X")
+    }
+    assert by_name == {
+        "technical_technical_X": {"of X"},
+        "technical_technical_technical_X": {"of technical_X"},
+    }
