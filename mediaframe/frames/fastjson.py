@@ -316,10 +316,11 @@ def _native(
         return records([], structure), False
     schema = _SCHEMA if structure is None else _EXTENDED_SCHEMA
     struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
-    if not fromarrow.finite(struct):  # pyarrow reads NaN and Infinity, which JSON has not
+    scanned = fromarrow.scan(struct)
+    if not scanned.finite:  # pyarrow reads NaN and Infinity, which JSON has not
         raise Unreadable("numbers", "a number is not finite (NaN or Infinity are not JSON)")
     try:
-        return _frame(struct, whole_floats, texts, structure)
+        return _frame(struct, whole_floats, texts, scanned.texts, structure)
     except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
         raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
 
@@ -328,9 +329,11 @@ def _frame(
     struct: pa.ChunkedArray,
     whole_floats: Callable[[], set[str]],
     texts: int,
+    held: int,
     structure: Structure | None,
 ) -> tuple[pd.DataFrame, bool]:
-    """The records frame of the parsed records (see :func:`_native`)."""
+    """The records frame of the parsed records (see :func:`_native`): ``texts`` values were
+    renamed ``text``, and ``held`` members of that name hold something."""
     known = fromarrow.KNOWN if structure is None else fromarrow.KNOWN_EXTENDED
     members, unknown = fromarrow.members(struct, known)
     renamed = texts
@@ -345,7 +348,7 @@ def _frame(
         texts -= fromarrow.extended_texts(members, captions)  # the texts renamed in them
     lists = members[_TECHNICAL].combine_chunks()
     technical = fromarrow.technical(lists, n, texts, whole_floats, taken=taken)
-    if fromarrow.texts(struct) != renamed:  # a renamed value outside the entries counted
+    if held != renamed:  # a renamed value outside the entries counted
         raise Unreadable("technical values", "a member named 'text' outside the entries' values")
     if structure is None:  # caption or status, if any, are unknown members (is_described)
         described = any(unknown[m].null_count < n for m in ("caption", "status") if m in unknown)
@@ -473,7 +476,7 @@ def _parse(data: bytes, schema: pa.Schema) -> pa.StructArray:
     parse then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
     """
     table = _read(data, schema)
-    if _holds_timestamps(table.schema.field("records").type):
+    if fromarrow.holds(table.schema.field("records").type, pa.types.is_timestamp):
         table = _read(data, pa.schema([_as_text(table.schema.field("records"))]))
     return pc.list_flatten(table.column("records")).combine_chunks()
 
@@ -495,16 +498,6 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
     except pa.ArrowException as error:
         raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
     return table
-
-
-def _holds_timestamps(kind: pa.DataType) -> bool:
-    if pa.types.is_timestamp(kind):
-        return True
-    if pa.types.is_struct(kind):
-        return any(_holds_timestamps(field.type) for field in kind)
-    if pa.types.is_list(kind):
-        return _holds_timestamps(kind.value_type)
-    return False
 
 
 def _as_text(field: pa.Field) -> pa.Field:

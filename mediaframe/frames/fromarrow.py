@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -33,10 +33,10 @@ __all__ = [
     "entries",
     "extended",
     "extended_texts",
-    "finite",
+    "holds",
     "members",
+    "scan",
     "technical",
-    "texts",
 ]
 
 _TECHNICAL = "technical_informations"
@@ -98,52 +98,53 @@ def members(
     return found, unknown
 
 
-def texts(values: pa.ChunkedArray | pa.Array) -> int:
-    """How many members named ``text`` hold something, at any depth of ``values``: the text
-    values the reader renamed are all there, wherever they were renamed."""
+class Scan(NamedTuple):
+    """What one walk through parsed records finds (:func:`scan`)."""
+
+    #: every number pyarrow read as a float is finite (JSON has no NaN or Infinity)
+    finite: bool
+    #: how many members named ``text`` hold something: the text values the reader renamed are
+    #: all there, wherever they were renamed
+    texts: int
+
+
+def scan(values: pa.ChunkedArray | pa.Array) -> Scan:
+    """Whether every float in ``values`` is finite, and how many ``text`` members hold
+    something, at any depth: one walk, into the members that hold either."""
     kind = values.type
+    if pa.types.is_floating(kind):
+        return Scan(bool(pc.all(pc.is_finite(values)).as_py() is not False), 0)
     if pa.types.is_list(kind):
-        return texts(pc.list_flatten(values)) if _holds_text(kind) else 0
+        return scan(pc.list_flatten(values)) if _scanned(kind) else Scan(True, 0)
     if not pa.types.is_struct(kind):
-        return 0
+        return Scan(True, 0)
     found = 0
     for field, child in zip(kind, values.flatten(), strict=True):
         if field.name == "text":
             found += len(child) - child.null_count
-        if _holds_text(field.type):
-            found += texts(child)
-    return found
+        if _scanned(field.type):
+            inner = scan(child)
+            if not inner.finite:  # the answer falls back: the count no longer matters
+                return inner
+            found += inner.texts
+    return Scan(True, found)
 
 
-def finite(values: pa.ChunkedArray | pa.Array) -> bool:
-    """Whether every number pyarrow read as a float, at any depth of ``values``, is finite."""
-    kind = values.type
-    if pa.types.is_floating(kind):
-        return bool(pc.all(pc.is_finite(values)).as_py() is not False)
+def _scanned(kind: pa.DataType) -> bool:
+    return holds(kind, pa.types.is_floating, member="text")
+
+
+@functools.lru_cache(maxsize=256)
+def holds(
+    kind: pa.DataType, leaf: Callable[[pa.DataType], bool], *, member: str | None = None
+) -> bool:
+    """Whether ``kind`` is, or holds at any depth, a type ``leaf`` is true of (or, with
+    ``member``, a member of that name). Cached: a page's types repeat from page to page."""
     if pa.types.is_list(kind):
-        return finite(pc.list_flatten(values)) if _holds(kind, pa.types.is_floating) else True
+        return holds(kind.value_type, leaf, member=member)
     if pa.types.is_struct(kind):
-        children = zip(kind, values.flatten(), strict=True)
-        return all(finite(c) for f, c in children if _holds(f.type, pa.types.is_floating))
-    return True
-
-
-def _holds(kind: pa.DataType, leaf: Callable[[pa.DataType], bool]) -> bool:
-    """Whether ``kind`` is, or holds at any depth, a type ``leaf`` is true of."""
-    if pa.types.is_list(kind):
-        return _holds(kind.value_type, leaf)
-    if pa.types.is_struct(kind):
-        return any(_holds(field.type, leaf) for field in kind)
+        return any(field.name == member or holds(field.type, leaf, member=member) for field in kind)
     return leaf(kind)
-
-
-def _holds_text(kind: pa.DataType) -> bool:
-    """Whether ``kind`` has a member named ``text``, at any depth."""
-    if pa.types.is_list(kind):
-        return _holds_text(kind.value_type)
-    if pa.types.is_struct(kind):
-        return any(field.name == "text" or _holds_text(field.type) for field in kind)
-    return False
 
 
 def dynamic(values: pa.ChunkedArray, name: str) -> Any:

@@ -8,13 +8,14 @@ import re
 import warnings
 
 import orjson
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mediaframe.emulator.flavours import FLAVOURS, by_name
 from mediaframe.exceptions import ResponseFormatError
-from mediaframe.frames import read_records, records_json
+from mediaframe.frames import fromarrow, read_records, records_json
 from mediaframe.frames.fastjson import is_described
 
 from .test_fastjson import STYLES, assert_same, catalogue_items, dumps, envelope
@@ -260,3 +261,15 @@ def test_a_member_named_as_another_s_column_keeps_its_value_on_either_route(chan
     frame = assert_same(dumps(envelope(items)))
     assert frame is not None
     assert frame["thumbnail_name"].tolist() == [item["thumbnail"]["name"] for item in items]
+
+
+def test_one_walk_finds_non_finite_floats_and_text_members_at_any_depth():
+    rows = [
+        {"a": 1.5, "t": {"text": "x", "n": [{"text": None}, {"text": "y"}]}},
+        {"a": 2.0, "t": {"text": None, "n": [{"text": "z"}]}, "text": "w"},
+    ]
+    struct = pa.chunked_array([pa.array(rows)])
+    assert fromarrow.scan(struct) == (True, 4)
+    rows[1]["t"]["n"].append({"text": None, "f": float("nan")})
+    assert not fromarrow.scan(pa.chunked_array([pa.array(rows)])).finite
+    assert fromarrow.scan(pa.chunked_array([pa.array([{"text": "v", "k": 1}])])) == (True, 1)
