@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import text, to_array, warn_unreadable
 from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import flatten
-from mediaframe.frames.normalise import as_items, children, labeller
+from mediaframe.frames.normalise import as_items, children, labeller, nested_records
 from mediaframe.frames.records import flatten_records
 from mediaframe.frames.schema import BASKETS, FEED_ENTRIES, FEEDS
 
@@ -51,14 +50,7 @@ def feed_items(entries: list[dict[str, Any]], structure: Structure | None = None
     item_ids = to_array(
         [item.get("item_id") for item in items], "Int64", member="item_id", label=item_label
     )
-    records = [item.get("record") for item in items]
-    for index, record in enumerate(records):
-        if type(record) is not dict:
-            raise MalformedItemError(
-                f"{item_label(index)}: member 'record' is not an object (report the payload)",
-                item=index,
-            )
-    checked = cast(list[dict[str, Any]], records)  # checked above
+    checked = nested_records(items, label=item_label)
     frame = flatten_records(checked, label=item_label, structure=structure)
     frame.insert(0, "item_id", item_ids)
     frame.insert(0, "entry_id", entry_ids.take(owners))

@@ -13,7 +13,7 @@ import pandas as pd
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import text, to_array
 from mediaframe.frames.captions import Structure
-from mediaframe.frames.normalise import as_items, children, labeller
+from mediaframe.frames.normalise import as_items, children, labeller, nested_records
 from mediaframe.frames.records import flatten_records
 from mediaframe.frames.schema import BASKET_RECORDS, STORIES, STORY_MEMBERS
 
@@ -87,14 +87,8 @@ def basket_records(
         elements.extend(found)
         basket_ids.extend([cast(dict, basket).get("basket_id")] * len(found))
     label = labeller(elements, "basket element", ("basket_element_id",))
-    records = [element.get("record") for element in elements]
-    for index, record in enumerate(records):
-        if type(record) is not dict:
-            raise MalformedItemError(
-                f"{label(index)}: member 'record' is not an object (report the payload)",
-                item=index,
-            )
-    frame = flatten_records(cast(list[dict[str, Any]], records), label=label, structure=structure)
+    records = nested_records(elements, label=label)
+    frame = flatten_records(records, label=label, structure=structure)
     head: dict[str, Any] = {
         "basket_id": to_array(basket_ids, "Int64", member="basket_id", label=label),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -14,6 +14,7 @@ __all__ = [
     "as_items",
     "children",
     "labeller",
+    "nested_records",
     "preferred",
     "query_time_seconds",
 ]
@@ -76,6 +77,26 @@ def children(
         return f"{label(int(owners[index]))}, {what} #{index - int(starts[index])}"
 
     return list(chain.from_iterable(lists)), owners, child_label
+
+
+def nested_records(
+    parents: Sequence[Mapping[str, Any]], *, label: Callable[[int], str]
+) -> list[dict[str, Any]]:
+    """The ``record`` object of each parent (a feed item, a basket element).
+
+    Raises
+    ------
+    MalformedItemError
+        A parent's ``record`` is not an object; ``label`` names the parent.
+    """
+    records = [parent.get("record") for parent in parents]
+    for index, record in enumerate(records):
+        if type(record) is not dict:
+            raise MalformedItemError(
+                f"{label(index)}: member 'record' is not an object (report the payload)",
+                item=index,
+            )
+    return cast(list[dict[str, Any]], records)  # checked above
 
 
 def labeller(

@@ -323,10 +323,10 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
         "report it",
     ),
     406: (NotAcceptableError, ""),
-    500: (ServerError, "The service failed through every retry; try again later"),
-    502: (ServerError, "The service failed through every retry; try again later"),
-    503: (ServerError, "The service failed through every retry; try again later"),
-    504: (ServerError, "The service failed through every retry; try again later"),
+    **dict.fromkeys(
+        sorted(RETRY_STATUSES),
+        (ServerError, "The service failed through every retry; try again later"),
+    ),
 }
 
 

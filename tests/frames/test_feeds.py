@@ -63,3 +63,13 @@ def test_a_bad_feed_item_is_named_by_its_entry():
     bad = [{"id": 4, "items": [{"item_id": 1, "record": None}]}]
     with pytest.raises(MalformedItemError, match=r"feed entry #0 \(id=4\), item #0"):
         feed_items(bad)
+
+
+def test_a_basket_element_without_a_record_object_is_named():
+    from mediaframe.frames import basket_records
+
+    bad = [
+        {"basket": {"basket_id": 3}, "basket_elements": [{"basket_element_id": 9, "record": [1]}]}
+    ]
+    with pytest.raises(MalformedItemError, match=r"basket element #0 .*'record' is not an object"):
+        basket_records(bad)
