@@ -8,6 +8,8 @@ import os
 import re
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +30,26 @@ from mediaframe.exceptions import (
 )
 
 SECRET = "0123456789abcdef0123456789abcdef"
+
+
+# --- the package ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth"])
+def test_auth_and_http_import_in_either_order(first):
+    """http imports the auth package (its tokens), and the token endpoint reads answers with
+    http's wire: neither may find the other half made, whichever is imported first."""
+    code = (
+        "import sys, mediaframe\n"
+        "for name in [m for m in sys.modules if m.startswith(('mediaframe.auth', "
+        "'mediaframe.http'))]:\n"
+        "    del sys.modules[name]\n"
+        f"import {first}\n"
+        "from mediaframe.auth import endpoint\n"
+        "from mediaframe.http import wire\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-600:]
 
 
 # --- where a token may travel --------------------------------------------------------------------
