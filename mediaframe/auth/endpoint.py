@@ -209,9 +209,14 @@ def call_token_endpoint(
 
     install_redaction()
     if urlsplit(base_url).scheme == "http":
-        # no proxy from the environment, nor one elsewhere, carries the password off this machine
+        # The proxies an API request takes (mediaframe.http.wire.send: the session's and the
+        # environment's, as requests merges them), less those off this machine: a debugging
+        # proxy on loopback sees the token call as it sees the API's, and no proxy elsewhere
+        # carries the password in clear text. Fixed here, the environment is not read again.
+        url = base_url + TOKEN_ENDPOINT
+        merged = oauth.merge_environment_settings(url, {}, True, None, None)["proxies"]
+        oauth.proxies = proxies_for(url, merged)
         oauth.trust_env = False
-        oauth.proxies = proxies_for(base_url, oauth.proxies)
     if session is None:  # a session passed in keeps its adapters (the in-process emulator's)
         oauth.mount("https://", deadline.DeadlineAdapter())
         oauth.mount("http://", deadline.DeadlineAdapter())
