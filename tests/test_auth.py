@@ -134,6 +134,39 @@ def test_token_expiry():
     assert not Token("a", expires_at=1000.0).is_expired(now=50.0)
 
 
+def test_a_short_lived_token_is_refreshed_a_share_of_its_lifetime_early():
+    # issued at 1000 for 30 s: with a fixed minute it counted as expired from the start
+    short = Token("a", refresh_token="r", expires_at=1030.0, lifetime=30.0)
+    assert short.leeway == 7.5
+    assert not short.is_expired(now=1000.0) and not short.is_expired(now=1022.0)
+    assert short.is_expired(now=1023.0)
+    minute = Token("a", expires_at=1060.0, lifetime=60.0)
+    assert not minute.is_expired(now=1000.0) and minute.is_expired(now=1045.0)
+
+
+@pytest.mark.parametrize("lifetime", [3600.0, 240.0, None])
+def test_a_token_living_four_minutes_or_more_is_refreshed_a_minute_early(lifetime):
+    token = Token("a", expires_at=5000.0, lifetime=lifetime)
+    assert token.leeway == 60.0
+    assert not token.is_expired(now=4939.0) and token.is_expired(now=4941.0)
+    assert not token.is_expired(now=4941.0, leeway=10.0)  # an explicit leeway still rules
+
+
+@pytest.mark.parametrize("lifetime", [-30.0, float("nan")])
+def test_a_lifetime_that_makes_no_sense_gives_no_leeway(lifetime):
+    token = Token("a", expires_at=1000.0, lifetime=lifetime)
+    assert token.leeway == 0.0
+    assert not token.is_expired(now=999.0) and token.is_expired(now=1000.0)
+
+
+def test_the_lifetime_comes_from_expires_in_and_is_stored(tmp_path):
+    token = Token.from_oauth({"access_token": "a" * 8, "expires_in": "30", "expires_at": 1030.0})
+    assert (token.expires_at, token.lifetime) == (1030.0, 30.0)
+    store = TokenStore(tmp_path)
+    store.save("p", Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0, lifetime=30.0)))
+    assert store.load("p").token.lifetime == 30.0  # the next process refreshes as early
+
+
 def test_an_empty_token_is_refused():
     with pytest.raises(ConfigurationError, match="log in again"):
         Token("  ")
