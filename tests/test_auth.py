@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import re
@@ -165,6 +166,16 @@ def test_the_lifetime_comes_from_expires_in_and_is_stored(tmp_path):
     store = TokenStore(tmp_path)
     store.save("p", Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0, lifetime=30.0)))
     assert store.load("p").token.lifetime == 30.0  # the next process refreshes as early
+
+
+@pytest.mark.parametrize("member", ["expires_at", "lifetime"])
+def test_a_stored_number_no_float_holds_is_a_damaged_profile(tmp_path, member):
+    store = TokenStore(tmp_path)
+    path = store.save("p", Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0)))
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data).replace("}", f', "{member}": 1{"0" * 400}}}'))
+    with pytest.raises(ConfigurationError, match="damaged"):  # was a bare OverflowError
+        store.load("p")
 
 
 def test_an_empty_token_is_refused():
