@@ -111,7 +111,9 @@ def _comply(response: requests.Response) -> requests.Response:
         body = None
     status = response.status_code
     if not isinstance(body, dict):
-        snippet = redact(" ".join(response.text[:160].split()))
+        # redacted whole, then cut: a secret the cut went through would not be recognised, and
+        # its first half would be shown
+        snippet = redact(" ".join(response.text.split()))[:160]
         kind = ServerError if status >= 500 else ResponseFormatError
         message = (
             f"the token endpoint answered HTTP {status} with something else than JSON: "

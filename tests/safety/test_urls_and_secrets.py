@@ -290,6 +290,20 @@ def test_a_token_endpoint_echoing_the_password_is_shown_redacted():
     assert "invalid_grant" in str(caught.value)
 
 
+@pytest.mark.parametrize("before", [0, 140, 150])
+def test_a_token_endpoint_page_echoing_the_password_shows_none_of_it(before):
+    """The page is quoted in part: cut before it was redacted, a password the cut went through
+    was not recognised, and its first characters were shown."""
+    password = "correct-horse-battery-staple"
+    page = ("x" * before + " " + password + " was refused").encode()
+    fake = FakeService(Answer(200, {"Content-Type": "text/html"}, page))
+    with pytest.raises(ResponseFormatError) as caught:
+        auth.password_grant(
+            BASE, client_id="app", username="ada", password=password, session=fake.session()
+        )
+    assert password[:6] not in texts_of(caught.value)
+
+
 # --- plain http stays on this machine ---------------------------------------------------------
 
 
