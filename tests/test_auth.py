@@ -398,6 +398,9 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         '"expires_in": 1' + "0" * 400,  # oauthlib: an expiry no float holds (OverflowError)
         '"expires_in": "1' + "0" * 400 + '"',
         '"expires_in": -5',
+        '"expires_at": "soon"',  # read only without expires_in: a bare ValueError
+        '"expires_at": 1' + "0" * 400,  # a bare OverflowError
+        '"expires_at": [1]',
     ],
 )
 def test_a_token_answer_with_odd_members_is_a_format_error(members):
@@ -405,6 +408,38 @@ def test_a_token_answer_with_odd_members_is_a_format_error(members):
     fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
     with pytest.raises(ResponseFormatError, match="misconfigured"):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "told"),
+    [
+        (b"[" * 100_000, ResponseFormatError, "else than JSON"),  # a bare RecursionError
+        (b'{"a":' * 100_000, ResponseFormatError, "else than JSON"),
+        (b'{"access_token": "ab\\u2026cdefgh"}', ResponseFormatError, "outside ASCII"),
+        (
+            f'{{"access_token": "{SECRET}", "refresh_token": "r r r"}}'.encode(),
+            ResponseFormatError,
+            "misconfigured",
+        ),
+        (b'{"error": "' + b"x" * 500_000 + b'"}', OAuthError, "xxx..."),
+    ],
+)
+def test_a_hostile_token_answer_is_a_mediaframe_error_and_short(body, kind, told):
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(kind, match=re.escape(told)) as caught:
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+    assert len(str(caught.value)) < 400
+
+
+@pytest.mark.parametrize("members", ['"scope": 5', '"scope": {"a": 1}', '"lifetime": "soon"'])
+def test_members_mediaframe_never_reads_cannot_break_a_login(members):
+    # scope: oauthlib split it as text (a bare AttributeError); lifetime: a stored profile's name
+    body = f'{{"access_token": "{SECRET}", {members}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    token = auth.password_grant(
+        BASE, client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert (token.access_token, token.expires_at, token.lifetime) == (SECRET, None, None)
 
 
 def test_the_token_endpoint_on_loopback_http_works_and_leaves_the_environment_alone():

@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import requests
@@ -69,8 +70,16 @@ _TOKEN_ANSWER_LIMIT = 1 << 20
 _INSECURE_LOCK = threading.Lock()
 
 
+#: The most of an error code quoted: a code is a word, a hostile "code" a whole page.
+_SHOWN_CODE = 80
+
+
 def oauth_failure(code: str, where: str = "the token endpoint") -> OAuthError:
-    code = redact(code)  # the server's text: it may echo the password, code or token it refused
+    # the server's text: it may echo the password, code or token it refused (redacted whole,
+    # then cut: a cut secret would not be recognised)
+    code = redact(code)
+    if len(code) > _SHOWN_CODE:
+        code = code[:_SHOWN_CODE] + "..."
     advice = _OAUTH_ADVICE.get(code, "log in again")
     return OAuthError(f"{where} refused the login ({code}): {advice}", error=code)
 
@@ -107,7 +116,7 @@ def _comply(response: requests.Response) -> requests.Response:
     """
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         body = None
     status = response.status_code
     if not isinstance(body, dict):
@@ -130,8 +139,11 @@ def _comply(response: requests.Response) -> requests.Response:
             status_code=status,
         )
     _check_token_members(body, status)
-    if body.get("scope") is None:
+    # None is asked for and none is read, and oauthlib splits one that is no text (a bare
+    # AttributeError); `lifetime` is what a stored profile calls expires_in, never the server's
+    if not isinstance(body.get("scope"), str):
         body.pop("scope", None)
+    body.pop("lifetime", None)
     body.setdefault("token_type", "OAuth")
     response._content = json.dumps(body).encode()
     return response
@@ -139,16 +151,25 @@ def _comply(response: requests.Response) -> requests.Response:
 
 def _check_token_members(body: Mapping[str, Any], status: int) -> None:
     """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
-    wrongly: an ``expires_in`` that is no finite number of seconds, a refresh token that is no
+    wrongly: an ``expires_in`` that is no finite number of seconds, an ``expires_at`` (read only
+    without ``expires_in``) that is no time within ten years, a refresh token that is no
     text."""
     expires_in = body.get("expires_in")
-    if expires_in is not None and not _seconds(expires_in):
-        shown = redact(repr(expires_in))[:40]  # redacted whole: a cut secret would not match
-        raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} with expires_in {shown}, not a number of "
-            "seconds: the service is misconfigured; tell its administrators",
-            status_code=status,
-        )
+    if expires_in is not None and not _within(expires_in, _MOST_SECONDS):
+        _refuse_member("expires_in", expires_in, "a number of seconds", status)
+    expires_at = body.get("expires_at")
+    latest = time.time() + _MOST_SECONDS
+    if expires_in is None and expires_at is not None and not _within(expires_at, latest):
+        _refuse_member("expires_at", expires_at, "a time in seconds since 1970", status)
+    for name in ("access_token", "refresh_token"):
+        value = body.get(name)
+        if isinstance(value, str) and _NO_TOKEN_CHARACTER.search(value.strip()):
+            raise ResponseFormatError(
+                f"the token endpoint answered HTTP {status} with a {name} holding whitespace, "
+                "control characters or characters outside ASCII, which no token holds: the "
+                "service is misconfigured; tell its administrators",
+                status_code=status,
+            )
     refresh_token = body.get("refresh_token")
     if refresh_token not in (None, "") and not isinstance(refresh_token, str):
         raise ResponseFormatError(
@@ -159,20 +180,32 @@ def _check_token_members(body: Mapping[str, Any], status: int) -> None:
         )
 
 
+#: What Token refuses inside a token (it strips the edges): whitespace, controls, non-ASCII.
+_NO_TOKEN_CHARACTER = re.compile(r"[^\x21-\x7e]")
+
 #: The longest lifetime read as one: ten years. oauthlib adds it to the clock as an integer,
 #: and a 400-digit one made the expiry no float at all (a bare OverflowError).
 _MOST_SECONDS = 10 * 366 * 86400
 
 
-def _seconds(value: object) -> bool:
-    """Whether ``value`` is a lifetime in seconds oauthlib can read: a number or ASCII digits,
-    from 0 to ten years."""
+def _within(value: object, most: float) -> bool:
+    """Whether ``value`` is a number of seconds oauthlib can read: a number or ASCII digits,
+    from 0 to ``most``."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     # compared, never converted: a 400-digit integer is no float (math.isfinite overflows)
-    return 0 <= value <= _MOST_SECONDS
+    return 0 <= value <= most
+
+
+def _refuse_member(name: str, value: object, meant: str, status: int) -> NoReturn:
+    shown = redact(repr(value))[:40]  # redacted whole: a cut secret would not match
+    raise ResponseFormatError(
+        f"the token endpoint answered HTTP {status} with {name} {shown}, not {meant}: the "
+        "service is misconfigured; tell its administrators",
+        status_code=status,
+    )
 
 
 def oauth_session(
