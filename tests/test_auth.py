@@ -431,6 +431,14 @@ def test_a_hostile_token_answer_is_a_mediaframe_error_and_short(body, kind, told
     assert len(str(caught.value)) < 400
 
 
+@pytest.mark.parametrize(("status", "kind"), [(400, ResponseFormatError), (503, ServerError)])
+def test_a_token_in_an_error_answer_is_not_kept(status, kind):
+    body = f'{{"access_token": "{SECRET}"}}'.encode()
+    fake = FakeService(Answer(status, {"Content-Type": "application/json"}, body))
+    with pytest.raises(kind, match=f"HTTP {status} with an access_token"):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
 @pytest.mark.parametrize("members", ['"scope": 5', '"scope": {"a": 1}', '"lifetime": "soon"'])
 def test_members_mediaframe_never_reads_cannot_break_a_login(members):
     # scope: oauthlib split it as text (a bare AttributeError); lifetime: a stored profile's name

@@ -138,6 +138,16 @@ def _comply(response: requests.Response) -> requests.Response:
             f"the token endpoint answered HTTP {status} without an access_token",
             status_code=status,
         )
+    if not 200 <= status < 300:
+        # a token comes with a success (RFC 6749, 5.1); an error page carrying one (a gateway's,
+        # a cache's) is not a login
+        message = (
+            f"the token endpoint answered HTTP {status} with an access_token: a token comes "
+            "with HTTP 200, so none was kept. Check base_url and try again later"
+        )
+        if status >= 500:
+            raise ServerError(message, status_code=status, request=f"POST {TOKEN_ENDPOINT}")
+        raise ResponseFormatError(message, status_code=status)
     _check_token_members(body, status)
     # None is asked for and none is read, and oauthlib splits one that is no text (a bare
     # AttributeError); `lifetime` is what a stored profile calls expires_in, never the server's
