@@ -228,3 +228,16 @@ def test_a_short_lived_token_is_refreshed_near_its_end_not_before_every_request(
     assert issued == [1000.0, 1023.0]
     sent = [r.headers.get("Authorization") for r in fake.requests if "/me/" in r.path_url]
     assert sent[-1] == "OAuth short-lived-0002"
+
+
+def test_the_token_is_sent_even_with_a_netrc_login_for_the_host(settings, tmp_path, monkeypatch):
+    """requests puts a ~/.netrc login for the host in the Authorization header of a request
+    that has no auth of its own: the token was dropped and the netrc password sent instead."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine assets.example.org login someone password netrc-pass-123\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    fake = FakeService(golden("me"))
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=fake.session())
+    client.whoami()
+    assert fake.requests[0].headers["Authorization"] == f"OAuth {SECRET}"
