@@ -660,6 +660,15 @@ def test_refresh_sends_the_refresh_grant_and_keeps_an_unrotated_refresh_token():
     assert body["client_id"] == "app"
 
 
+@pytest.mark.parametrize("member", [', "refresh_token": null', ', "refresh_token": ""', ""])
+def test_refresh_keeps_the_refresh_token_when_the_answer_names_none(member):
+    body = f'{{"access_token": "{SECRET}", "expires_in": 3600{member}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    held = Token("old-token", refresh_token="r1-kept", expires_at=1.0)
+    fresh = auth.refresh(BASE, held, client_id="app", session=fake.session())
+    assert fresh.access_token == SECRET and fresh.refresh_token == "r1-kept"
+
+
 def test_refresh_needs_a_refresh_token():
     with pytest.raises(ConfigurationError, match="log in again"):
         auth.refresh(BASE, Token("old"), client_id="app")

@@ -154,6 +154,10 @@ def _comply(response: requests.Response) -> requests.Response:
     if not isinstance(body.get("scope"), str):
         body.pop("scope", None)
     body.pop("lifetime", None)
+    if not body.get("refresh_token"):
+        # null or "" is no new refresh token: left out, requests-oauthlib keeps the one held
+        # (read as the new one, it was lost, and the next expiry needed a login)
+        body.pop("refresh_token", None)
     body.setdefault("token_type", "OAuth")
     response._content = json.dumps(body).encode()
     return response
