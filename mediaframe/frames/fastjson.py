@@ -29,6 +29,7 @@ from mediaframe.frames.arrays import TIMESTAMP
 from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import assemble
 from mediaframe.frames.fromarrow import Unreadable
+from mediaframe.frames.nesting import nesting
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.futures import run_on
@@ -49,6 +50,9 @@ _EMPTY_ARRAY = re.compile(rb"\s*\]")
 _PLACEHOLDER = "\x00mediaframe-records"
 
 _TECHNICAL = "technical_informations"
+#: Records nest a handful of levels (an unknown member that nests at all falls back anyway):
+#: deeper pieces are not given to pyarrow (see :func:`_parse`).
+_DEEPEST = 32
 #: Records are parsed in pieces of about this many bytes, each wrapped as one JSON object.
 _PIECE = 1 << 24
 _OPEN = b'{"records":['
@@ -471,23 +475,38 @@ def _parse(data: bytes, schema: pa.Schema) -> pa.StructArray:
     """pyarrow's reading of one piece (``{"records": [...]}``) as an array of record structs.
 
     Unknown members are inferred; one that pyarrow takes for a timestamp is read again as the
-    text it is. The parse allocates from the C library's allocator rather than pyarrow's
-    default (mimalloc), which hands freed pages back to the system within milliseconds: every
-    parse then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
+    text it is. pyarrow infers by recursion: a member nested ten thousand levels deep overflows
+    the C stack and kills the process. So a piece is read with unknown members refused first
+    (most hold none; the read stops at the first), and one holding some is measured
+    (:func:`~mediaframe.frames.nesting.nesting`) before they are inferred: one nested deeper
+    than records nest takes the decoded route (orjson refuses beyond 1,024 levels).
+
+    The parse allocates from the C library's allocator rather than pyarrow's default
+    (mimalloc), which hands freed pages back to the system within milliseconds: every parse
+    then faulted its pages in afresh, 0.2-0.4 s of CPU for 200,000 records.
     """
-    table = _read(data, schema)
+    try:
+        table = _read(data, schema, unknown="error")
+    except _UnknownMember:
+        if nesting(data) > _DEEPEST:
+            raise Unreadable("unknown member", f"nested deeper than {_DEEPEST} levels") from None
+        table = _read(data, schema, unknown="infer")
     if fromarrow.holds(table.schema.field("records").type, pa.types.is_timestamp):
         table = _read(data, pa.schema([_as_text(table.schema.field("records"))]))
     return pc.list_flatten(table.column("records")).combine_chunks()
 
 
-def _read(data: bytes, schema: pa.Schema) -> pa.Table:
+class _UnknownMember(Exception):
+    """The piece holds a member its schema does not declare (read with ``unknown="error"``)."""
+
+
+def _read(data: bytes, schema: pa.Schema, *, unknown: str = "infer") -> pa.Table:
     try:
         table = pj.read_json(
             pa.BufferReader(data),
             read_options=pj.ReadOptions(block_size=len(data) + 1, use_threads=False),
             parse_options=pj.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="infer"
+                explicit_schema=schema, unexpected_field_behavior=unknown
             ),
             memory_pool=pa.system_memory_pool(),
         )
@@ -496,7 +515,10 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
         # check finds the first, the full one (needless for ASCII bytes) the second
         table.validate(full=not data.isascii())
     except pa.ArrowException as error:
-        raise Unreadable("unexpected type or shape", str(error).splitlines()[0][:200]) from None
+        said = str(error).splitlines()[0][:200]
+        if unknown == "error" and said.endswith("unexpected field"):
+            raise _UnknownMember(said) from None
+        raise Unreadable("unexpected type or shape", said) from None
     return table
 
 

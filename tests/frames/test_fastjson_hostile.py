@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import warnings
 
 import orjson
@@ -17,6 +19,7 @@ from mediaframe.emulator.flavours import FLAVOURS, by_name
 from mediaframe.exceptions import ResponseFormatError
 from mediaframe.frames import fromarrow, read_records, records_json
 from mediaframe.frames.fastjson import is_described
+from mediaframe.frames.nesting import nesting
 
 from .test_fastjson import STYLES, assert_same, catalogue_items, dumps, envelope
 
@@ -273,3 +276,61 @@ def test_one_walk_finds_non_finite_floats_and_text_members_at_any_depth():
     rows[1]["t"]["n"].append({"text": None, "f": float("nan")})
     assert not fromarrow.scan(pa.chunked_array([pa.array(rows)])).finite
     assert fromarrow.scan(pa.chunked_array([pa.array([{"text": "v", "k": 1}])])) == (True, 1)
+
+
+# ------------------------------------------------------------------- deep nesting
+
+
+def _deep(levels: int) -> bytes:
+    body = dumps(envelope(catalogue_items(3, 2)))
+    member = b'"deep":' + b'[{"a":' * levels + b"1" + b"}]" * levels + b", "
+    return body.replace(b'"title":', member + b'"title":', 1)
+
+
+def test_a_member_nested_beyond_the_decoded_route_s_limit_is_refused_not_a_crash():
+    # pyarrow's inference recursed through the member until the C stack overflowed: the
+    # process died (SIGSEGV) on a 1 MB answer; now the reader never hands it to pyarrow
+    code = (
+        "import sys\n"
+        "from mediaframe.exceptions import ResponseFormatError\n"
+        "from mediaframe.frames import read_records\n"
+        "try:\n"
+        "    read_records(sys.stdin.buffer.read())\n"
+        "except ResponseFormatError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=_deep(100_000), capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-500:]
+    assert b"depth limit exceeded" in done.stdout
+
+
+def test_a_member_nested_deeper_than_records_nest_takes_the_decoded_route():
+    body = _deep(20)
+    page = read_records(body)
+    assert not page.native and page.fallback == ("unknown member", "nested deeper than 32 levels")
+    assert_same(body)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\/ a\u00e9'),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=30,
+)
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES, ascii_only=st.booleans(), slashes=st.booleans())
+def test_nesting_is_told_whatever_strings_hold(value, ascii_only, slashes):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    text = text.replace("/", "\\/") if slashes else text
+    assert nesting(text.encode()) == _depth(value)
