@@ -105,10 +105,14 @@ KIND = st.sampled_from(
     ]
 )
 #: Unknown members of records and of thumbnails (``thumbnail_cdn`` in both makes one column,
-#: ``thumbnail.name`` is named as a declared member's path).
+#: ``thumbnail.name`` is named as a declared member's path, ``thumbnail_name`` as a declared
+#: column, ``Pages`` and ``technical_Pages`` as a technical name's column and its prefixed one).
 MEMBER = st.sampled_from(
-    ["value", "text", "ISO", "rating", "thumbnail_name", "thumbnail_cdn", "thumbnail.name"]
-)
+    [
+        "value", "text", "ISO", "rating", "thumbnail_name", "thumbnail_cdn", "thumbnail.name",
+        "unknown_thumbnail_name", "Pages", "technical_Pages",
+    ]
+)  # fmt: skip
 THUMBNAIL_MEMBER = st.sampled_from(["cdn", "value", "permalink_url", "permalink.url"])
 TECHNICAL_NAME = st.sampled_from(["Pages", "value", "text", "Aperture", "Lens/Ö"])
 
