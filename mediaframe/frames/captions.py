@@ -25,9 +25,9 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError, MalformedItemError, MetadataWarning
-from mediaframe.frames.arrays import TIMESTAMP, text, warn_unreadable
+from mediaframe.frames.arrays import TIMESTAMP, text, to_array, warn_unreadable
 from mediaframe.frames.flatten import flatten
-from mediaframe.frames.normalise import as_items
+from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import FIELDS, LANGUAGES
 
 __all__ = [
@@ -93,6 +93,7 @@ def fields(
         if isinstance(entry, Mapping)
     }
     merged = []
+    declared: dict[str, list[Any]] = {f"label_{lang}": [] for lang in LANGUAGES}
     for item in items:
         extra = by_id.get((_int(item.get("databox_id")), _int(item.get("id"))), {})
         row = dict(item)
@@ -101,10 +102,17 @@ def fields(
                 row[name] = extra[name]
         found = row.get("labels")
         labels: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        for lang in (*LANGUAGES, *sorted(set(labels) - set(LANGUAGES))):
+        for lang in LANGUAGES:  # declared columns, computed here (given to flatten)
+            declared[f"label_{lang}"].append(labels.get(lang))
+        for lang in sorted(set(labels) - set(LANGUAGES)):  # read as members of their own
             row[f"label_{lang}"] = labels.get(lang)
         merged.append(row)
-    return flatten(merged, FIELDS)
+    label = labeller(merged, FIELDS.row, FIELDS.key)
+    given = {
+        name: to_array(values, "string", member=f"labels.{name[6:]}", label=label, strict=False)
+        for name, values in declared.items()
+    }
+    return flatten(merged, FIELDS, given=given, label=label)
 
 
 def structure(fields_frame: pd.DataFrame, bits: Iterable[int]) -> Structure:

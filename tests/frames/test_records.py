@@ -354,3 +354,20 @@ def test_technical_names_do_not_depend_on_which_record_holds_them_first(order):
         "technical_technical_X": {"of X"},
         "technical_technical_technical_X": {"of technical_X"},
     }
+
+
+def test_field_labels_fill_their_declared_columns_and_others_keep_theirs():
+    # the declared label_<lang> columns were filled by members of the same name taking their
+    # place; a field without labels left them as objects, not text
+    from mediaframe.frames.captions import fields
+
+    frame = fields(
+        [
+            {"databox_id": 1, "id": 2, "name": "Title", "labels": {"fr": "Titre", "xx": "X"}},
+            {"databox_id": 1, "id": 3, "name": "Date"},
+        ]
+    )
+    assert frame["label_fr"].fillna("-").tolist() == ["Titre", "-"]
+    assert frame["label_xx"].fillna("-").tolist() == ["X", "-"]
+    assert str(frame["label_en"].dtype) == "string"
+    assert not [name for name in frame.columns if name.startswith("unknown_")]
