@@ -115,8 +115,10 @@ def concat_records(
     categories are merged and sorted, and the columns follow the same order rule, so a harvest
     can flatten page by page and still get ``records(all_items)``.
 
-    Integers beyond 2**53 that met a float on one page are the one exception: the float column
-    of that page already rounded them.
+    Numbers beyond 2**53 are the one exception, where no float holds every integer exactly:
+    integers that met a float on one page were already rounded by that page's float column, and
+    such a number beside numeric text on another page (read at once: text, as the number cannot
+    be parsed back exactly) joins as a number.
 
     With ``consume=True`` the frames are taken out of ``parts`` (a list, left empty) and each of
     their columns is let go as soon as it is copied, so the parts and the result never coexist
