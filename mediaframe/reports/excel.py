@@ -5,9 +5,9 @@ spreadsheet could take for a formula keeps its value and gets Excel's quote-pref
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
 sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
-longer integer is written as text, not rounded), no date before 1900 (ISO text instead), and no
-timezone-aware dates (they are written in UTC, which the header says). What was changed is
-listed in a ``notes`` sheet.
+longer integer, or whole float in a column of ids, is written as text, not rounded), no date
+before 1900 (ISO text instead), and no timezone-aware dates (they are written in UTC, which the
+header says). What was changed is listed in a ``notes`` sheet.
 """
 
 from __future__ import annotations
@@ -292,10 +292,9 @@ def _column(header: str, column: pd.Series) -> _Column:
     if pd.api.types.is_bool_dtype(dtype):
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
-        long_integers = pd.api.types.is_integer_dtype(dtype) and bool(
-            ((column >= _EXACT) | (column <= -_EXACT)).any()
+        return _Column(
+            header, _number, _objects(column), max(len(header) + 2, 12), _long_ids(column)
         )
-        return _Column(header, _number, _objects(column), max(len(header) + 2, 12), long_integers)
     # a column of mixed values keeps its numbers and booleans as such (a negative number stays
     # a number); everything else is text
     values = [
@@ -332,6 +331,19 @@ _EXACT = 10**EXCEL_DIGITS
 _FIRST_DAY = pd.Timestamp("1900-01-01")
 
 
+def _long_ids(column: pd.Series) -> bool:
+    """Whether a numeric column may hold integers longer than Excel keeps: an integer column
+    with a value past 15 digits, or a float one (ids that went through a NaN, or read back from
+    a CSV) whose every value is whole and some past 15 digits. A float column with a fraction
+    anywhere holds measurements, which stay numbers."""
+    values = column.dropna()
+    if not pd.api.types.is_integer_dtype(values.dtype):
+        values = values[np.isfinite(values.to_numpy(dtype=float))]
+        if not bool((values == values.round()).all()):
+            return False
+    return bool(((values >= _EXACT) | (values <= -_EXACT)).any())
+
+
 def _early(column: pd.Series) -> bool:
     return bool((column < _FIRST_DAY).any())
 
@@ -341,7 +353,12 @@ def _unheld(value: Any) -> str:
     significant digits than it keeps, or a date before its calendar's first day (1900)."""
     if isinstance(value, pd.Timestamp | dt.datetime):
         return value.isoformat() if value < _FIRST_DAY else ""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_):
+        return ""
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value) or not float(value).is_integer():
+            return ""
+    elif not isinstance(value, int | np.integer):
         return ""
     text = str(int(value))
     return text if len(text.lstrip("-").rstrip("0")) > EXCEL_DIGITS else ""

@@ -787,3 +787,32 @@ def test_to_csv_names_the_index_columns_with_index_label(tmp_path):
     counts = pd.DataFrame({"n": [4, 2]}, index=pd.Index(["image", "video"], name="media_type"))
     written = to_csv(counts, tmp_path / "c.csv", index=True, index_label="type")
     assert written.read_bytes().decode().splitlines()[0] == "type,n"
+
+
+def test_excel_writes_whole_floats_longer_than_excel_keeps_as_text_and_keeps_measurements(
+    tmp_path,
+):
+    # ids that went through a NaN (or a CSV read back) are float64: 1234567890123456 would
+    # open as 1234567890123460, as an integer would; a column of measurements stays numbers
+    frame = pd.DataFrame(
+        {
+            "id": [1_234_567_890_123_456.0, np.nan, 10.0**17, -9_007_199_254_740_993.0, 5.0],
+            "nullable": pd.array([None, 4_444_444_444_444_444, 1, None, None], dtype="Float64"),
+            "measured": [0.25, 1_234_567_890_123_456.0, 3.5, np.nan, 1e300],
+        }
+    )
+    to_excel({"ids": frame}, tmp_path / "ids.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "ids.xlsx")
+    rows = list(book["ids"].iter_rows(min_row=2, values_only=True))
+    assert rows == [
+        ("1234567890123456", None, 0.25),
+        (None, "4444444444444444", 1_234_567_890_123_456.0),
+        (10**17, 1, 3.5),
+        ("-9007199254740992", None, None),
+        (5, None, 1e300),
+    ]
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(column, note[:25]) for _, column, note in notes] == [
+        ("id", "2 value(s) written as tex"),
+        ("nullable", "1 value(s) written as tex"),
+    ]
