@@ -471,7 +471,9 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
     """Records whose ``sha256`` changed since an earlier harvest of the same search.
 
     In the fixity vocabulary: *changed* (same record, another checksum), *missing* (gone, or
-    out of the user's rights) and *untracked* (new since).
+    out of the user's rights) and *untracked* (new since). A record listed more than once (in
+    two baskets, or on two pages of a harvest read while it changed) is compared once, and the
+    check's note says how many were.
     """
     columns = [
         "databox_id",
@@ -494,10 +496,10 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
             note="no earlier harvest cached: this one is the baseline",
         )
     keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
-    old = before[[c for c in keep if c in before.columns]]
-    merged = old.merge(now[keep], on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
-    sha_before = _text(merged["sha256_before"]).str.lower()
-    sha_now = _text(merged["sha256_now"]).str.lower()
+    old, repeated_before, differing_before = _one_per_record(before, keep)
+    new, repeated_now, differing_now = _one_per_record(now, keep)
+    merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
+    sha_before, sha_now = merged["sha256_before"], merged["sha256_now"]
     state = pd.Series(pd.NA, index=merged.index, dtype="string")
     both = merged["_merge"] == "both"
     state[both & (sha_before != sha_now).fillna(sha_before.isna() != sha_now.isna())] = "changed"
@@ -519,4 +521,37 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
         "(changed), that are gone (missing) or new (untracked).",
         frame,
         {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")},
+        note=_repeats_note(repeated_now, repeated_before, differing_now + differing_before),
     )
+
+
+def _one_per_record(frame: pd.DataFrame, keep: list[str]) -> tuple[pd.DataFrame, int, int]:
+    """``frame``'s ``keep`` columns, one row per record, its checksum normalised (lower case,
+    blank as missing); with how many records it listed more than once, and how many of those
+    with differing checksums. Of differing copies the most recently updated one is kept (the
+    last listed of equals): the record changed while the harvest was read."""
+    frame = frame[[c for c in keep if c in frame.columns]].copy()
+    sha = _text(frame["sha256"]).str.lower()
+    frame["sha256"] = sha.mask(sha == "")
+    repeated = frame.duplicated(KEY, keep=False)
+    if not repeated.any():
+        return frame, 0, 0
+    copies = frame[repeated].groupby(KEY, dropna=False)["sha256"].nunique(dropna=False)
+    if "updated_on" in frame.columns:
+        when = pd.to_datetime(frame["updated_on"], utc=True, errors="coerce")
+        order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
+        frame = frame.iloc[order.index]
+    frame = frame.drop_duplicates(KEY, keep="last")
+    return frame, len(copies), int((copies > 1).sum())
+
+
+def _repeats_note(now: int, before: int, differing: int) -> str:
+    if not now and not before:
+        return ""
+    note = (
+        f"record(s) listed more than once: {now:,} in this harvest, {before:,} in the "
+        "baseline; each compared once"
+    )
+    if differing:
+        note += f" ({differing:,} with differing checksums: the latest updated copy's)"
+    return note

@@ -152,6 +152,50 @@ def test_fixity_drift_says_changed_missing_and_untracked():
     assert changed.counts == {"changed": 1, "missing": 0, "untracked": 0}
 
 
+def _listed(keys, sha256, updated=None):
+    frame = pd.DataFrame(
+        {
+            "databox_id": pd.array([k[0] for k in keys], dtype="Int64"),
+            "record_id": pd.array([k[1] for k in keys], dtype="Int64"),
+            "sha256": pd.array(sha256, dtype="string"),
+            "title": [f"t{k[1]}" for k in keys],
+        }
+    )
+    if updated is not None:
+        frame["updated_on"] = pd.to_datetime(updated, utc=True)
+    return frame
+
+
+def test_fixity_drift_compares_each_record_once_however_often_it_is_listed():
+    before = _listed([(1, 1), (1, 2), (1, 3), (1, 4), (1, 4)], [*SHA, SHA[0], SHA[0]])
+    # (1, 1) in two baskets, (1, 2) twice with its new checksum, (1, 4) gone
+    now = _listed([(1, 1), (1, 2), (1, 1), (1, 3), (1, 2)], [SHA[0], SHA[2], SHA[0], "", SHA[2]])
+    check = checks.fixity_drift(before, now)
+    assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
+        (2, "changed"), (3, "changed"), (4, "missing")
+    ]  # fmt: skip
+    assert check.counts == {"changed": 2, "missing": 1, "untracked": 0}
+    assert "2 in this harvest" in check.note and "1 in the baseline" in check.note
+    # a harvest compared with itself has not drifted, whatever it repeats
+    assert checks.fixity_drift(now, now).found == 0
+    assert checks.fixity_drift(before, before).found == 0
+    # nothing repeated: nothing said; an empty checksum and none at all are the same absence
+    assert checks.fixity_drift(before.iloc[:3], before.iloc[:3]).note == ""
+    blank, none = _listed([(1, 5)], [""]), _listed([(1, 5)], [None])
+    assert checks.fixity_drift(blank, none).found == 0
+
+
+def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
+    # a record changed while the harvest was read: its pages hold the old and the new checksum
+    updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
+    now = _listed([(1, 1), (1, 1), (1, 2)], [SHA[1], SHA[0], SHA[0]], updated)
+    before = _listed([(1, 1), (1, 2)], [SHA[0], SHA[0]], updated[1:])
+    check = checks.fixity_drift(before, now)
+    assert list(check.frame["state"]) == ["changed"] and check.frame["sha256_now"][0] == SHA[1]
+    assert "1 with differing checksums" in check.note
+    assert checks.fixity_drift(now, now).found == 0
+
+
 def test_frames_already_harvested_are_audited_with_what_is_given(tmp_path):
     result = audit(_records())
     assert set(result.checks) | set(result.skipped) == set(CHECKS)
