@@ -257,3 +257,20 @@ def test_fixity_drift_compares_with_the_cached_harvest_before_syncing(fresh_emul
     drift = second.fixity_drift
     assert list(drift["state"]) == ["changed"]
     assert drift["sha256_now"].iloc[0] == "f" * 64
+
+
+def test_an_audit_of_a_search_that_matches_nothing_runs_every_check(
+    fresh_emulator, client_of, tmp_path
+):
+    emu = fresh_emulator(records=100)
+    with client_of(emu) as client:
+        assert client.stories("nothing-matches-this").empty  # was "No objects to concatenate"
+        result = audit(client, "nothing-matches-this")
+        again = audit(client, "nothing-matches-this")  # the empty harvest is the baseline
+    assert result.skipped == {} and result.provenance["rows"].startswith("0 ")
+    for name in ("duplicates", "no_checksum", "zero_byte", "format_mismatches", "missing_values"):
+        assert result.checks[name].found == 0, name
+    assert again.checks["fixity_drift"].counts == {"changed": 0, "missing": 0, "untracked": 0}
+    assert len(again.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
+    again.to_excel(tmp_path / "audit.xlsx")
+    assert "Fixity drift" in again.to_html(tmp_path / "audit.html").read_text()
