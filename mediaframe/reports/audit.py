@@ -42,6 +42,15 @@ CHECKS = (
     "feeds",
     "fixity_drift",
 )
+#: The records' columns each check cannot run without.
+_NEEDS = {
+    "duplicates": ("sha256",),
+    "no_checksum": ("sha256",),
+    "zero_byte": ("sha256",),
+    "format_mismatches": ("mime_type",),
+    "missing_values": ("title",),
+    "fixity_drift": (*checks.KEY, "sha256"),
+}
 # Filters that select records but mean nothing (or something else) to a story search.
 _RECORD_ONLY = ("record_type", "status", "status_only", "fields", "extended")
 
@@ -148,7 +157,8 @@ class Audit(Bundle):
         from mediaframe import plots
 
         makers: dict[str, Callable[[], Any]] = {}
-        if self.records is not None and len(self.records):
+        records_by = {"base_id", "collection"} & set(getattr(self.records, "columns", ()))
+        if self.records is not None and len(self.records) and records_by:
             records = self.records
             makers["records per collection"] = lambda: plots.collections(
                 records, names=self.rights_matrix
@@ -188,7 +198,8 @@ def audit(
         DataFrame, with the other frames given by keyword.
     stories, collections, statuses, feeds, feed_entries : frames of an earlier harvest
         (``client.stories()``, ``client.me().collections`` / ``.statuses``, ``client.feeds()``,
-        ``client.feed_entries()``); a check whose frame is missing is listed as not run.
+        ``client.feed_entries()``); a check whose frame, or a column it reads, is missing is
+        listed as not run, with why.
     previous : an earlier records frame of the same search, for fixity drift. With a client,
         the last cached harvest of the search is read before it is synced.
     required_fields : databox id to the caption fields it requires (checked in
@@ -265,6 +276,14 @@ def audit(
         else "no feeds given"
     )
     runs["fixity_drift"] = lambda: checks.fixity_drift(previous, records)
+    for name, needed in _NEEDS.items():  # a frame of a few columns (a CSV, a selection)
+        read = [(records, "the records")]
+        if name == "fixity_drift" and previous is not None:
+            read.append((previous, "the earlier harvest"))
+        for frame, whose in read:
+            absent = [c for c in needed if c not in frame.columns]
+            if absent and not isinstance(runs[name], str):
+                runs[name] = f"no {', '.join(absent)} column in {whose}"
     done: dict[str, Check] = {}
     skipped: dict[str, str] = {}
     for name in CHECKS:

@@ -109,9 +109,12 @@ def duplicates(records: pd.DataFrame) -> Check:
     sizes = frame.groupby("sha256")["sha256"].transform("size")
     frame = frame[sizes > 1].copy()
     frame["copies"] = frame.groupby("sha256")["sha256"].transform("size").astype("Int64")
-    where = "base_id" if "base_id" in frame.columns else "collection_id"
-    spread = frame.groupby("sha256")[where].transform("nunique")
-    frame["across_collections"] = pd.array(spread > 1, dtype="boolean")
+    where = _present(frame, ["base_id", "collection_id"])
+    if where:
+        spread = frame.groupby("sha256")[where[0]].transform("nunique")
+        frame["across_collections"] = pd.array(spread > 1, dtype="boolean")
+    else:  # a frame without its collections cannot tell
+        frame["across_collections"] = pd.array([pd.NA] * len(frame), dtype="boolean")
     frame = frame.sort_values(["sha256", *_present(frame, KEY)], ignore_index=True)
     groups = frame["sha256"].nunique()
     return Check(
@@ -496,8 +499,8 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
             note="no earlier harvest cached: this one is the baseline",
         )
     keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
-    old, repeated_before, differing_before = _one_per_record(before, keep)
-    new, repeated_now, differing_now = _one_per_record(now, keep)
+    old, repeated_before, differing_before = _one_per_record(before, keep, "earlier harvest")
+    new, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
     merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
     sha_before, sha_now = merged["sha256_before"], merged["sha256_now"]
     state = pd.Series(pd.NA, index=merged.index, dtype="string")
@@ -525,11 +528,14 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
     )
 
 
-def _one_per_record(frame: pd.DataFrame, keep: list[str]) -> tuple[pd.DataFrame, int, int]:
-    """``frame``'s ``keep`` columns, one row per record, its checksum normalised (lower case,
-    blank as missing); with how many records it listed more than once, and how many of those
-    with differing checksums. Of differing copies the most recently updated one is kept (the
-    last listed of equals): the record changed while the harvest was read."""
+def _one_per_record(
+    frame: pd.DataFrame, keep: list[str], what: str
+) -> tuple[pd.DataFrame, int, int]:
+    """``frame``'s ``keep`` columns, one row per record, its ids as numbers and its checksum
+    normalised (lower case, blank as missing); with how many records it listed more than once,
+    and how many of those with differing checksums. Of differing copies the most recently
+    updated one is kept (the last listed of equals): the record changed while the harvest was
+    read."""
     frame = frame[[c for c in keep if c in frame.columns]].copy()
     sha = _text(frame["sha256"]).str.lower()
     frame["sha256"] = sha.mask(sha == "")

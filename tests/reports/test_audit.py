@@ -274,3 +274,17 @@ def test_an_audit_of_a_search_that_matches_nothing_runs_every_check(
     assert len(again.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
     again.to_excel(tmp_path / "audit.xlsx")
     assert "Fixity drift" in again.to_html(tmp_path / "audit.html").read_text()
+
+
+def test_a_frame_of_a_few_columns_is_audited_by_the_checks_it_allows(tmp_path):
+    # a CSV of ids and checksums: the checks needing other columns say why they did not run
+    few = _records()[["databox_id", "record_id", "sha256"]]
+    result = audit(few, previous=few.drop(columns=["sha256"]))
+    assert result.skipped["format_mismatches"] == "no mime_type column in the records"
+    assert result.skipped["missing_values"] == "no title column in the records"
+    assert result.skipped["fixity_drift"] == "no sha256 column in the earlier harvest"
+    assert result.checks["duplicates"].counts["extra copies"] == 2
+    assert result.duplicates["across_collections"].isna().all()  # no collection to tell
+    assert "not run: no title column" in result.to_html(tmp_path / "a.html").read_text()
+    nothing = audit(pd.DataFrame())
+    assert set(nothing.skipped) >= {"duplicates", "no_checksum", "zero_byte", "fixity_drift"}
