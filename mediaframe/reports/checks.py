@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from mediaframe.exceptions import InvalidParameterError
+
 __all__ = [
     "EMPTY_SHA256",
     "Check",
@@ -537,6 +539,8 @@ def _one_per_record(
     updated one is kept (the last listed of equals): the record changed while the harvest was
     read."""
     frame = frame[[c for c in keep if c in frame.columns]].copy()
+    for name in KEY:  # a frame read back as text (read_csv(dtype=str)) has ids as text
+        frame[name] = _numbers(frame[name], f"the {what}'s {name}")
     sha = _text(frame["sha256"]).str.lower()
     frame["sha256"] = sha.mask(sha == "")
     repeated = frame.duplicated(KEY, keep=False)
@@ -549,6 +553,22 @@ def _one_per_record(
         frame = frame.iloc[order.index]
     frame = frame.drop_duplicates(KEY, keep="last")
     return frame, len(copies), int((copies > 1).sum())
+
+
+def _numbers(column: pd.Series, what: str) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        return column
+    numbers = pd.to_numeric(column.astype("string").str.strip(), errors="coerce")
+    wrong = numbers.isna() & column.notna()
+    if wrong.any():
+        raise InvalidParameterError(
+            f"{what} holds {column[wrong].iloc[0]!r}, not a number: fixity drift compares "
+            "records by their numeric ids (frames of client.records)"
+        )
+    try:
+        return numbers.astype("Int64")
+    except (TypeError, ValueError):  # a fraction: kept, and matched against nothing
+        return numbers.astype("Float64")
 
 
 def _repeats_note(now: int, before: int, differing: int) -> str:

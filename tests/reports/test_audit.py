@@ -10,7 +10,7 @@ import pytest
 
 from mediaframe.client import connect
 from mediaframe.config import Settings
-from mediaframe.exceptions import ExportError
+from mediaframe.exceptions import ExportError, InvalidParameterError
 from mediaframe.reports import CHECKS, audit, checks
 
 SHA = ["a" * 64, "b" * 64, "c" * 64]
@@ -288,3 +288,16 @@ def test_a_frame_of_a_few_columns_is_audited_by_the_checks_it_allows(tmp_path):
     assert "not run: no title column" in result.to_html(tmp_path / "a.html").read_text()
     nothing = audit(pd.DataFrame())
     assert set(nothing.skipped) >= {"duplicates", "no_checksum", "zero_byte", "fixity_drift"}
+
+
+def test_fixity_drift_matches_a_baseline_read_back_with_ids_as_text():
+    # an auditor's baseline, kept as CSV and read with dtype=str so that nothing is rounded
+    now = _records()
+    before = now.astype({"databox_id": str, "record_id": str, "sha256": str})
+    before.loc[0, "sha256"] = SHA[2]
+    check = checks.fixity_drift(before, now)
+    assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
+        (1, "changed")
+    ]
+    with pytest.raises(InvalidParameterError, match="record_id holds 'x'"):
+        checks.fixity_drift(before.assign(record_id="x"), now)
