@@ -95,10 +95,29 @@ def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null)."""
+    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null).
+
+    Values JSON has no type for (a month of a ``to_period`` grouping, an interval, a
+    ``Decimal``) are written as their text.
+    """
     records = indexed(frame)  # a list of records has no index: one holding data is a column
     with atomic_path(path) as partial:
-        records.to_json(partial, orient="records", date_format="iso", force_ascii=False, indent=1)
+        try:
+            records.to_json(
+                partial,
+                orient="records",
+                date_format="iso",
+                force_ascii=False,
+                indent=1,
+                default_handler=str,
+            )
+        except UnicodeEncodeError:
+            raise  # told, with what to do, by the atomic writer
+        except (ValueError, TypeError, OverflowError) as err:  # pandas' own, bytes it decodes
+            raise ExportError(
+                f"cannot write {path} as JSON: {err}; convert that column to text first "
+                "(frame[column].astype(str)), or write .parquet"
+            ) from err
     return Path(path)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import decimal
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -26,6 +28,7 @@ from mediaframe.reports import (
     to_csv,
     to_excel,
     to_html,
+    to_json,
     to_parquet,
 )
 
@@ -816,3 +819,20 @@ def test_excel_writes_whole_floats_longer_than_excel_keeps_as_text_and_keeps_mea
         ("id", "2 value(s) written as tex"),
         ("nullable", "1 value(s) written as tex"),
     ]
+
+
+def test_json_writes_periods_intervals_and_decimals_as_text_and_refuses_bytes_clearly(tmp_path):
+    # records counted per month: the index is a PeriodIndex, which pandas' JSON cannot write
+    created = pd.to_datetime(["2024-01-05", "2024-01-20", "2024-03-01"])
+    monthly = pd.Series(1, index=created).groupby(created.to_period("M")).size()
+    frame = monthly.rename_axis("month").to_frame("records")
+    frame["sizes"] = pd.interval_range(0, 2)
+    frame["exact"] = [decimal.Decimal("12345678901234567.5"), None]
+    written = to_json(frame, tmp_path / "monthly.json")
+    assert json.loads(written.read_text()) == [
+        {"month": "2024-01", "records": 2, "sizes": "(0, 1]", "exact": "12345678901234567.5"},
+        {"month": "2024-03", "records": 1, "sizes": "(1, 2]", "exact": None},
+    ]
+    with pytest.raises(ExportError, match=r"cannot write .*undecodable\.json.*decode"):
+        to_json(pd.DataFrame({"raw": [b"\xff"]}), tmp_path / "undecodable.json")
+    assert not (tmp_path / "undecodable.json").exists()
