@@ -836,3 +836,12 @@ def test_json_writes_periods_intervals_and_decimals_as_text_and_refuses_bytes_cl
     with pytest.raises(ExportError, match=r"cannot write .*undecodable\.json.*decode"):
         to_json(pd.DataFrame({"raw": [b"\xff"]}), tmp_path / "undecodable.json")
     assert not (tmp_path / "undecodable.json").exists()
+
+
+@pytest.mark.parametrize(
+    "values", [[1, "x"], [["a"], "b"], [1 + 2j, 3j]], ids=["mixed", "list-and-text", "complex"]
+)
+def test_a_column_parquet_cannot_hold_is_an_export_error_that_says_what_to_do(tmp_path, values):
+    with pytest.raises(ExportError, match=r"column 'a'.*astype\(str\)"):
+        to_parquet(pd.DataFrame({"a": values}), tmp_path / "x.parquet")
+    assert not (tmp_path / "x.parquet").exists()
