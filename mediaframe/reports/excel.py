@@ -6,8 +6,9 @@ editing the cell does not turn it into one either. Excel's own limits are met ra
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
 sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
 longer integer, or whole float in a column of ids, is written as text, not rounded), no date
-before 1900 (ISO text instead), and no timezone-aware dates (they are written in UTC, which the
-header says). What was changed is listed in a ``notes`` sheet.
+before 1900 (ISO text instead), no infinity (``inf`` text rather than a ``=1/0`` formula), and
+no timezone-aware dates (they are written in UTC, which the header says). What was changed is
+listed in a ``notes`` sheet.
 """
 
 from __future__ import annotations
@@ -255,9 +256,10 @@ def _write_sheet(
                 style = styles.quoted if policy == "escape" and risky(value) else None
                 sheet.write_string(row + 1, index, value, style)
             elif (column.checked or column.write is _text) and (text := _unheld(value)):
-                # Excel would round 12345678901234567 to 12345678901234600, and show a date
-                # of 1850 as ####: the text keeps it
-                sheet.write_string(row + 1, index, text)
+                # Excel would round 12345678901234567 to 12345678901234600, show a date of
+                # 1850 as ####, and an infinity as #DIV/0! (xlsxwriter's =1/0): the text keeps it
+                style = styles.quoted if policy == "escape" and risky(text) else None
+                sheet.write_string(row + 1, index, text, style)
                 as_text[column.header] = as_text.get(column.header, 0) + 1
             elif column.write is _text:
                 _scalar(sheet, row + 1, index, value, styles)  # a number among text
@@ -273,7 +275,7 @@ def _write_sheet(
                 name,
                 header,
                 f"{count:,} value(s) written as text, which Excel would otherwise change: "
-                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900",
+                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900, infinities",
             )
         )
     if columns:
@@ -293,7 +295,7 @@ def _column(header: str, column: pd.Series) -> _Column:
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
         return _Column(
-            header, _number, _objects(column), max(len(header) + 2, 12), _long_ids(column)
+            header, _number, _objects(column), max(len(header) + 2, 12), _unheld_numbers(column)
         )
     # a column of mixed values keeps its numbers and booleans as such (a negative number stays
     # a number); everything else is text
@@ -331,14 +333,16 @@ _EXACT = 10**EXCEL_DIGITS
 _FIRST_DAY = pd.Timestamp("1900-01-01")
 
 
-def _long_ids(column: pd.Series) -> bool:
-    """Whether a numeric column may hold integers longer than Excel keeps: an integer column
-    with a value past 15 digits, or a float one (ids that went through a NaN, or read back from
-    a CSV) whose every value is whole and some past 15 digits. A float column with a fraction
-    anywhere holds measurements, which stay numbers."""
+def _unheld_numbers(column: pd.Series) -> bool:
+    """Whether a numeric column may hold numbers Excel cannot hold as they are: an infinity, an
+    integer past 15 digits in an integer column, or in a float one (ids that went through a
+    NaN, or read back from a CSV) whose every value is whole. A float column with a fraction
+    anywhere holds measurements, which stay numbers, rounded as Excel rounds them."""
     values = column.dropna()
     if not pd.api.types.is_integer_dtype(values.dtype):
-        values = values[np.isfinite(values.to_numpy(dtype=float))]
+        finite = np.isfinite(values.to_numpy(dtype=float))
+        if not finite.all():
+            return True
         if not bool((values == values.round()).all()):
             return False
     return bool(((values >= _EXACT) | (values <= -_EXACT)).any())
@@ -350,13 +354,16 @@ def _early(column: pd.Series) -> bool:
 
 def _unheld(value: Any) -> str:
     """``value`` as text if Excel cannot hold it as it is (else ""): an integer of more
-    significant digits than it keeps, or a date before its calendar's first day (1900)."""
+    significant digits than it keeps, an infinity, or a date before its calendar's first day
+    (1900)."""
     if isinstance(value, pd.Timestamp | dt.datetime):
         return value.isoformat() if value < _FIRST_DAY else ""
     if isinstance(value, bool | np.bool_):
         return ""
     if isinstance(value, float | np.floating):
-        if not math.isfinite(value) or not float(value).is_integer():
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if not float(value).is_integer():
             return ""
     elif not isinstance(value, int | np.integer):
         return ""

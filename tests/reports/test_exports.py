@@ -845,3 +845,24 @@ def test_a_column_parquet_cannot_hold_is_an_export_error_that_says_what_to_do(tm
     with pytest.raises(ExportError, match=r"column 'a'.*astype\(str\)"):
         to_parquet(pd.DataFrame({"a": values}), tmp_path / "x.parquet")
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_excel_writes_infinities_as_text_not_as_formulas(tmp_path):
+    # xlsxwriter writes an infinity as the formula =1/0 (or =-1/0): a workbook promised to hold
+    # no formula held some, and +inf and -inf both showed as #DIV/0!
+    frame = pd.DataFrame(
+        {
+            "ratio": [np.inf, -np.inf, 1.5, np.nan],
+            "nullable": pd.array([None, np.inf, 2.0, -np.inf], dtype="Float64"),
+        }
+    )
+    to_excel({"r": frame}, tmp_path / "inf.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "inf.xlsx")
+    rows = list(book["r"].iter_rows(min_row=2, values_only=True))
+    assert rows == [("inf", None), ("-inf", "inf"), (1.5, 2.0), (None, "-inf")]
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(column, note[:25]) for _, column, note in notes] == [
+        ("ratio", "2 value(s) written as tex"),
+        ("nullable", "2 value(s) written as tex"),
+    ]
+    assert "infinities" in notes[0][2]
