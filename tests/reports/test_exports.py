@@ -866,3 +866,17 @@ def test_excel_writes_infinities_as_text_not_as_formulas(tmp_path):
         ("nullable", "2 value(s) written as tex"),
     ]
     assert "infinities" in notes[0][2]
+
+
+def test_html_shows_every_digit_of_a_whole_float_and_rounds_only_float_noise(tmp_path):
+    # float64 ids (they went through a NaN) were shown as 1.23456789012346e+15: another id
+    frame = pd.DataFrame(
+        {
+            "record_id": [1_234_567_890_123_456.0, np.nan, 12_345_678_901_234_567.0],
+            "measured": [0.1 + 0.2, 1e20, -2.5],
+        }
+    )
+    page = to_html(frame, tmp_path / "ids.html").read_text()
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", body)
+    assert cells == ["1234567890123456", "0.3", "", "1e+20", "12345678901234568", "-2.5"]
