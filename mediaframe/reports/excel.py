@@ -285,6 +285,10 @@ def _write_sheet(
 
 def _column(header: str, column: pd.Series) -> _Column:
     dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_datetime64_any_dtype(
+        dtype.categories.dtype
+    ):  # dates made categorical are still dates (a missing one is NaT)
+        return _column(header, column.astype(dtype.categories.dtype))
     if isinstance(dtype, pd.DatetimeTZDtype):
         column = column.dt.tz_convert("UTC").dt.tz_localize(None)
         header = f"{header} (UTC)"

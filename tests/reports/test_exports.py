@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import decimal
 import hashlib
 import json
@@ -880,3 +881,24 @@ def test_html_shows_every_digit_of_a_whole_float_and_rounds_only_float_noise(tmp
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", body)
     assert cells == ["1234567890123456", "0.3", "", "1e+20", "12345678901234568", "-2.5"]
+
+
+def test_excel_writes_a_categorical_of_dates_as_dates(tmp_path):
+    # a column of a few distinct dates made categorical (to save memory) came out as text
+    shot = pd.to_datetime(["2024-06-01T12:00+02:00", "1850-01-01T00:00Z"], utc=True)
+    frame = pd.DataFrame(
+        {
+            "day": pd.Categorical(pd.to_datetime(["2024-01-01", None])),
+            "shot": pd.Categorical(shot),
+            "kind": pd.Categorical(["=evil()", None]),
+        }
+    )
+    to_excel({"c": frame}, tmp_path / "cat.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "cat.xlsx")
+    assert [c.value for c in book["c"][1]] == ["day", "shot (UTC)", "kind"]
+    rows = list(book["c"].iter_rows(min_row=2, values_only=True))
+    assert rows == [
+        (dt.datetime(2024, 1, 1), dt.datetime(2024, 6, 1, 10), "=evil()"),
+        (None, "1850-01-01T00:00:00", None),
+    ]
+    assert book["c"]["C2"].quotePrefix
