@@ -196,6 +196,17 @@ def _names(collections: pd.DataFrame | None) -> dict[int, str]:
 
 
 def _period_of(dates: pd.Series, code: str) -> pd.Series:
+    if not pd.api.types.is_datetime64_any_dtype(dates.dtype):  # read back from CSV: text
+        parsed = pd.to_datetime(dates, utc=True, format="ISO8601", errors="coerce")
+        wrong = parsed.isna() & dates.notna()
+        if wrong.any():
+            raise InvalidParameterError(
+                f"{dates.name} holds {dates[wrong].iloc[0]!r}, not a date: give ISO 8601 dates "
+                f"(pd.to_datetime(frame[{dates.name!r}], utc=True))"
+            )
+        dates = parsed
+    elif dates.dt.tz is None:  # no offset: taken as UTC, as the service writes its dates
+        dates = dates.dt.tz_localize("UTC")
     return dates.dt.tz_convert("UTC").dt.tz_localize(None).dt.to_period(code)
 
 

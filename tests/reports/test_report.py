@@ -107,3 +107,18 @@ def test_a_notebook_shows_a_bounded_part_of_many_periods():
     assert len(result.totals) > 10_000
     shown = result._repr_html_()
     assert shown.count("<tr>") < 100 and "more period(s)" in shown
+
+
+def test_records_read_back_from_csv_are_reported_as_the_frame_they_came_from(tmp_path):
+    # dates read back from a CSV are text ("2024-01-05 00:00:00+00:00"): not a bare
+    # "Can only use .dt accessor with datetimelike values"
+    original = _records()
+    original.to_csv(tmp_path / "records.csv", index=False)
+    back = pd.read_csv(tmp_path / "records.csv")
+    assert back["created_on"].dtype != original["created_on"].dtype
+    assert report(back).activity.equals(report(original).activity)
+    with pytest.raises(InvalidParameterError, match=r"created_on.*'soon'"):
+        report(back.assign(created_on="soon"))
+    # dates without an offset are read as UTC, as the service writes its own
+    naive = {name: original[name].dt.tz_localize(None) for name in ("created_on", "updated_on")}
+    assert report(original.assign(**naive)).activity.equals(report(original).activity)
