@@ -204,8 +204,9 @@ def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
 def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[str]]:
     """Draw figures (each maker returns an Axes, e.g. from :mod:`mediaframe.plots`) as SVG.
 
-    Returns the SVG texts by title, and notes on what could not be drawn: nothing to plot, or
-    no matplotlib (the ``notebook`` extra), in which case the page simply has no figures.
+    Returns the SVG texts by title, and notes on what could not be drawn: nothing to plot, a
+    frame without the column a figure reads, or no matplotlib (the ``notebook`` extra), in
+    which case the page simply has no figures.
     """
     try:
         import matplotlib.pyplot as plt
@@ -216,7 +217,11 @@ def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[
     for title, make in makers.items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EmptyPlotWarning)
-            axes = make()
+            try:
+                axes = make()
+            except InvalidParameterError as err:  # a frame of a few columns: the page without it
+                notes.append(f"no figure {title!r}: {err}")
+                continue
         try:
             empty = [w for w in caught if issubclass(w.category, EmptyPlotWarning)]
             if empty:

@@ -162,6 +162,12 @@ def report(
         feed_entries = source.feed_entries() if feed_entries is None else feed_entries
         collections = source.me().collections if collections is None else collections
         provenance = provenance_of(records, server=source.base_url, user=source.user_key)
+    absent = [name for name in ("created_on", "updated_on") if name not in records.columns]
+    if absent:
+        raise InvalidParameterError(
+            f"no {' or '.join(absent)} column in the records: report counts records by the "
+            "days they were created and updated (frames of client.records)"
+        )
     code = PERIODS[period]
     names = _names(collections)
     activity = _activity(records, code, names, first, last)

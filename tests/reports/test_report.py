@@ -122,3 +122,14 @@ def test_records_read_back_from_csv_are_reported_as_the_frame_they_came_from(tmp
     # dates without an offset are read as UTC, as the service writes its own
     naive = {name: original[name].dt.tz_localize(None) for name in ("created_on", "updated_on")}
     assert report(original.assign(**naive)).activity.equals(report(original).activity)
+
+
+def test_a_frame_of_a_few_columns_is_reported_and_its_page_says_which_figure_is_missing(
+    tmp_path,
+):
+    few = _records()[["created_on", "updated_on", "FileSize"]]
+    page = report(few).to_html(tmp_path / "few.html").read_text()
+    assert "no figure &#39;media types&#39;: this frame has no &#39;media_type&#39; column" in page
+    assert page.count("<svg") == 2  # created and updated are still drawn
+    with pytest.raises(InvalidParameterError, match="no created_on column"):
+        report(few.drop(columns=["created_on"]))
