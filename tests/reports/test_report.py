@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mediaframe.client import connect
+from mediaframe.config import Settings
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports import report
 
@@ -133,3 +135,22 @@ def test_a_frame_of_a_few_columns_is_reported_and_its_page_says_which_figure_is_
     assert page.count("<svg") == 2  # created and updated are still drawn
     with pytest.raises(InvalidParameterError, match="no created_on column"):
         report(few.drop(columns=["created_on"]))
+
+
+def test_feeds_are_named_from_the_feed_list_when_entries_do_not_say(tmp_path):
+    # legacy servers send entries without feed_title: the report named no feed
+    entries = pd.DataFrame(
+        {"feed_id": pd.array([7, 8], dtype="Int64"), "feed_title": pd.array([None, "Told"]),
+         "item_count": [2, 3], "created_on": pd.to_datetime(["2024-01-02"] * 2, utc=True)}
+    )  # fmt: skip
+    feed_list = pd.DataFrame({"id": pd.array([7, 8], dtype="Int64"), "title": ["News", "Other"]})
+    result = report(_records(), feed_entries=entries, feeds=feed_list)
+    assert result.feeds["feed"].tolist() == ["News", "Told"]
+
+
+def test_a_live_report_names_every_feed_on_every_server(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=100)
+    settings = Settings.from_env().replace(cache_dir=tmp_path / "cache", progress=False)
+    with connect(emu.base_url, token=emu.token, settings=settings) as client:
+        result = report(client)
+    assert len(result.feeds) and result.feeds["feed"].notna().all()
