@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import re
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +31,26 @@ from mediaframe.exceptions import (
 )
 
 SECRET = "0123456789abcdef0123456789abcdef"
+
+
+# --- the package ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth"])
+def test_auth_and_http_import_in_either_order(first):
+    """http imports the auth package (its tokens), and the token endpoint reads answers with
+    http's wire: neither may find the other half made, whichever is imported first."""
+    code = (
+        "import sys, mediaframe\n"
+        "for name in [m for m in sys.modules if m.startswith(('mediaframe.auth', "
+        "'mediaframe.http'))]:\n"
+        "    del sys.modules[name]\n"
+        f"import {first}\n"
+        "from mediaframe.auth import endpoint\n"
+        "from mediaframe.http import wire\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-600:]
 
 
 # --- where a token may travel --------------------------------------------------------------------
@@ -110,6 +133,49 @@ def test_token_expiry():
     assert not Token("a").is_expired()
     assert Token("a", expires_at=100.0).is_expired(now=50.0)
     assert not Token("a", expires_at=1000.0).is_expired(now=50.0)
+
+
+def test_a_short_lived_token_is_refreshed_a_share_of_its_lifetime_early():
+    # issued at 1000 for 30 s: with a fixed minute it counted as expired from the start
+    short = Token("a", refresh_token="r", expires_at=1030.0, lifetime=30.0)
+    assert short.leeway == 7.5
+    assert not short.is_expired(now=1000.0) and not short.is_expired(now=1022.0)
+    assert short.is_expired(now=1023.0)
+    minute = Token("a", expires_at=1060.0, lifetime=60.0)
+    assert not minute.is_expired(now=1000.0) and minute.is_expired(now=1045.0)
+
+
+@pytest.mark.parametrize("lifetime", [3600.0, 240.0, None])
+def test_a_token_living_four_minutes_or_more_is_refreshed_a_minute_early(lifetime):
+    token = Token("a", expires_at=5000.0, lifetime=lifetime)
+    assert token.leeway == 60.0
+    assert not token.is_expired(now=4939.0) and token.is_expired(now=4941.0)
+    assert not token.is_expired(now=4941.0, leeway=10.0)  # an explicit leeway still rules
+
+
+@pytest.mark.parametrize("lifetime", [-30.0, float("nan")])
+def test_a_lifetime_that_makes_no_sense_gives_no_leeway(lifetime):
+    token = Token("a", expires_at=1000.0, lifetime=lifetime)
+    assert token.leeway == 0.0
+    assert not token.is_expired(now=999.0) and token.is_expired(now=1000.0)
+
+
+def test_the_lifetime_comes_from_expires_in_and_is_stored(tmp_path):
+    token = Token.from_oauth({"access_token": "a" * 8, "expires_in": "30", "expires_at": 1030.0})
+    assert (token.expires_at, token.lifetime) == (1030.0, 30.0)
+    store = TokenStore(tmp_path)
+    store.save("p", Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0, lifetime=30.0)))
+    assert store.load("p").token.lifetime == 30.0  # the next process refreshes as early
+
+
+@pytest.mark.parametrize("member", ["expires_at", "lifetime"])
+def test_a_stored_number_no_float_holds_is_a_damaged_profile(tmp_path, member):
+    store = TokenStore(tmp_path)
+    path = store.save("p", Profile(BASE, Token(SECRET, refresh_token="r", expires_at=9.0)))
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data).replace("}", f', "{member}": 1{"0" * 400}}}'))
+    with pytest.raises(ConfigurationError, match="damaged"):  # was a bare OverflowError
+        store.load("p")
 
 
 def test_an_empty_token_is_refused():
@@ -332,6 +398,9 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         '"expires_in": 1' + "0" * 400,  # oauthlib: an expiry no float holds (OverflowError)
         '"expires_in": "1' + "0" * 400 + '"',
         '"expires_in": -5',
+        '"expires_at": "soon"',  # read only without expires_in: a bare ValueError
+        '"expires_at": 1' + "0" * 400,  # a bare OverflowError
+        '"expires_at": [1]',
     ],
 )
 def test_a_token_answer_with_odd_members_is_a_format_error(members):
@@ -339,6 +408,46 @@ def test_a_token_answer_with_odd_members_is_a_format_error(members):
     fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
     with pytest.raises(ResponseFormatError, match="misconfigured"):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "told"),
+    [
+        (b"[" * 100_000, ResponseFormatError, "else than JSON"),  # a bare RecursionError
+        (b'{"a":' * 100_000, ResponseFormatError, "else than JSON"),
+        (b'{"access_token": "ab\\u2026cdefgh"}', ResponseFormatError, "outside ASCII"),
+        (
+            f'{{"access_token": "{SECRET}", "refresh_token": "r r r"}}'.encode(),
+            ResponseFormatError,
+            "misconfigured",
+        ),
+        (b'{"error": "' + b"x" * 500_000 + b'"}', OAuthError, "xxx..."),
+    ],
+)
+def test_a_hostile_token_answer_is_a_mediaframe_error_and_short(body, kind, told):
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(kind, match=re.escape(told)) as caught:
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+    assert len(str(caught.value)) < 400
+
+
+@pytest.mark.parametrize(("status", "kind"), [(400, ResponseFormatError), (503, ServerError)])
+def test_a_token_in_an_error_answer_is_not_kept(status, kind):
+    body = f'{{"access_token": "{SECRET}"}}'.encode()
+    fake = FakeService(Answer(status, {"Content-Type": "application/json"}, body))
+    with pytest.raises(kind, match=f"HTTP {status} with an access_token"):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize("members", ['"scope": 5', '"scope": {"a": 1}', '"lifetime": "soon"'])
+def test_members_mediaframe_never_reads_cannot_break_a_login(members):
+    # scope: oauthlib split it as text (a bare AttributeError); lifetime: a stored profile's name
+    body = f'{{"access_token": "{SECRET}", {members}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    token = auth.password_grant(
+        BASE, client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert (token.access_token, token.expires_at, token.lifetime) == (SECRET, None, None)
 
 
 def test_the_token_endpoint_on_loopback_http_works_and_leaves_the_environment_alone():
@@ -549,6 +658,15 @@ def test_refresh_sends_the_refresh_grant_and_keeps_an_unrotated_refresh_token():
     body = dict(form(fake.requests[0]))
     assert body["grant_type"] == "refresh_token" and body["refresh_token"] == "r1"
     assert body["client_id"] == "app"
+
+
+@pytest.mark.parametrize("member", [', "refresh_token": null', ', "refresh_token": ""', ""])
+def test_refresh_keeps_the_refresh_token_when_the_answer_names_none(member):
+    body = f'{{"access_token": "{SECRET}", "expires_in": 3600{member}}}'.encode()
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    held = Token("old-token", refresh_token="r1-kept", expires_at=1.0)
+    fresh = auth.refresh(BASE, held, client_id="app", session=fake.session())
+    assert fresh.access_token == SECRET and fresh.refresh_token == "r1-kept"
 
 
 def test_refresh_needs_a_refresh_token():

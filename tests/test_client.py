@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import time
 
 import pytest
-from fake_service import BASE, FakeService, golden
+from fake_service import BASE, Answer, FakeService, golden
 
 import mediaframe as mf
 from mediaframe.auth import Profile, Token, TokenStore
@@ -192,3 +194,50 @@ def test_a_connection_saved_as_a_profile_is_found_again_and_kept_fresh(settings)
     assert stored.token.access_token == "fedcba9876543210fedcba9876543210"
     again = mf.connect(profile="work", settings=settings, session=fake.session())
     assert again.whoami()["login"] == "ada"
+
+
+def test_a_short_lived_token_is_refreshed_near_its_end_not_before_every_request(
+    settings, monkeypatch
+):
+    """A service issuing 30-second tokens: refreshed once, and again near the end of the new
+    one's life, not before each request (the fixed minute of leeway made each one stale)."""
+    clock = [1000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])  # oauthlib's expires_at reads it too
+    issued = []
+
+    def token(request):
+        issued.append(clock[0])
+        body = {"access_token": f"short-lived-{len(issued):04d}", "scope": None}
+        body |= {"expires_in": 30, "refresh_token": f"r-{len(issued):04d}"}
+        return Answer(200, {"Content-Type": "application/json"}, json.dumps(body).encode())
+
+    def answer(request):
+        return token(request) if request.path_url == "/api/oauthv2/token" else golden("me")
+
+    fake = FakeService(answer)
+    expired = Token("old-token", refresh_token="r1", expires_at=1.0)
+    client = mf.connect(
+        BASE, token=expired, client_id="app", settings=settings, session=fake.session()
+    )
+    for now in (1000.0, 1005.0, 1010.0, 1015.0, 1020.0, 1022.0):
+        clock[0] = now
+        client.me_raw(refresh=True)
+    assert issued == [1000.0], "one refresh for the expired token, none while the new one lives"
+    clock[0] = 1023.0  # 7.5 s (a quarter of its 30) from its end: refreshed
+    client.me_raw(refresh=True)
+    assert issued == [1000.0, 1023.0]
+    sent = [r.headers.get("Authorization") for r in fake.requests if "/me/" in r.path_url]
+    assert sent[-1] == "OAuth short-lived-0002"
+
+
+def test_the_token_is_sent_even_with_a_netrc_login_for_the_host(settings, tmp_path, monkeypatch):
+    """requests puts a ~/.netrc login for the host in the Authorization header of a request
+    that has no auth of its own: the token was dropped and the netrc password sent instead."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine assets.example.org login someone password netrc-pass-123\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    fake = FakeService(golden("me"))
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=fake.session())
+    client.whoami()
+    assert fake.requests[0].headers["Authorization"] == f"OAuth {SECRET}"

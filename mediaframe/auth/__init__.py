@@ -1,7 +1,8 @@
 """Credentials: where a token may travel, how it is placed and redacted, obtained and stored.
 
 ``tokens`` holds the token and the rules around it (https only, the ``OAuth`` header, redaction),
-``store`` the private profile files, ``flows`` the OAuth 2.0 flows (requests-oauthlib).
+``store`` the private profile files, ``flows`` the OAuth 2.0 flows (requests-oauthlib),
+``endpoint`` the token endpoint's call and the checks of what it answers.
 """
 
 from mediaframe.auth.flows import (

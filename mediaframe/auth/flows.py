@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import http.server
-import json
-import os
 import secrets
 import socket
 import threading
-import time
 import webbrowser
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -20,28 +16,15 @@ import requests
 from oauthlib import oauth2
 from requests_oauthlib import OAuth2Session
 
-from mediaframe.auth.tokens import (
-    Token,
-    check_base_url,
-    install_redaction,
-    is_loopback_url,
-    proxies_for,
-    redact,
-    redact_url,
-    register_secret,
+from mediaframe.auth.endpoint import (
+    TOKEN_ENDPOINT,
+    call_token_endpoint,
+    oauth_failure,
+    oauth_session,
+    plain_http_allowed,
 )
-from mediaframe.exceptions import (
-    ConfigurationError,
-    ConnectionFailedError,
-    MediaframeError,
-    OAuthError,
-    RedirectRefusedError,
-    RequestTimeoutError,
-    ResponseFormatError,
-    ResponseTooLargeError,
-    ServerError,
-    StateMismatchError,
-)
+from mediaframe.auth.tokens import Token, check_base_url, is_loopback_url, register_secret
+from mediaframe.exceptions import ConfigurationError, OAuthError, StateMismatchError
 
 __all__ = [
     "AUTHORIZE_ENDPOINT",
@@ -61,237 +44,7 @@ __all__ = [
 #: The redirect URI of the out-of-band flow: the service shows the code instead of redirecting.
 OOB_REDIRECT_URI = "urn:ietf:wg:oauth:2.0:oob"
 
-TOKEN_ENDPOINT = "/api/oauthv2/token"
 AUTHORIZE_ENDPOINT = "/api/oauthv2/authorize"
-
-
-_OAUTH_ADVICE = {
-    "invalid_client": "check client_id and client_secret (give the secret only if the "
-    "application has one)",
-    "invalid_grant": "the username, password or code is wrong, already used, or for another "
-    "redirect URI; log in again",
-    "expired_token": "the code expired (it lives 30 seconds); start the login again",
-    "unsupported_grant_type": "this application may not use the password grant; log in with the "
-    "browser (`mediaframe login --browser`) or the out-of-band flow (`--oob`)",
-    "invalid_scope": "no scope may be requested from this service",
-    "invalid_request": "the service found the request incomplete; check client_id and "
-    "redirect_uri, and report it if they are right",
-    "access_denied": "access was refused at the consent page; log in again to allow it",
-    "unsupported_response_type": "this response type is not allowed here (the token flow cannot "
-    "use the out-of-band redirect); use the code flow",
-}
-
-# oauthlib refuses plain http unless this variable is set; see _plain_http_allowed.
-_INSECURE_VARIABLE = "OAUTHLIB_INSECURE_TRANSPORT"
-
-#: Largest token-endpoint answer read: a token is some hundred bytes, an error page a few kB.
-_TOKEN_ANSWER_LIMIT = 1 << 20
-_INSECURE_LOCK = threading.Lock()
-
-
-def _oauth_failure(code: str, where: str = "the token endpoint") -> OAuthError:
-    code = redact(code)  # the server's text: it may echo the password, code or token it refused
-    advice = _OAUTH_ADVICE.get(code, "log in again")
-    return OAuthError(f"{where} refused the login ({code}): {advice}", error=code)
-
-
-@contextlib.contextmanager
-def _plain_http_allowed(url: str) -> Iterator[None]:
-    """Let oauthlib speak plain http to a loopback host (the emulator), and nowhere else.
-
-    oauthlib has no per-call switch, only this environment variable; it is set for the duration
-    of one call under a lock and restored. ``check_base_url`` has already refused plain http to
-    any other host.
-    """
-    if urlsplit(url).scheme != "http" or not is_loopback_url(url):
-        yield
-        return
-    with _INSECURE_LOCK:
-        previous = os.environ.get(_INSECURE_VARIABLE)
-        os.environ[_INSECURE_VARIABLE] = "1"
-        try:
-            yield
-        finally:
-            if previous is None:
-                del os.environ[_INSECURE_VARIABLE]
-            else:
-                os.environ[_INSECURE_VARIABLE] = previous
-
-
-def _comply(response: requests.Response) -> requests.Response:
-    """requests-oauthlib compliance hook for the service's token answers.
-
-    The success body is exactly ``{"access_token": "...", "scope": null}``: no ``token_type``
-    (oauthlib can insist on one) and a null scope; errors are ``{"error": "<code>"}``. Errors and
-    bodies that are not JSON become mediaframe errors here, with advice.
-    """
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    status = response.status_code
-    if not isinstance(body, dict):
-        snippet = redact(" ".join(response.text[:160].split()))
-        kind = ServerError if status >= 500 else ResponseFormatError
-        message = (
-            f"the token endpoint answered HTTP {status} with something else than JSON: "
-            f"{snippet!r}. Check base_url and try again later"
-        )
-        if kind is ServerError:
-            raise ServerError(message, status_code=status, request=f"POST {TOKEN_ENDPOINT}")
-        raise ResponseFormatError(message, status_code=status, snippet=snippet)
-    if body.get("error"):
-        raise _oauth_failure(str(body["error"]))
-    if not isinstance(body.get("access_token"), str) or not body["access_token"]:
-        raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} without an access_token",
-            status_code=status,
-        )
-    _check_token_members(body, status)
-    if body.get("scope") is None:
-        body.pop("scope", None)
-    body.setdefault("token_type", "OAuth")
-    response._content = json.dumps(body).encode()
-    return response
-
-
-def _check_token_members(body: Mapping[str, Any], status: int) -> None:
-    """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
-    wrongly: an ``expires_in`` that is no finite number of seconds, a refresh token that is no
-    text."""
-    expires_in = body.get("expires_in")
-    if expires_in is not None and not _seconds(expires_in):
-        shown = redact(repr(expires_in))[:40]  # redacted whole: a cut secret would not match
-        raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} with expires_in {shown}, not a number of "
-            "seconds: the service is misconfigured; tell its administrators",
-            status_code=status,
-        )
-    refresh_token = body.get("refresh_token")
-    if refresh_token not in (None, "") and not isinstance(refresh_token, str):
-        raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} with a refresh_token that is a "
-            f"{type(refresh_token).__name__}, not text: the service is misconfigured; tell its "
-            "administrators",
-            status_code=status,
-        )
-
-
-#: The longest lifetime read as one: ten years. oauthlib adds it to the clock as an integer,
-#: and a 400-digit one made the expiry no float at all (a bare OverflowError).
-_MOST_SECONDS = 10 * 366 * 86400
-
-
-def _seconds(value: object) -> bool:
-    """Whether ``value`` is a lifetime in seconds oauthlib can read: a number or ASCII digits,
-    from 0 to ten years."""
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    # compared, never converted: a 400-digit integer is no float (math.isfinite overflows)
-    return 0 <= value <= _MOST_SECONDS
-
-
-def _oauth_session(
-    client: oauth2.Client, session: requests.Session | None, **options: Any
-) -> OAuth2Session:
-    """An OAuth2Session that sends through ``session``'s adapters (the in-process emulator's)."""
-    oauth = OAuth2Session(client=client, **options)
-    # A redirect of the token endpoint would carry the password or the code (a 307/308 re-posts
-    # the form) to wherever it points: requests raises TooManyRedirects before following it.
-    oauth.max_redirects = 0
-    if session is not None:
-        for prefix, adapter in session.adapters.items():
-            oauth.mount(prefix, adapter)
-        oauth.verify, oauth.cert, oauth.proxies = session.verify, session.cert, session.proxies
-        oauth.trust_env = session.trust_env
-    oauth.register_compliance_hook("access_token_response", _comply)
-    oauth.register_compliance_hook("refresh_token_response", _comply)
-    return oauth
-
-
-def _call_token_endpoint(
-    base_url: str,
-    oauth: OAuth2Session,
-    session: requests.Session | None,
-    send: Callable[[str], Mapping[str, Any]],
-    timeout: float,
-) -> Token:
-    # The answer is read as the transport reads its own (mediaframe.http is the door to the
-    # network; imported here, as it imports this package): within a size limit and one deadline,
-    # so that a token endpoint dripping, endless or a compression bomb cannot hold or fill the
-    # login, nor a refresh in the middle of a harvest.
-    from mediaframe.http import deadline, wire
-    from mediaframe.http.answers import Retry
-
-    install_redaction()
-    if urlsplit(base_url).scheme == "http":
-        # no proxy from the environment, nor one elsewhere, carries the password off this machine
-        oauth.trust_env = False
-        oauth.proxies = proxies_for(base_url, oauth.proxies)
-    if session is None:  # a session passed in keeps its adapters (the in-process emulator's)
-        oauth.mount("https://", deadline.DeadlineAdapter())
-        oauth.mount("http://", deadline.DeadlineAdapter())
-    until = time.monotonic() + timeout
-
-    def read_bounded(response: requests.Response, **kwargs: Any) -> requests.Response:
-        too_large = False
-        try:
-            wire.read_body(
-                response,
-                line=f"POST {TOKEN_ENDPOINT}",
-                limit=_TOKEN_ANSWER_LIMIT,
-                timeout=timeout,
-                deadline=until,
-            )
-        except ResponseTooLargeError:
-            too_large = True  # told below, with advice for a login rather than for pages
-        finally:
-            wire.release(response)
-        if too_large:
-            raise ResponseTooLargeError(
-                f"POST {TOKEN_ENDPOINT}: the answer grew past {_TOKEN_ANSWER_LIMIT:,} bytes "
-                "(decompressed) and was dropped: that is no token answer. Check base_url "
-                "points at the service"
-            )
-        return response
-
-    oauth.hooks["response"].append(read_bounded)
-    failure: MediaframeError | None = None
-    try:
-        with _plain_http_allowed(base_url), deadline.deadline(until):
-            data = send(base_url + TOKEN_ENDPOINT)
-    except Retry as retry:  # the answer timed out or dropped while it was read
-        failure = retry.error
-    except requests.Timeout:
-        failure = RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later")
-    except requests.TooManyRedirects as err:
-        location = _location(err.response)
-        failure = RedirectRefusedError(
-            f"POST {TOKEN_ENDPOINT}: the token endpoint answered with a redirect to {location}; "
-            "credentials are never sent on to another address. Check base_url (https, the "
-            "service's own host)",
-            status_code=err.response.status_code if err.response is not None else None,
-            location=location,
-        )
-    except requests.RequestException as err:
-        failure = ConnectionFailedError(
-            f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
-            "check base_url and the network"
-        )
-    except oauth2.OAuth2Error as err:
-        failure = _oauth_failure(err.error)
-    finally:
-        if session is None:  # a session passed in shares its adapters: its owner closes them
-            oauth.close()
-    if failure is not None:
-        raise failure
-    return Token.from_oauth(data)
-
-
-def _location(response: requests.Response | None) -> str:
-    return redact_url(response.headers.get("Location", "") if response is not None else "")
 
 
 def password_grant(
@@ -318,8 +71,8 @@ def password_grant(
     _require(client_id=client_id, username=username, password=password)
     register_secret(password)
     register_secret(client_secret)
-    oauth = _oauth_session(oauth2.LegacyApplicationClient(client_id=client_id), session)
-    return _call_token_endpoint(
+    oauth = oauth_session(oauth2.LegacyApplicationClient(client_id=client_id), session)
+    return call_token_endpoint(
         base_url,
         oauth,
         session,
@@ -362,7 +115,7 @@ def authorization_url(
     client = oauth2.MobileApplicationClient(client_id)
     client.response_type = response_type
     oauth = OAuth2Session(client=client, redirect_uri=redirect_uri)
-    with _plain_http_allowed(base_url):
+    with plain_http_allowed(base_url):
         url, sent = oauth.authorization_url(
             base_url + AUTHORIZE_ENDPOINT, state=state or secrets.token_urlsafe(32)
         )
@@ -420,7 +173,7 @@ def _answer_params(answer: str) -> dict[str, str]:
 
 def _check_answer(params: Mapping[str, str], state: str | None) -> None:
     if params.get("error"):
-        raise _oauth_failure(params["error"], where="the authorization page")
+        raise oauth_failure(params["error"], where="the authorization page")
     if state is not None and not hmac.compare_digest(params.get("state", ""), state):
         raise StateMismatchError(
             "the answer's state does not match the one sent: it may not come from this login "
@@ -443,10 +196,10 @@ def exchange_code(
     base_url = check_base_url(base_url)
     _require(client_id=client_id, code=code, redirect_uri=redirect_uri)
     register_secret(client_secret)
-    oauth = _oauth_session(
+    oauth = oauth_session(
         oauth2.WebApplicationClient(client_id), session, redirect_uri=redirect_uri
     )
-    return _call_token_endpoint(
+    return call_token_endpoint(
         base_url,
         oauth,
         session,
@@ -479,11 +232,11 @@ def refresh(
     if not token.refresh_token:
         raise ConfigurationError("this token has no refresh token: log in again")
     register_secret(client_secret)
-    oauth = _oauth_session(oauth2.WebApplicationClient(client_id), session)
+    oauth = oauth_session(oauth2.WebApplicationClient(client_id), session)
     kwargs = {"client_id": client_id}
     if client_secret is not None:
         kwargs["client_secret"] = client_secret
-    return _call_token_endpoint(
+    return call_token_endpoint(
         base_url,
         oauth,
         session,

@@ -121,7 +121,8 @@ class TokenStore:
             )
         try:
             return Profile.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError) as err:
+        # OverflowError: an expiry or lifetime of 400 digits, which no float holds
+        except (ValueError, KeyError, TypeError, OverflowError) as err:
             damage = type(err).__name__
         # raised out here, not in the except block: a JSONDecodeError keeps the whole file (the
         # token, the client secret) in its `doc`, and would ride along as __context__

@@ -374,17 +374,29 @@ _TOKEN_FORBIDDEN = re.compile(r"[^\x21-\x7e]")
 # --- the token --------------------------------------------------------------------------------
 
 
+#: How long before its expiry a token is refreshed: a minute, so that no request leaves with a
+#: token that dies on the way...
+REFRESH_LEEWAY = 60.0
+#: ...or this share of its lifetime as issued, when that is shorter: with a fixed minute, a
+#: token living a minute or less would count as expired when issued, and every request would
+#: refresh it first (hammering the token endpoint, churning rotating refresh tokens).
+REFRESH_SHARE = 0.25
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class Token:
     """An access token, with the refresh token and expiry a server may one day send.
 
-    Today's servers send tokens that never expire, so ``refresh_token`` and ``expires_at`` are
-    usually ``None``. The repr never shows a secret.
+    Today's servers send tokens that never expire, so ``refresh_token``, ``expires_at`` and
+    ``lifetime`` are usually ``None``. ``lifetime`` is the ``expires_in`` it was issued with,
+    in seconds: it sets how early it is refreshed (:attr:`leeway`). The repr never shows a
+    secret.
     """
 
     access_token: str
     refresh_token: str | None = None
     expires_at: float | None = None
+    lifetime: float | None = None
 
     def __post_init__(self) -> None:
         # A token read from a file or pasted often ends in a newline: strip the edges. Inside,
@@ -408,25 +420,46 @@ class Token:
     def __repr__(self) -> str:
         refresh = "***" if self.refresh_token else None
         return (
-            f"Token(access_token='***', refresh_token={refresh!r}, expires_at={self.expires_at!r})"
+            f"Token(access_token='***', refresh_token={refresh!r}, expires_at={self.expires_at!r}, "
+            f"lifetime={self.lifetime!r})"
         )
 
-    def is_expired(self, *, leeway: float = 60.0, now: float | None = None) -> bool:
-        """Whether the token expires within ``leeway`` seconds (never, without ``expires_at``)."""
+    @property
+    def leeway(self) -> float:
+        """How many seconds before ``expires_at`` the token counts as expired: a minute, or a
+        quarter of its lifetime as issued when that is shorter (a token issued for 30 s is
+        refreshed 7.5 s before its end, not before every request); a minute when the lifetime
+        is unknown."""
+        if self.lifetime is None:
+            return REFRESH_LEEWAY
+        # clamped: a lifetime that is negative or not a number (a hand-edited profile) gives
+        # no leeway rather than a negative one or a NaN
+        return min(REFRESH_LEEWAY, max(0.0, self.lifetime * REFRESH_SHARE))
+
+    def is_expired(self, *, leeway: float | None = None, now: float | None = None) -> bool:
+        """Whether the token expires within ``leeway`` seconds (default :attr:`leeway`; never,
+        without ``expires_at``)."""
         if self.expires_at is None:
             return False
+        leeway = self.leeway if leeway is None else leeway
         return (time.time() if now is None else now) + leeway >= self.expires_at
 
     @classmethod
     def from_oauth(cls, data: Mapping[str, Any]) -> Token:
-        """Build from a token-endpoint answer as parsed by oauthlib (``expires_at`` derived)."""
+        """Build from a token-endpoint answer as parsed by oauthlib (``expires_at`` derived,
+        ``lifetime`` from ``expires_in``), or from a stored profile (``lifetime`` kept)."""
+        expires_in = data.get("expires_in")
+        if expires_in == "":
+            expires_in = None
         expires_at = data.get("expires_at")
-        if expires_at is None and data.get("expires_in") not in (None, ""):
-            expires_at = time.time() + float(data["expires_in"])
+        if expires_at is None and expires_in is not None:
+            expires_at = time.time() + float(expires_in)
+        lifetime = data.get("lifetime", expires_in)
         return cls(
             access_token=str(data.get("access_token") or ""),
             refresh_token=data.get("refresh_token") or None,
             expires_at=float(expires_at) if expires_at is not None else None,
+            lifetime=float(lifetime) if lifetime is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -35,6 +35,13 @@ _ACCEPT = {"json": "application/json", "yaml": "application/yaml"}
 _MAX_DELAY = 60.0
 
 
+def _no_automatic_auth(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """The request's own authorisation, as built: given as ``auth``, it keeps requests from
+    replacing the token's header by a ``~/.netrc`` login for the host, or by ``session.auth``
+    (requests-oauthlib guards its sessions the same way)."""
+    return request
+
+
 class Transport:
     """Sends reads to one service and returns the ``response`` member of its envelope.
 
@@ -247,7 +254,12 @@ class Transport:
         started = time.monotonic()
         deadline = started + self.settings.timeout
         request = requests.Request(
-            method, self.base_url + path, params=query or None, data=data, headers=headers
+            method,
+            self.base_url + path,
+            params=query or None,
+            data=data,
+            headers=headers,
+            auth=_no_automatic_auth,
         )
         response = send(
             self.session,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -286,6 +290,20 @@ def test_a_token_endpoint_echoing_the_password_is_shown_redacted():
     assert "invalid_grant" in str(caught.value)
 
 
+@pytest.mark.parametrize("before", [0, 140, 150])
+def test_a_token_endpoint_page_echoing_the_password_shows_none_of_it(before):
+    """The page is quoted in part: cut before it was redacted, a password the cut went through
+    was not recognised, and its first characters were shown."""
+    password = "correct-horse-battery-staple"
+    page = ("x" * before + " " + password + " was refused").encode()
+    fake = FakeService(Answer(200, {"Content-Type": "text/html"}, page))
+    with pytest.raises(ResponseFormatError) as caught:
+        auth.password_grant(
+            BASE, client_id="app", username="ada", password=password, session=fake.session()
+        )
+    assert password[:6] not in texts_of(caught.value)
+
+
 # --- plain http stays on this machine ---------------------------------------------------------
 
 
@@ -323,6 +341,78 @@ def test_the_token_endpoint_on_loopback_never_goes_through_a_proxy_elsewhere(mon
             url, client_id="app", username="ada", password="pw-123456", session=_watched_session()
         )
     assert token.access_token == SECRET
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers every request itself (a token for the token endpoint, an envelope else) and
+    keeps its request target: absolute (``http://host:port/path``) when sent to a proxy."""
+
+    server: _RecordingServer
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        self.server.seen.append(self.path)
+        token = {"access_token": SECRET, "scope": None, "refresh_token": "r2-123456"}
+        issued = self.path.endswith("/api/oauthv2/token")
+        body = json.dumps(token).encode() if issued else servers.ENVELOPE
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the token rides in the request."""
+
+
+class _RecordingServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Recorder)
+        self.seen: list[str] = []
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[tuple[str, list[str]]]:
+    """A recording server on loopback: its URL and the request targets it was sent."""
+    server = _RecordingServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _only_proxy(monkeypatch: pytest.MonkeyPatch, proxy: str) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.setenv("no_proxy", "")
+
+
+@pytest.mark.parametrize("call", ["password", "refresh"])
+def test_a_loopback_proxy_carries_token_calls_as_it_carries_api_calls(settings, monkeypatch, call):
+    """A debugging proxy on this machine (http_proxy=http://127.0.0.1:3128) sees the token
+    endpoint's calls as it sees the API's: plain http never leaves the machine either way."""
+    with _recording() as (service, direct), _recording() as (proxy, proxied):
+        _only_proxy(monkeypatch, proxy)
+        if call == "password":
+            token = auth.password_grant(
+                service, client_id="app", username="ada", password="pw-123456"
+            )
+        else:
+            token = auth.refresh(service, Token("old-123456", refresh_token="r1"), client_id="app")
+        with Transport(service, token=token, settings=settings) as transport:
+            assert transport.get("/api/v1/me/") == {"ok": True}
+    assert proxied == [f"{service}/api/oauthv2/token", f"{service}/api/v1/me/"]
+    assert direct == []
 
 
 def test_a_proxy_is_kept_for_https_and_for_loopback_proxies():
