@@ -902,3 +902,18 @@ def test_excel_writes_a_categorical_of_dates_as_dates(tmp_path):
         (None, "1850-01-01T00:00:00", None),
     ]
     assert book["c"]["C2"].quotePrefix
+
+
+def test_a_very_wide_frame_makes_a_page_of_bounded_size_too(tmp_path):
+    from mediaframe.reports.html import MAX_CELLS, rows_shown
+
+    # thousands of columns (caption fields, technical keys a server made up): 10,000 rows of
+    # them would be a page of gigabytes; rows are cut so that a table holds MAX_CELLS cells
+    assert MAX_CELLS == 1_000_000
+    wide = pd.DataFrame(np.zeros((300, 5_000), dtype="int8"))
+    assert rows_shown(wide) == 200 and rows_shown(wide, None) == 300
+    assert rows_shown(wide.iloc[:, :50]) == 300  # a records frame's width: every row
+    page = to_html(wide, tmp_path / "wide.html").read_text()
+    assert _body_rows(page) == 200
+    assert "Showing the first 200 of 300 rows: 100 rows were left out" in page
+    assert "at most 1,000,000 cells" in page
