@@ -23,6 +23,7 @@ from mediaframe import __version__
 from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
 from mediaframe.reports import checks
 from mediaframe.reports.bundle import Bundle
+from mediaframe.reports.cells import indexed
 from mediaframe.reports.checks import Check
 from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
@@ -224,7 +225,7 @@ def audit(
             raise InvalidParameterError(
                 "query and filters select what a client harvests; frames are audited as given"
             )
-        records, status_counts = source, None
+        records, status_counts = _as_columns(source, "records"), None
         provenance = provenance_of(source)
     else:
         gathered = _gather(source, query, filters, stale_days, say)
@@ -238,6 +239,8 @@ def audit(
         feeds = gathered["feeds"] if feeds is None else feeds
         feed_entries = gathered["feed_entries"] if feed_entries is None else feed_entries
         previous = gathered["previous"] if previous is None else previous
+    if previous is not None:
+        previous = _as_columns(previous, "earlier harvest")
     provenance = {**provenance, "audited at": _now(), "mediaframe version": __version__}
     runs: dict[str, Callable[[], Check] | str] = {
         "duplicates": lambda: checks.duplicates(records),
@@ -297,6 +300,19 @@ def audit(
         "found something."
     )
     return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped, records)
+
+
+def _as_columns(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``frame`` with the ids its index holds (``set_index(["databox_id", "record_id"])``) as
+    columns, as the checks read them; two columns of one name are refused (which to read?)."""
+    frame = indexed(frame)
+    repeated = frame.columns[frame.columns.duplicated()]
+    if len(repeated):
+        raise InvalidParameterError(
+            f"the {what} have two columns named {repeated[0]!r}: rename or drop one "
+            "(frame.loc[:, ~frame.columns.duplicated()] keeps the first)"
+        )
+    return frame
 
 
 def _no_entries() -> pd.DataFrame:

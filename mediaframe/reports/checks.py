@@ -365,7 +365,11 @@ def status_usage(
 
 def status_counts_from(records: pd.DataFrame) -> pd.DataFrame | None:
     """``status_<bit>`` columns of a records frame counted per collection, when it has them."""
-    bits = [c for c in records.columns if c.startswith("status_") and c[7:].isdigit()]
+    bits = [
+        c
+        for c in records.columns
+        if isinstance(c, str) and c.startswith("status_") and c[7:].isdigit()
+    ]
     if not bits or "base_id" not in records.columns:
         return None
     rows = []

@@ -301,3 +301,14 @@ def test_fixity_drift_matches_a_baseline_read_back_with_ids_as_text():
     ]
     with pytest.raises(InvalidParameterError, match="record_id holds 'x'"):
         checks.fixity_drift(before.assign(record_id="x"), now)
+
+
+def test_records_keyed_by_their_index_or_with_odd_column_labels_are_audited():
+    records = _records()
+    keyed = audit(records.set_index(["databox_id", "record_id"]), previous=records)
+    assert "fixity_drift" in keyed.checks and keyed.fixity_drift.empty
+    assert keyed.checks["duplicates"].counts == audit(records).checks["duplicates"].counts
+    labelled = pd.concat([records, pd.Series(1, index=records.index, name=0)], axis=1)
+    assert audit(labelled).checks["duplicates"].found == 3  # was: 'int' has no 'startswith'
+    with pytest.raises(InvalidParameterError, match=r"two columns named 'sha256'"):
+        audit(pd.concat([records, records[["sha256"]]], axis=1))
