@@ -21,7 +21,7 @@ import pandas as pd
 
 from mediaframe import __version__
 from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
-from mediaframe.reports import checks
+from mediaframe.reports import checks, fixity
 from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.cells import indexed
 from mediaframe.reports.checks import Check
@@ -278,7 +278,7 @@ def audit(
         if feeds is not None
         else "no feeds given"
     )
-    runs["fixity_drift"] = lambda: checks.fixity_drift(previous, records)
+    runs["fixity_drift"] = lambda: fixity.fixity_drift(previous, records)
     for name, needed in _NEEDS.items():  # a frame of a few columns (a CSV, a selection)
         read = [(records, "the records")]
         if name == "fixity_drift" and previous is not None:

@@ -1,5 +1,7 @@
 """The checks of a collection audit: pure functions from frames to one tidy frame each.
 
+Fixity drift, which compares two harvests, is :mod:`~mediaframe.reports.fixity`.
+
 Each returns a :class:`Check`: the rows an auditor acts on, a one-line explanation and counts.
 No I/O here: :mod:`~mediaframe.reports.audit` gathers the frames and runs the checks.
 """
@@ -14,14 +16,11 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.exceptions import InvalidParameterError
-
 __all__ = [
     "EMPTY_SHA256",
     "Check",
     "duplicates",
     "feeds",
-    "fixity_drift",
     "format_mismatches",
     "limited_access",
     "missing_values",
@@ -81,12 +80,13 @@ class Check:
         return len(self.frame)
 
 
-def _text(column: pd.Series) -> pd.Series:
+def text_of(column: pd.Series) -> pd.Series:
+    """``column`` as text, stripped (missing values stay missing)."""
     return column.astype("string").str.strip()
 
 
 def _blank(column: pd.Series) -> pd.Series:
-    text = _text(column)
+    text = text_of(column)
     return (text.isna() | (text == "")).astype(bool)
 
 
@@ -104,7 +104,7 @@ def duplicates(records: pd.DataFrame) -> Check:
         # a record listed twice (frames of two overlapping searches concatenated) is one
         # record, not two sharing a file
         records = records.drop_duplicates(KEY)
-    sha = _text(records["sha256"]).str.lower()
+    sha = text_of(records["sha256"]).str.lower()
     usable = ~_blank(records["sha256"]) & (sha != EMPTY_SHA256)
     frame = records.loc[usable, _ids(records, "title", "original_name", "FileSize")].copy()
     frame.insert(0, "sha256", sha[usable])
@@ -150,7 +150,7 @@ def no_checksum(records: pd.DataFrame) -> Check:
 
 def zero_byte(records: pd.DataFrame) -> Check:
     """Records whose file is empty: a ``FileSize`` of 0, or the checksum of zero bytes."""
-    empty = _text(records["sha256"]).str.lower() == EMPTY_SHA256
+    empty = text_of(records["sha256"]).str.lower() == EMPTY_SHA256
     if "FileSize" in records.columns:
         empty = empty | (pd.to_numeric(records["FileSize"], errors="coerce") == 0)
     empty = empty.fillna(False).astype(bool)
@@ -474,114 +474,3 @@ def feeds(
         frame,
         {"empty feed(s)": empty, "stale feed(s)": len(frame) - empty},
     )
-
-
-def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
-    """Records whose ``sha256`` changed since an earlier harvest of the same search.
-
-    In the fixity vocabulary: *changed* (same record, another checksum), *missing* (gone, or
-    out of the user's rights) and *untracked* (new since). A record listed more than once (in
-    two baskets, or on two pages of a harvest read while it changed) is compared once, and the
-    check's note says how many were.
-    """
-    columns = [
-        "databox_id",
-        "record_id",
-        "state",
-        "sha256_before",
-        "sha256_now",
-        "updated_on_before",
-        "updated_on_now",
-        "title",
-    ]
-    if before is None:
-        frame = pd.DataFrame(columns=columns)
-        return Check(
-            "fixity_drift",
-            "Fixity drift",
-            "Records whose SHA-256 changed since the last cached harvest of the same search.",
-            frame,
-            {},
-            note="no earlier harvest cached: this one is the baseline",
-        )
-    keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
-    old, repeated_before, differing_before = _one_per_record(before, keep, "earlier harvest")
-    new, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
-    merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
-    sha_before, sha_now = merged["sha256_before"], merged["sha256_now"]
-    state = pd.Series(pd.NA, index=merged.index, dtype="string")
-    both = merged["_merge"] == "both"
-    state[both & (sha_before != sha_now).fillna(sha_before.isna() != sha_now.isna())] = "changed"
-    state[merged["_merge"] == "left_only"] = "missing"
-    state[merged["_merge"] == "right_only"] = "untracked"
-    merged["state"] = state
-    merged["title"] = merged.get("title_now", pd.Series(pd.NA, index=merged.index)).fillna(
-        merged.get("title_before")
-    )
-    frame = merged[state.notna()]
-    frame = frame[[c for c in columns if c in frame.columns]].sort_values(
-        ["state", *KEY], ignore_index=True
-    )
-    counts = frame["state"].value_counts()
-    return Check(
-        "fixity_drift",
-        "Fixity drift",
-        "Records whose SHA-256 changed since the last cached harvest of the same search "
-        "(changed), that are gone (missing) or new (untracked).",
-        frame,
-        {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")},
-        note=_repeats_note(repeated_now, repeated_before, differing_now + differing_before),
-    )
-
-
-def _one_per_record(
-    frame: pd.DataFrame, keep: list[str], what: str
-) -> tuple[pd.DataFrame, int, int]:
-    """``frame``'s ``keep`` columns, one row per record, its ids as numbers and its checksum
-    normalised (lower case, blank as missing); with how many records it listed more than once,
-    and how many of those with differing checksums. Of differing copies the most recently
-    updated one is kept (the last listed of equals): the record changed while the harvest was
-    read."""
-    frame = frame[[c for c in keep if c in frame.columns]].copy()
-    for name in KEY:  # a frame read back as text (read_csv(dtype=str)) has ids as text
-        frame[name] = _numbers(frame[name], f"the {what}'s {name}")
-    sha = _text(frame["sha256"]).str.lower()
-    frame["sha256"] = sha.mask(sha == "")
-    repeated = frame.duplicated(KEY, keep=False)
-    if not repeated.any():
-        return frame, 0, 0
-    copies = frame[repeated].groupby(KEY, dropna=False)["sha256"].nunique(dropna=False)
-    if "updated_on" in frame.columns:
-        when = pd.to_datetime(frame["updated_on"], utc=True, errors="coerce")
-        order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
-        frame = frame.iloc[order.index]
-    frame = frame.drop_duplicates(KEY, keep="last")
-    return frame, len(copies), int((copies > 1).sum())
-
-
-def _numbers(column: pd.Series, what: str) -> pd.Series:
-    if pd.api.types.is_numeric_dtype(column.dtype):
-        return column
-    numbers = pd.to_numeric(column.astype("string").str.strip(), errors="coerce")
-    wrong = numbers.isna() & column.notna()
-    if wrong.any():
-        raise InvalidParameterError(
-            f"{what} holds {column[wrong].iloc[0]!r}, not a number: fixity drift compares "
-            "records by their numeric ids (frames of client.records)"
-        )
-    try:
-        return numbers.astype("Int64")
-    except (TypeError, ValueError):  # a fraction: kept, and matched against nothing
-        return numbers.astype("Float64")
-
-
-def _repeats_note(now: int, before: int, differing: int) -> str:
-    if not now and not before:
-        return ""
-    note = (
-        f"record(s) listed more than once: {now:,} in this harvest, {before:,} in the "
-        "baseline; each compared once"
-    )
-    if differing:
-        note += f" ({differing:,} with differing checksums: the latest updated copy's)"
-    return note

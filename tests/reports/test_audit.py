@@ -11,7 +11,7 @@ import pytest
 from mediaframe.client import connect
 from mediaframe.config import Settings
 from mediaframe.exceptions import ExportError, InvalidParameterError
-from mediaframe.reports import CHECKS, audit, checks
+from mediaframe.reports import CHECKS, audit, checks, fixity
 
 SHA = ["a" * 64, "b" * 64, "c" * 64]
 
@@ -143,12 +143,12 @@ def test_fixity_drift_says_changed_missing_and_untracked():
     before = _records()
     now = _records(sha256=[SHA[1], SHA[0], "", SHA[0], checks.EMPTY_SHA256, None]).iloc[1:]
     extra = _records().iloc[:1].assign(record_id=pd.array([99], dtype="Int64"))
-    check = checks.fixity_drift(before, pd.concat([now, extra]))
+    check = fixity.fixity_drift(before, pd.concat([now, extra]))
     states = dict(zip(check.frame["record_id"] + 10 * check.frame["databox_id"],
                       check.frame["state"], strict=True))  # fmt: skip
     # record (1, 2) had SHA[0] in upper case: the same checksum, not a change
     assert states == {11: "missing", 109: "untracked"}
-    changed = checks.fixity_drift(before, _records(sha256=[SHA[2], *before["sha256"][1:]]))
+    changed = fixity.fixity_drift(before, _records(sha256=[SHA[2], *before["sha256"][1:]]))
     assert changed.counts == {"changed": 1, "missing": 0, "untracked": 0}
 
 
@@ -170,19 +170,19 @@ def test_fixity_drift_compares_each_record_once_however_often_it_is_listed():
     before = _listed([(1, 1), (1, 2), (1, 3), (1, 4), (1, 4)], [*SHA, SHA[0], SHA[0]])
     # (1, 1) in two baskets, (1, 2) twice with its new checksum, (1, 4) gone
     now = _listed([(1, 1), (1, 2), (1, 1), (1, 3), (1, 2)], [SHA[0], SHA[2], SHA[0], "", SHA[2]])
-    check = checks.fixity_drift(before, now)
+    check = fixity.fixity_drift(before, now)
     assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
         (2, "changed"), (3, "changed"), (4, "missing")
     ]  # fmt: skip
     assert check.counts == {"changed": 2, "missing": 1, "untracked": 0}
     assert "2 in this harvest" in check.note and "1 in the baseline" in check.note
     # a harvest compared with itself has not drifted, whatever it repeats
-    assert checks.fixity_drift(now, now).found == 0
-    assert checks.fixity_drift(before, before).found == 0
+    assert fixity.fixity_drift(now, now).found == 0
+    assert fixity.fixity_drift(before, before).found == 0
     # nothing repeated: nothing said; an empty checksum and none at all are the same absence
-    assert checks.fixity_drift(before.iloc[:3], before.iloc[:3]).note == ""
+    assert fixity.fixity_drift(before.iloc[:3], before.iloc[:3]).note == ""
     blank, none = _listed([(1, 5)], [""]), _listed([(1, 5)], [None])
-    assert checks.fixity_drift(blank, none).found == 0
+    assert fixity.fixity_drift(blank, none).found == 0
 
 
 def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
@@ -190,10 +190,10 @@ def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
     now = _listed([(1, 1), (1, 1), (1, 2)], [SHA[1], SHA[0], SHA[0]], updated)
     before = _listed([(1, 1), (1, 2)], [SHA[0], SHA[0]], updated[1:])
-    check = checks.fixity_drift(before, now)
+    check = fixity.fixity_drift(before, now)
     assert list(check.frame["state"]) == ["changed"] and check.frame["sha256_now"][0] == SHA[1]
     assert "1 with differing checksums" in check.note
-    assert checks.fixity_drift(now, now).found == 0
+    assert fixity.fixity_drift(now, now).found == 0
 
 
 def test_frames_already_harvested_are_audited_with_what_is_given(tmp_path):
@@ -295,12 +295,12 @@ def test_fixity_drift_matches_a_baseline_read_back_with_ids_as_text():
     now = _records()
     before = now.astype({"databox_id": str, "record_id": str, "sha256": str})
     before.loc[0, "sha256"] = SHA[2]
-    check = checks.fixity_drift(before, now)
+    check = fixity.fixity_drift(before, now)
     assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
         (1, "changed")
     ]
     with pytest.raises(InvalidParameterError, match="record_id holds 'x'"):
-        checks.fixity_drift(before.assign(record_id="x"), now)
+        fixity.fixity_drift(before.assign(record_id="x"), now)
 
 
 def test_records_keyed_by_their_index_or_with_odd_column_labels_are_audited():
