@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from mediaframe.exceptions import InvalidParameterError
+
 __all__ = [
     "EMPTY_SHA256",
     "Check",
@@ -78,6 +80,29 @@ class Check:
     @property
     def found(self) -> int:
         return len(self.frame)
+
+
+def utc_dates(column: pd.Series) -> pd.Series:
+    """``column`` as timezone-aware UTC times: dates read back as text (a CSV) are parsed as
+    ISO 8601, and dates without an offset are taken as UTC, as the service writes its own.
+
+    Raises
+    ------
+    InvalidParameterError
+        A value is not a date.
+    """
+    if not pd.api.types.is_datetime64_any_dtype(column.dtype):
+        parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+        wrong = parsed.isna() & column.notna()
+        if wrong.any():
+            raise InvalidParameterError(
+                f"{column.name} holds {column[wrong].iloc[0]!r}, not a date: give ISO 8601 "
+                f"dates (pd.to_datetime(frame[{column.name!r}], utc=True))"
+            )
+        return parsed
+    if column.dt.tz is None:
+        return column.dt.tz_localize("UTC")
+    return column.dt.tz_convert("UTC")
 
 
 def text_of(column: pd.Series) -> pd.Series:
@@ -422,6 +447,8 @@ def feeds(
 ) -> Check:
     """Feeds with no entry, and feeds whose newest entry is older than ``stale_days``."""
     now = now or dt.datetime.now(dt.UTC)
+    if len(entries):
+        entries = entries.assign(created_on=utc_dates(entries["created_on"]))
     latest = (
         entries.groupby("feed_id")["created_on"].max()
         if len(entries)

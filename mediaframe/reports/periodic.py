@@ -20,6 +20,7 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports.bundle import Bundle
+from mediaframe.reports.checks import utc_dates
 from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
@@ -212,18 +213,7 @@ def _titles(feeds: pd.DataFrame | None) -> dict[Any, str]:
 
 
 def _period_of(dates: pd.Series, code: str) -> pd.Series:
-    if not pd.api.types.is_datetime64_any_dtype(dates.dtype):  # read back from CSV: text
-        parsed = pd.to_datetime(dates, utc=True, format="ISO8601", errors="coerce")
-        wrong = parsed.isna() & dates.notna()
-        if wrong.any():
-            raise InvalidParameterError(
-                f"{dates.name} holds {dates[wrong].iloc[0]!r}, not a date: give ISO 8601 dates "
-                f"(pd.to_datetime(frame[{dates.name!r}], utc=True))"
-            )
-        dates = parsed
-    elif dates.dt.tz is None:  # no offset: taken as UTC, as the service writes its dates
-        dates = dates.dt.tz_localize("UTC")
-    return dates.dt.tz_convert("UTC").dt.tz_localize(None).dt.to_period(code)
+    return utc_dates(dates).dt.tz_localize(None).dt.to_period(code)
 
 
 def _within(

@@ -312,3 +312,13 @@ def test_records_keyed_by_their_index_or_with_odd_column_labels_are_audited():
     assert audit(labelled).checks["duplicates"].found == 3  # was: 'int' has no 'startswith'
     with pytest.raises(InvalidParameterError, match=r"two columns named 'sha256'"):
         audit(pd.concat([records, records[["sha256"]]], axis=1))
+
+
+def test_feed_entries_read_back_from_csv_or_without_offsets_are_checked():
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["old", "fresh"], "total_entries": [1, 1]})
+    dates = ["2024-01-01 00:00:00+00:00", "2025-12-01 00:00:00+00:00"]
+    for created_on in (dates, pd.to_datetime(dates).tz_localize(None)):
+        entries = pd.DataFrame({"feed_id": [1, 2], "created_on": created_on})
+        check = checks.feeds(feed_list, entries, stale_days=100, now=now)
+        assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
