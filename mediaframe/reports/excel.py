@@ -332,6 +332,8 @@ def _is_scalar(value: Any) -> bool:
 
 
 _EXACT = 10**EXCEL_DIGITS
+#: Past it a whole float is no id (ids are 64-bit integers): a measurement, kept a number.
+_IDS = 2.0**64
 
 
 _FIRST_DAY = pd.Timestamp("1900-01-01")
@@ -367,7 +369,11 @@ def _unheld(value: Any) -> str:
     if isinstance(value, float | np.floating):
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        if not float(value).is_integer():
+        # an id in a float column: whole, within an integer's range, and of more digits than
+        # Excel keeps as the float says them (3.3e25 says two: a measurement, kept a number)
+        number = float(value)
+        digits = repr(abs(number)).split("e")[0].replace(".", "").strip("0")
+        if not number.is_integer() or abs(number) >= _IDS or len(digits) <= EXCEL_DIGITS:
             return ""
     elif not isinstance(value, int | np.integer):
         return ""

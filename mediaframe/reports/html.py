@@ -356,7 +356,8 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         # 15 digits hide float noise (0.1 + 0.2); a whole number of more (an id in a float
         # column) is shown whole, or it would read as another id
-        if value.is_integer() and len(f"{abs(value):.0f}".rstrip("0")) > 15:
+        digits = repr(abs(value)).split("e")[0].replace(".", "").strip("0")
+        if value.is_integer() and abs(value) < 2.0**64 and len(digits) > 15:
             return f"{value:.0f}"
         return f"{value:.15g}"
     return str(plain_text(value))

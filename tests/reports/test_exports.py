@@ -875,12 +875,19 @@ def test_html_shows_every_digit_of_a_whole_float_and_rounds_only_float_noise(tmp
         {
             "record_id": [1_234_567_890_123_456.0, np.nan, 12_345_678_901_234_567.0],
             "measured": [0.1 + 0.2, 1e20, -2.5],
+            "round": [3.3e25, 1.2345678901234567e30, 2.0**63],
         }
     )
     page = to_html(frame, tmp_path / "ids.html").read_text()
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", body)
-    assert cells == ["1234567890123456", "0.3", "", "1e+20", "12345678901234568", "-2.5"]
+    # past an integer's range a whole float is a measurement: no digits made up (3.3e25 is
+    # not 33000000000000001056964608)
+    assert cells == [
+        "1234567890123456", "0.3", "3.3e+25",
+        "", "1e+20", "1.23456789012346e+30",
+        "12345678901234568", "-2.5", "9223372036854775808",
+    ]  # fmt: skip
 
 
 def test_excel_writes_a_categorical_of_dates_as_dates(tmp_path):
@@ -917,3 +924,14 @@ def test_a_very_wide_frame_makes_a_page_of_bounded_size_too(tmp_path):
     assert _body_rows(page) == 200
     assert "Showing the first 200 of 300 rows: 100 rows were left out" in page
     assert "at most 1,000,000 cells" in page
+
+
+def test_excel_keeps_large_round_floats_as_numbers_with_no_digits_made_up(tmp_path):
+    # whole floats beyond any id (an int64 holds < 2**63) are measurements: 3.3e25 is not the
+    # text "33000000000000001056964608", digits its binary form made up
+    frame = pd.DataFrame({"bytes": [3.3e25, 1e300, -4.5e21, 5.0], "id": [2.0**63, 1.0, 2.0, 3.0]})
+    to_excel({"big": frame}, tmp_path / "big.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "big.xlsx")
+    rows = list(book["big"].iter_rows(min_row=2, values_only=True))
+    assert [row[0] for row in rows] == [3.3e25, 1e300, -4.5e21, 5]
+    assert rows[0][1] == "9223372036854775808"  # 2**63, written whole: an id past int64
