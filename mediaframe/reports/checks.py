@@ -105,6 +105,19 @@ def utc_dates(column: pd.Series) -> pd.Series:
     return column.dt.tz_convert("UTC")
 
 
+def latest_copies(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` with one row per record: of the copies of a record listed more than once
+    (two overlapping searches, a harvest read while it changed), the most recently updated, the
+    last listed of equals."""
+    if not records.duplicated(KEY).any():
+        return records
+    if "updated_on" in records.columns:
+        when = pd.to_datetime(records["updated_on"], utc=True, errors="coerce")
+        order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
+        records = records.iloc[order.index]
+    return records.drop_duplicates(KEY, keep="last")
+
+
 def text_of(column: pd.Series) -> pd.Series:
     """``column`` as text, stripped (missing values stay missing)."""
     return column.astype("string").str.strip()
@@ -128,7 +141,7 @@ def duplicates(records: pd.DataFrame) -> Check:
     if set(KEY) <= set(records.columns):
         # a record listed twice (frames of two overlapping searches concatenated) is one
         # record, not two sharing a file
-        records = records.drop_duplicates(KEY)
+        records = latest_copies(records)
     sha = text_of(records["sha256"]).str.lower()
     usable = ~_blank(records["sha256"]) & (sha != EMPTY_SHA256)
     frame = records.loc[usable, _ids(records, "title", "original_name", "FileSize")].copy()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.reports.checks import KEY, Check, text_of
+from mediaframe.reports.checks import KEY, Check, latest_copies, text_of
 
 __all__ = ["fixity_drift"]
 
@@ -90,12 +90,7 @@ def _one_per_record(
     if not repeated.any():
         return frame, 0, 0
     copies = frame[repeated].groupby(KEY, dropna=False)["sha256"].nunique(dropna=False)
-    if "updated_on" in frame.columns:
-        when = pd.to_datetime(frame["updated_on"], utc=True, errors="coerce")
-        order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
-        frame = frame.iloc[order.index]
-    frame = frame.drop_duplicates(KEY, keep="last")
-    return frame, len(copies), int((copies > 1).sum())
+    return latest_copies(frame), len(copies), int((copies > 1).sum())
 
 
 def _numbers(column: pd.Series, what: str) -> pd.Series:
