@@ -332,3 +332,14 @@ def test_duplicates_read_a_record_listed_twice_by_its_latest_copy():
     assert fixity.fixity_drift(records, records).found == 0
     older_first = records.iloc[[1, 2, 0]]  # the order listed does not matter, the dates do
     assert checks.duplicates(older_first).found == 0
+
+
+def test_every_check_of_an_audit_lists_a_record_listed_twice_once():
+    # baskets concatenated: records (1, 3) and (2, 2) are in two of them
+    records = _records()
+    twice = pd.concat([records, records.iloc[[2, 4]]], ignore_index=True)
+    once, result = audit(records), audit(twice, previous=records)
+    for name in ("duplicates", "no_checksum", "zero_byte", "format_mismatches", "missing_values"):
+        assert result.checks[name].counts == once.checks[name].counts, name
+        assert result.checks[name].found == once.checks[name].found, name
+    assert "2 in this harvest" in result.checks["fixity_drift"].note
