@@ -345,6 +345,8 @@ def _unheld_numbers(column: pd.Series) -> bool:
     NaN, or read back from a CSV) whose every value is whole. A float column with a fraction
     anywhere holds measurements, which stay numbers, rounded as Excel rounds them."""
     values = column.dropna()
+    if pd.api.types.is_complex_dtype(values.dtype):
+        return False  # refused when written: Excel has no complex numbers
     if not pd.api.types.is_integer_dtype(values.dtype):
         finite = np.isfinite(values.to_numpy(dtype=float))
         if not finite.all():

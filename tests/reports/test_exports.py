@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -935,3 +936,11 @@ def test_excel_keeps_large_round_floats_as_numbers_with_no_digits_made_up(tmp_pa
     rows = list(book["big"].iter_rows(min_row=2, values_only=True))
     assert [row[0] for row in rows] == [3.3e25, 1e300, -4.5e21, 5]
     assert rows[0][1] == "9223372036854775808"  # 2**63, written whole: an id past int64
+
+
+def test_a_complex_column_is_an_excel_export_error_without_a_numpy_warning(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ExportError, match="complex"):
+            to_excel(pd.DataFrame({"a": [1 + 2j, 3j]}), tmp_path / "c.xlsx")
+    assert [str(w.message) for w in caught] == []
