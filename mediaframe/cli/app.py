@@ -191,13 +191,14 @@ def emit(
         )
         state.say(f"Wrote {sum(sizes):,} row(s) to {path}")
         if output.suffix.lower() == ".html":
-            from mediaframe.reports.html import MAX_ROWS
+            from mediaframe.reports.html import MAX_CELLS, MAX_ROWS, rows_shown
 
-            left = sum(max(size - MAX_ROWS, 0) for size in sizes)
+            shown = [frames] if isinstance(frames, pd.DataFrame) else list(frames.values())
+            left = sum(len(frame) - rows_shown(frame) for frame in shown)
             if left:
                 state.say(
-                    f"The page shows at most {MAX_ROWS:,} rows a table: {left:,} left out, as it "
-                    "says. Write .parquet, .csv or .xlsx for every row."
+                    f"The page shows at most {MAX_ROWS:,} rows ({MAX_CELLS:,} cells) a table: "
+                    f"{left:,} left out, as it says. Write .parquet, .csv or .xlsx for every row."
                 )
         return
     from mediaframe.cli.table import render

@@ -271,8 +271,7 @@ def _engine_options(
             frames.concat_records, consume=True, structure=structure
         )
     else:
-        # story columns are all declared (no per-result typing): a plain concat keeps dtypes
-        combine = concat_frames
+        combine = _concat_stories
     bases, statuses = service.rights()
     return EngineOptions(
         combine=combine,
@@ -285,6 +284,13 @@ def _engine_options(
         progress=display,
         provenance={"server": service.server, "user": service.user, **spec.identity()},
     )
+
+
+def _concat_stories(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Story frames joined: their columns are all declared (no per-result typing), so a plain
+    concat keeps dtypes; no part at all (a search that matches nothing) is the declared frame
+    without a row, as for records."""
+    return concat_frames(parts) if parts else frames.stories([])
 
 
 def _flatten(client: Client, spec: Spec) -> Callable[[list[dict[str, Any]]], pd.DataFrame]:

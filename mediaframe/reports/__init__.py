@@ -6,8 +6,9 @@ Exports (each writes atomically and neutralises what a spreadsheet could run):
 - :func:`export` picks one by the file's extension;
 - :func:`safe_cell` is the one policy for text cells that CSV and Excel share.
 
-Audits: :func:`audit` runs every check of :mod:`~mediaframe.reports.checks` on a search (or on
-frames already harvested) and returns an :class:`Audit`, one DataFrame per check.
+Audits: :func:`audit` runs every check of :mod:`~mediaframe.reports.checks` and
+:mod:`~mediaframe.reports.fixity` on a search (or on frames already harvested) and returns an
+:class:`Audit`, one DataFrame per check.
 
 Reports: :func:`report` counts what was created, updated and published per period.
 

@@ -21,8 +21,9 @@ import pandas as pd
 
 from mediaframe import __version__
 from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
-from mediaframe.reports import checks
+from mediaframe.reports import checks, fixity
 from mediaframe.reports.bundle import Bundle
+from mediaframe.reports.cells import indexed
 from mediaframe.reports.checks import Check
 from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
@@ -42,6 +43,15 @@ CHECKS = (
     "feeds",
     "fixity_drift",
 )
+#: The records' columns each check cannot run without.
+_NEEDS = {
+    "duplicates": ("sha256",),
+    "no_checksum": ("sha256",),
+    "zero_byte": ("sha256",),
+    "format_mismatches": ("mime_type",),
+    "missing_values": ("title",),
+    "fixity_drift": (*checks.KEY, "sha256"),
+}
 # Filters that select records but mean nothing (or something else) to a story search.
 _RECORD_ONLY = ("record_type", "status", "status_only", "fields", "extended")
 
@@ -148,7 +158,8 @@ class Audit(Bundle):
         from mediaframe import plots
 
         makers: dict[str, Callable[[], Any]] = {}
-        if self.records is not None and len(self.records):
+        records_by = {"base_id", "collection"} & set(getattr(self.records, "columns", ()))
+        if self.records is not None and len(self.records) and records_by:
             records = self.records
             makers["records per collection"] = lambda: plots.collections(
                 records, names=self.rights_matrix
@@ -188,7 +199,8 @@ def audit(
         DataFrame, with the other frames given by keyword.
     stories, collections, statuses, feeds, feed_entries : frames of an earlier harvest
         (``client.stories()``, ``client.me().collections`` / ``.statuses``, ``client.feeds()``,
-        ``client.feed_entries()``); a check whose frame is missing is listed as not run.
+        ``client.feed_entries()``); a check whose frame, or a column it reads, is missing is
+        listed as not run, with why.
     previous : an earlier records frame of the same search, for fixity drift. With a client,
         the last cached harvest of the search is read before it is synced.
     required_fields : databox id to the caption fields it requires (checked in
@@ -213,7 +225,7 @@ def audit(
             raise InvalidParameterError(
                 "query and filters select what a client harvests; frames are audited as given"
             )
-        records, status_counts = source, None
+        records, status_counts = _as_columns(source, "records"), None
         provenance = provenance_of(source)
     else:
         gathered = _gather(source, query, filters, stale_days, say)
@@ -227,7 +239,13 @@ def audit(
         feeds = gathered["feeds"] if feeds is None else feeds
         feed_entries = gathered["feed_entries"] if feed_entries is None else feed_entries
         previous = gathered["previous"] if previous is None else previous
+    if previous is not None:
+        previous = _as_columns(previous, "earlier harvest")
     provenance = {**provenance, "audited at": _now(), "mediaframe version": __version__}
+    # a record listed twice (baskets concatenated) is audited once; fixity drift reads every
+    # copy, and its note says how many were repeated
+    listed = records
+    records = checks.latest_copies(records) if set(checks.KEY) <= set(records) else records
     runs: dict[str, Callable[[], Check] | str] = {
         "duplicates": lambda: checks.duplicates(records),
         "no_checksum": lambda: checks.no_checksum(records),
@@ -264,7 +282,15 @@ def audit(
         if feeds is not None
         else "no feeds given"
     )
-    runs["fixity_drift"] = lambda: checks.fixity_drift(previous, records)
+    runs["fixity_drift"] = lambda: fixity.fixity_drift(previous, listed)
+    for name, needed in _NEEDS.items():  # a frame of a few columns (a CSV, a selection)
+        read = [(records, "the records")]
+        if name == "fixity_drift" and previous is not None:
+            read.append((previous, "the earlier harvest"))
+        for frame, whose in read:
+            absent = [c for c in needed if c not in frame.columns]
+            if absent and not isinstance(runs[name], str):
+                runs[name] = f"no {', '.join(absent)} column in {whose}"
     done: dict[str, Check] = {}
     skipped: dict[str, str] = {}
     for name in CHECKS:
@@ -278,6 +304,19 @@ def audit(
         "found something."
     )
     return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped, records)
+
+
+def _as_columns(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``frame`` with the ids its index holds (``set_index(["databox_id", "record_id"])``) as
+    columns, as the checks read them; two columns of one name are refused (which to read?)."""
+    frame = indexed(frame)
+    repeated = frame.columns[frame.columns.duplicated()]
+    if len(repeated):
+        raise InvalidParameterError(
+            f"the {what} have two columns named {repeated[0]!r}: rename or drop one "
+            "(frame.loc[:, ~frame.columns.duplicated()] keeps the first)"
+        )
+    return frame
 
 
 def _no_entries() -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """The checks of a collection audit: pure functions from frames to one tidy frame each.
 
+Fixity drift, which compares two harvests, is :mod:`~mediaframe.reports.fixity`.
+
 Each returns a :class:`Check`: the rows an auditor acts on, a one-line explanation and counts.
 No I/O here: :mod:`~mediaframe.reports.audit` gathers the frames and runs the checks.
 """
@@ -14,12 +16,13 @@ from typing import Any
 
 import pandas as pd
 
+from mediaframe.exceptions import InvalidParameterError
+
 __all__ = [
     "EMPTY_SHA256",
     "Check",
     "duplicates",
     "feeds",
-    "fixity_drift",
     "format_mismatches",
     "limited_access",
     "missing_values",
@@ -79,12 +82,49 @@ class Check:
         return len(self.frame)
 
 
-def _text(column: pd.Series) -> pd.Series:
+def utc_dates(column: pd.Series) -> pd.Series:
+    """``column`` as timezone-aware UTC times: dates read back as text (a CSV) are parsed as
+    ISO 8601, and dates without an offset are taken as UTC, as the service writes its own.
+
+    Raises
+    ------
+    InvalidParameterError
+        A value is not a date.
+    """
+    if not pd.api.types.is_datetime64_any_dtype(column.dtype):
+        parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+        wrong = parsed.isna() & column.notna()
+        if wrong.any():
+            raise InvalidParameterError(
+                f"{column.name} holds {column[wrong].iloc[0]!r}, not a date: give ISO 8601 "
+                f"dates (pd.to_datetime(frame[{column.name!r}], utc=True))"
+            )
+        return parsed
+    if column.dt.tz is None:
+        return column.dt.tz_localize("UTC")
+    return column.dt.tz_convert("UTC")
+
+
+def latest_copies(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` with one row per record: of the copies of a record listed more than once
+    (two overlapping searches, a harvest read while it changed), the most recently updated, the
+    last listed of equals."""
+    if not records.duplicated(KEY).any():
+        return records
+    if "updated_on" in records.columns:
+        when = pd.to_datetime(records["updated_on"], utc=True, errors="coerce")
+        order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
+        records = records.iloc[order.index]
+    return records.drop_duplicates(KEY, keep="last")
+
+
+def text_of(column: pd.Series) -> pd.Series:
+    """``column`` as text, stripped (missing values stay missing)."""
     return column.astype("string").str.strip()
 
 
 def _blank(column: pd.Series) -> pd.Series:
-    text = _text(column)
+    text = text_of(column)
     return (text.isna() | (text == "")).astype(bool)
 
 
@@ -101,17 +141,20 @@ def duplicates(records: pd.DataFrame) -> Check:
     if set(KEY) <= set(records.columns):
         # a record listed twice (frames of two overlapping searches concatenated) is one
         # record, not two sharing a file
-        records = records.drop_duplicates(KEY)
-    sha = _text(records["sha256"]).str.lower()
+        records = latest_copies(records)
+    sha = text_of(records["sha256"]).str.lower()
     usable = ~_blank(records["sha256"]) & (sha != EMPTY_SHA256)
     frame = records.loc[usable, _ids(records, "title", "original_name", "FileSize")].copy()
     frame.insert(0, "sha256", sha[usable])
     sizes = frame.groupby("sha256")["sha256"].transform("size")
     frame = frame[sizes > 1].copy()
     frame["copies"] = frame.groupby("sha256")["sha256"].transform("size").astype("Int64")
-    where = "base_id" if "base_id" in frame.columns else "collection_id"
-    spread = frame.groupby("sha256")[where].transform("nunique")
-    frame["across_collections"] = pd.array(spread > 1, dtype="boolean")
+    where = _present(frame, ["base_id", "collection_id"])
+    if where:
+        spread = frame.groupby("sha256")[where[0]].transform("nunique")
+        frame["across_collections"] = pd.array(spread > 1, dtype="boolean")
+    else:  # a frame without its collections cannot tell
+        frame["across_collections"] = pd.array([pd.NA] * len(frame), dtype="boolean")
     frame = frame.sort_values(["sha256", *_present(frame, KEY)], ignore_index=True)
     groups = frame["sha256"].nunique()
     return Check(
@@ -145,7 +188,7 @@ def no_checksum(records: pd.DataFrame) -> Check:
 
 def zero_byte(records: pd.DataFrame) -> Check:
     """Records whose file is empty: a ``FileSize`` of 0, or the checksum of zero bytes."""
-    empty = _text(records["sha256"]).str.lower() == EMPTY_SHA256
+    empty = text_of(records["sha256"]).str.lower() == EMPTY_SHA256
     if "FileSize" in records.columns:
         empty = empty | (pd.to_numeric(records["FileSize"], errors="coerce") == 0)
     empty = empty.fillna(False).astype(bool)
@@ -360,7 +403,11 @@ def status_usage(
 
 def status_counts_from(records: pd.DataFrame) -> pd.DataFrame | None:
     """``status_<bit>`` columns of a records frame counted per collection, when it has them."""
-    bits = [c for c in records.columns if c.startswith("status_") and c[7:].isdigit()]
+    bits = [
+        c
+        for c in records.columns
+        if isinstance(c, str) and c.startswith("status_") and c[7:].isdigit()
+    ]
     if not bits or "base_id" not in records.columns:
         return None
     rows = []
@@ -413,6 +460,8 @@ def feeds(
 ) -> Check:
     """Feeds with no entry, and feeds whose newest entry is older than ``stale_days``."""
     now = now or dt.datetime.now(dt.UTC)
+    if len(entries):
+        entries = entries.assign(created_on=utc_dates(entries["created_on"]))
     latest = (
         entries.groupby("feed_id")["created_on"].max()
         if len(entries)
@@ -464,59 +513,4 @@ def feeds(
         f"Feeds with no entry, or none in the last {stale_days:,} days.",
         frame,
         {"empty feed(s)": empty, "stale feed(s)": len(frame) - empty},
-    )
-
-
-def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
-    """Records whose ``sha256`` changed since an earlier harvest of the same search.
-
-    In the fixity vocabulary: *changed* (same record, another checksum), *missing* (gone, or
-    out of the user's rights) and *untracked* (new since).
-    """
-    columns = [
-        "databox_id",
-        "record_id",
-        "state",
-        "sha256_before",
-        "sha256_now",
-        "updated_on_before",
-        "updated_on_now",
-        "title",
-    ]
-    if before is None:
-        frame = pd.DataFrame(columns=columns)
-        return Check(
-            "fixity_drift",
-            "Fixity drift",
-            "Records whose SHA-256 changed since the last cached harvest of the same search.",
-            frame,
-            {},
-            note="no earlier harvest cached: this one is the baseline",
-        )
-    keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
-    old = before[[c for c in keep if c in before.columns]]
-    merged = old.merge(now[keep], on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
-    sha_before = _text(merged["sha256_before"]).str.lower()
-    sha_now = _text(merged["sha256_now"]).str.lower()
-    state = pd.Series(pd.NA, index=merged.index, dtype="string")
-    both = merged["_merge"] == "both"
-    state[both & (sha_before != sha_now).fillna(sha_before.isna() != sha_now.isna())] = "changed"
-    state[merged["_merge"] == "left_only"] = "missing"
-    state[merged["_merge"] == "right_only"] = "untracked"
-    merged["state"] = state
-    merged["title"] = merged.get("title_now", pd.Series(pd.NA, index=merged.index)).fillna(
-        merged.get("title_before")
-    )
-    frame = merged[state.notna()]
-    frame = frame[[c for c in columns if c in frame.columns]].sort_values(
-        ["state", *KEY], ignore_index=True
-    )
-    counts = frame["state"].value_counts()
-    return Check(
-        "fixity_drift",
-        "Fixity drift",
-        "Records whose SHA-256 changed since the last cached harvest of the same search "
-        "(changed), that are gone (missing) or new (untracked).",
-        frame,
-        {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")},
     )

@@ -5,8 +5,9 @@ spreadsheet could take for a formula keeps its value and gets Excel's quote-pref
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
 sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
 sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
-longer integer is written as text, not rounded), no date before 1900 (ISO text instead), and no
-timezone-aware dates (they are written in UTC, which the header says). What was changed is
+longer integer, or whole float in a column of ids, is written as text, not rounded), no date
+before 1900 (ISO text instead), no infinity (``inf`` text rather than a ``=1/0`` formula), and
+no timezone-aware dates (they are written in UTC, which the header says). What was changed is
 listed in a ``notes`` sheet.
 """
 
@@ -255,9 +256,10 @@ def _write_sheet(
                 style = styles.quoted if policy == "escape" and risky(value) else None
                 sheet.write_string(row + 1, index, value, style)
             elif (column.checked or column.write is _text) and (text := _unheld(value)):
-                # Excel would round 12345678901234567 to 12345678901234600, and show a date
-                # of 1850 as ####: the text keeps it
-                sheet.write_string(row + 1, index, text)
+                # Excel would round 12345678901234567 to 12345678901234600, show a date of
+                # 1850 as ####, and an infinity as #DIV/0! (xlsxwriter's =1/0): the text keeps it
+                style = styles.quoted if policy == "escape" and risky(text) else None
+                sheet.write_string(row + 1, index, text, style)
                 as_text[column.header] = as_text.get(column.header, 0) + 1
             elif column.write is _text:
                 _scalar(sheet, row + 1, index, value, styles)  # a number among text
@@ -273,7 +275,7 @@ def _write_sheet(
                 name,
                 header,
                 f"{count:,} value(s) written as text, which Excel would otherwise change: "
-                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900",
+                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900, infinities",
             )
         )
     if columns:
@@ -283,6 +285,10 @@ def _write_sheet(
 
 def _column(header: str, column: pd.Series) -> _Column:
     dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_datetime64_any_dtype(
+        dtype.categories.dtype
+    ):  # dates made categorical are still dates (a missing one is NaT)
+        return _column(header, column.astype(dtype.categories.dtype))
     if isinstance(dtype, pd.DatetimeTZDtype):
         column = column.dt.tz_convert("UTC").dt.tz_localize(None)
         header = f"{header} (UTC)"
@@ -292,10 +298,9 @@ def _column(header: str, column: pd.Series) -> _Column:
     if pd.api.types.is_bool_dtype(dtype):
         return _Column(header, _boolean, _objects(column), len(header) + 2)
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
-        long_integers = pd.api.types.is_integer_dtype(dtype) and bool(
-            ((column >= _EXACT) | (column <= -_EXACT)).any()
+        return _Column(
+            header, _number, _objects(column), max(len(header) + 2, 12), _unheld_numbers(column)
         )
-        return _Column(header, _number, _objects(column), max(len(header) + 2, 12), long_integers)
     # a column of mixed values keeps its numbers and booleans as such (a negative number stays
     # a number); everything else is text
     values = [
@@ -327,9 +332,28 @@ def _is_scalar(value: Any) -> bool:
 
 
 _EXACT = 10**EXCEL_DIGITS
+#: Past it a whole float is no id (ids are 64-bit integers): a measurement, kept a number.
+_IDS = 2.0**64
 
 
 _FIRST_DAY = pd.Timestamp("1900-01-01")
+
+
+def _unheld_numbers(column: pd.Series) -> bool:
+    """Whether a numeric column may hold numbers Excel cannot hold as they are: an infinity, an
+    integer past 15 digits in an integer column, or in a float one (ids that went through a
+    NaN, or read back from a CSV) whose every value is whole. A float column with a fraction
+    anywhere holds measurements, which stay numbers, rounded as Excel rounds them."""
+    values = column.dropna()
+    if pd.api.types.is_complex_dtype(values.dtype):
+        return False  # refused when written: Excel has no complex numbers
+    if not pd.api.types.is_integer_dtype(values.dtype):
+        finite = np.isfinite(values.to_numpy(dtype=float))
+        if not finite.all():
+            return True
+        if not bool((values == values.round()).all()):
+            return False
+    return bool(((values >= _EXACT) | (values <= -_EXACT)).any())
 
 
 def _early(column: pd.Series) -> bool:
@@ -338,10 +362,22 @@ def _early(column: pd.Series) -> bool:
 
 def _unheld(value: Any) -> str:
     """``value`` as text if Excel cannot hold it as it is (else ""): an integer of more
-    significant digits than it keeps, or a date before its calendar's first day (1900)."""
+    significant digits than it keeps, an infinity, or a date before its calendar's first day
+    (1900)."""
     if isinstance(value, pd.Timestamp | dt.datetime):
         return value.isoformat() if value < _FIRST_DAY else ""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_):
+        return ""
+    if isinstance(value, float | np.floating):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        # an id in a float column: whole, within an integer's range, and of more digits than
+        # Excel keeps as the float says them (3.3e25 says two: a measurement, kept a number)
+        number = float(value)
+        digits = repr(abs(number)).split("e")[0].replace(".", "").strip("0")
+        if not number.is_integer() or abs(number) >= _IDS or len(digits) <= EXCEL_DIGITS:
+            return ""
+    elif not isinstance(value, int | np.integer):
         return ""
     text = str(int(value))
     return text if len(text.lstrip("-").rstrip("0")) > EXCEL_DIGITS else ""

@@ -79,14 +79,33 @@ def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     out = frame.copy(deep=False)
     out.attrs = _plain_attrs(frame.attrs)
     out.attrs.setdefault("mediaframe_version", __version__)
+    import pyarrow as pa
+
     with atomic_path(path) as partial:
         try:
             out.to_parquet(partial, index=indexed(frame) is not frame, engine="pyarrow")
         except UnicodeEncodeError:
             raise  # told, with what to do, by the atomic writer
-        except (ValueError, TypeError) as err:  # pyarrow's errors subclass these
-            raise ExportError(f"cannot write {path} as parquet: {err}") from err
+        except (ValueError, TypeError, pa.ArrowException) as err:
+            raise ExportError(f"cannot write {path} as parquet: {_unwritable(out, err)}") from err
     return Path(path)
+
+
+def _unwritable(frame: pd.DataFrame, err: Exception) -> str:
+    """Which column parquet cannot hold, and what to do; else pyarrow's own words."""
+    import pyarrow as pa
+
+    for index in range(frame.shape[1]):
+        column = frame.iloc[:, index]
+        try:
+            pa.Array.from_pandas(column)
+        except (ValueError, TypeError, pa.ArrowException) as why:
+            return (
+                f"column {frame.columns[index]!r} ({column.dtype}) holds values parquet cannot "
+                f"hold together ({why}); convert it to one type first "
+                f"(frame[{frame.columns[index]!r}].astype(str)), or write .csv or .xlsx"
+            )
+    return str(err)
 
 
 def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -95,10 +114,29 @@ def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null)."""
+    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null).
+
+    Values JSON has no type for (a month of a ``to_period`` grouping, an interval, a
+    ``Decimal``) are written as their text.
+    """
     records = indexed(frame)  # a list of records has no index: one holding data is a column
     with atomic_path(path) as partial:
-        records.to_json(partial, orient="records", date_format="iso", force_ascii=False, indent=1)
+        try:
+            records.to_json(
+                partial,
+                orient="records",
+                date_format="iso",
+                force_ascii=False,
+                indent=1,
+                default_handler=str,
+            )
+        except UnicodeEncodeError:
+            raise  # told, with what to do, by the atomic writer
+        except (ValueError, TypeError, OverflowError) as err:  # pandas' own, bytes it decodes
+            raise ExportError(
+                f"cannot write {path} as JSON: {err}; convert that column to text first "
+                "(frame[column].astype(str)), or write .parquet"
+            ) from err
     return Path(path)
 
 

@@ -28,12 +28,14 @@ from mediaframe.reports.cells import indexed, plain_text
 from mediaframe.reports.files import atomic_path
 
 __all__ = [
+    "MAX_CELLS",
     "MAX_ROWS",
     "Section",
     "clean_svg",
     "draw",
     "provenance_of",
     "render_html",
+    "rows_shown",
     "svg_of",
     "to_html",
 ]
@@ -42,6 +44,9 @@ __all__ = [
 #: would be hundreds of megabytes no browser opens. Every row is in the CSV, Excel or parquet
 #: export, which the page says under each table it cuts.
 MAX_ROWS = 10_000
+#: Cells a table of a page shows at most: a frame of thousands of columns (caption fields, or
+#: technical keys a server made up) shows fewer rows, so that its page still opens.
+MAX_CELLS = 1_000_000
 
 _SORT_SCRIPT = """
 document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
@@ -126,7 +131,8 @@ def render_html(
         page was made are always added.
     figures : title to a matplotlib Figure (or Axes, or SVG text), embedded as inline SVG.
     notes : sentences shown under the provenance.
-    max_rows : rows shown per table, :data:`MAX_ROWS` (10,000) by default; the page says under
+    max_rows : rows shown per table, :data:`MAX_ROWS` (10,000) by default, and fewer in a
+        table so wide that they would be more than :data:`MAX_CELLS` cells; the page says under
         each table it cuts how many rows were left out and how to get them all. ``None`` shows
         every row, however large the page.
     """
@@ -156,9 +162,14 @@ def render_html(
     page_notes = list(notes)
     if any(section["hidden"] for section in rendered):
         page_notes.append(
-            f"Tables longer than {max_rows:,} rows show their first {max_rows:,}: the note "
-            "under each says how many were left out. Every row is in the CSV, Excel or parquet "
-            "export."
+            f"Tables longer than {max_rows:,} rows show their first {max_rows:,}"
+            + (
+                f", and wide ones fewer, at most {MAX_CELLS:,} cells"
+                if any(section["narrowed"] for section in rendered)
+                else ""
+            )
+            + ": the note under each says how many were left out. Every row is in the CSV, "
+            "Excel or parquet export."
         )
     context = {
         "title": title,
@@ -204,8 +215,9 @@ def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
 def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[str]]:
     """Draw figures (each maker returns an Axes, e.g. from :mod:`mediaframe.plots`) as SVG.
 
-    Returns the SVG texts by title, and notes on what could not be drawn: nothing to plot, or
-    no matplotlib (the ``notebook`` extra), in which case the page simply has no figures.
+    Returns the SVG texts by title, and notes on what could not be drawn: nothing to plot, a
+    frame without the column a figure reads, or no matplotlib (the ``notebook`` extra), in
+    which case the page simply has no figures.
     """
     try:
         import matplotlib.pyplot as plt
@@ -216,7 +228,11 @@ def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[
     for title, make in makers.items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EmptyPlotWarning)
-            axes = make()
+            try:
+                axes = make()
+            except InvalidParameterError as err:  # a frame of a few columns: the page without it
+                notes.append(f"no figure {title!r}: {err}")
+                continue
         try:
             empty = [w for w in caught if issubclass(w.category, EmptyPlotWarning)]
             if empty:
@@ -292,9 +308,21 @@ def _sections(
     return sections
 
 
+def rows_shown(frame: pd.DataFrame, max_rows: int | None = MAX_ROWS) -> int:
+    """How many rows of ``frame`` a page shows: all with ``max_rows=None``, else at most
+    ``max_rows``, and at most :data:`MAX_CELLS` cells (one row, however wide)."""
+    return _limit(indexed(frame), max_rows)
+
+
+def _limit(frame: pd.DataFrame, max_rows: int | None) -> int:
+    if max_rows is None:
+        return len(frame)
+    return min(len(frame), max_rows, max(1, MAX_CELLS // max(1, frame.shape[1])))
+
+
 def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, Any]:
     frame = indexed(section.frame)
-    shown = frame if max_rows is None else frame.head(max_rows)
+    shown = frame.head(_limit(frame, max_rows))
     numeric = [
         pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
         for dtype in frame.dtypes
@@ -313,6 +341,7 @@ def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, 
         "columns": [str(name) for name in frame.columns],
         "rows": rows,
         "hidden": len(shown) < len(frame),
+        "narrowed": max_rows is not None and len(shown) < min(len(frame), max_rows),
         "shown": f"{len(shown):,}",
         "total": f"{len(frame):,}",
         "left_out": f"{len(frame) - len(shown):,}",
@@ -325,6 +354,11 @@ def _text(value: Any) -> str:
     if isinstance(value, pd.Timestamp | dt.datetime):
         return value.isoformat()
     if isinstance(value, float):
+        # 15 digits hide float noise (0.1 + 0.2); a whole number of more (an id in a float
+        # column) is shown whole, or it would read as another id
+        digits = repr(abs(value)).split("e")[0].replace(".", "").strip("0")
+        if value.is_integer() and abs(value) < 2.0**64 and len(digits) > 15:
+            return f"{value:.0f}"
         return f"{value:.15g}"
     return str(plain_text(value))
 

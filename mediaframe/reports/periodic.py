@@ -20,6 +20,7 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports.bundle import Bundle
+from mediaframe.reports.checks import utc_dates
 from mediaframe.reports.html import Section, draw, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
@@ -124,6 +125,7 @@ def report(
     end: dt.date | str | None = None,
     feed_entries: pd.DataFrame | None = None,
     collections: pd.DataFrame | None = None,
+    feeds: pd.DataFrame | None = None,
     **filters: Any,
 ) -> Report:
     """Records created and updated per period × collection × media type, storage added, feeds.
@@ -135,8 +137,9 @@ def report(
     period : ``day``, ``week``, ``month`` (default), ``quarter`` or ``year``.
     start, end : days in the first and last period reported (whole periods are reported);
         all periods by default.
-    feed_entries, collections : with a records frame, ``client.feed_entries()`` and
-        ``client.me().collections`` (for collection names).
+    feed_entries, collections, feeds : with a records frame, ``client.feed_entries()``,
+        ``client.me().collections`` (for collection names) and ``client.feeds()`` (for the
+        names of feeds whose entries do not say it, as older servers' do not).
 
     Examples
     --------
@@ -161,12 +164,19 @@ def report(
         records = source.records(query, **filters)
         feed_entries = source.feed_entries() if feed_entries is None else feed_entries
         collections = source.me().collections if collections is None else collections
+        feeds = source.feeds() if feeds is None else feeds
         provenance = provenance_of(records, server=source.base_url, user=source.user_key)
+    absent = [name for name in ("created_on", "updated_on") if name not in records.columns]
+    if absent:
+        raise InvalidParameterError(
+            f"no {' or '.join(absent)} column in the records: report counts records by the "
+            "days they were created and updated (frames of client.records)"
+        )
     code = PERIODS[period]
     names = _names(collections)
     activity = _activity(records, code, names, first, last)
     totals = _totals(activity, code, first, last)
-    feeds = _feeds(feed_entries, code, first, last)
+    per_feed = _feeds(feed_entries, code, first, last, _titles(feeds))
     provenance = {
         **provenance,
         "period": period,
@@ -175,7 +185,7 @@ def report(
         "reported at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "mediaframe version": __version__,
     }
-    return Report(activity, totals, feeds, period, provenance, records, feed_entries)
+    return Report(activity, totals, per_feed, period, provenance, records, feed_entries)
 
 
 def _day(value: dt.date | str | None, name: str) -> dt.date | None:
@@ -195,8 +205,15 @@ def _names(collections: pd.DataFrame | None) -> dict[int, str]:
     }
 
 
+def _titles(feeds: pd.DataFrame | None) -> dict[Any, str]:
+    if feeds is None or not {"id", "title"} <= set(feeds.columns):
+        return {}
+    named = feeds[feeds["title"].notna()]
+    return dict(zip(named["id"], named["title"].astype(str), strict=True))
+
+
 def _period_of(dates: pd.Series, code: str) -> pd.Series:
-    return dates.dt.tz_convert("UTC").dt.tz_localize(None).dt.to_period(code)
+    return utc_dates(dates).dt.tz_localize(None).dt.to_period(code)
 
 
 def _within(
@@ -288,7 +305,11 @@ def _totals(
 
 
 def _feeds(
-    entries: pd.DataFrame | None, code: str, first: dt.date | None, last: dt.date | None
+    entries: pd.DataFrame | None,
+    code: str,
+    first: dt.date | None,
+    last: dt.date | None,
+    titles: dict[Any, str],
 ) -> pd.DataFrame:
     columns = ["period", "feed_id", "feed", "entries", "items"]
     if entries is None or entries.empty:
@@ -298,7 +319,9 @@ def _feeds(
         {
             "period": periods,
             "feed_id": entries["feed_id"],
-            "feed": entries.get("feed_title", pd.NA),
+            "feed": entries.get("feed_title", pd.Series(pd.NA, index=entries.index))
+            .astype("string")
+            .fillna(entries["feed_id"].map(titles).astype("string")),
             "entries": 1,
             "items": entries.get("item_count", pd.NA),
         }

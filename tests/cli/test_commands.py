@@ -361,3 +361,15 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_harvest(run, tmp
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert result.stderr.startswith("Error: ") and says in result.stderr
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.parquet"))
+
+
+def test_an_html_export_of_a_wide_table_says_how_many_rows_the_page_left_out(tmp_path, capsys):
+    import numpy as np
+    import pandas as pd
+
+    from mediaframe.cli.app import State, emit
+
+    wide = pd.DataFrame(np.zeros((300, 5_000), dtype="int8"))
+    emit(State(), {"wide": wide}, tmp_path / "wide.html")
+    said = capsys.readouterr().err
+    assert "Wrote 300 row(s)" in said and "100 left out" in said

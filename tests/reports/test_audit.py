@@ -10,8 +10,8 @@ import pytest
 
 from mediaframe.client import connect
 from mediaframe.config import Settings
-from mediaframe.exceptions import ExportError
-from mediaframe.reports import CHECKS, audit, checks
+from mediaframe.exceptions import ExportError, InvalidParameterError
+from mediaframe.reports import CHECKS, audit, checks, fixity
 
 SHA = ["a" * 64, "b" * 64, "c" * 64]
 
@@ -143,13 +143,57 @@ def test_fixity_drift_says_changed_missing_and_untracked():
     before = _records()
     now = _records(sha256=[SHA[1], SHA[0], "", SHA[0], checks.EMPTY_SHA256, None]).iloc[1:]
     extra = _records().iloc[:1].assign(record_id=pd.array([99], dtype="Int64"))
-    check = checks.fixity_drift(before, pd.concat([now, extra]))
+    check = fixity.fixity_drift(before, pd.concat([now, extra]))
     states = dict(zip(check.frame["record_id"] + 10 * check.frame["databox_id"],
                       check.frame["state"], strict=True))  # fmt: skip
     # record (1, 2) had SHA[0] in upper case: the same checksum, not a change
     assert states == {11: "missing", 109: "untracked"}
-    changed = checks.fixity_drift(before, _records(sha256=[SHA[2], *before["sha256"][1:]]))
+    changed = fixity.fixity_drift(before, _records(sha256=[SHA[2], *before["sha256"][1:]]))
     assert changed.counts == {"changed": 1, "missing": 0, "untracked": 0}
+
+
+def _listed(keys, sha256, updated=None):
+    frame = pd.DataFrame(
+        {
+            "databox_id": pd.array([k[0] for k in keys], dtype="Int64"),
+            "record_id": pd.array([k[1] for k in keys], dtype="Int64"),
+            "sha256": pd.array(sha256, dtype="string"),
+            "title": [f"t{k[1]}" for k in keys],
+        }
+    )
+    if updated is not None:
+        frame["updated_on"] = pd.to_datetime(updated, utc=True)
+    return frame
+
+
+def test_fixity_drift_compares_each_record_once_however_often_it_is_listed():
+    before = _listed([(1, 1), (1, 2), (1, 3), (1, 4), (1, 4)], [*SHA, SHA[0], SHA[0]])
+    # (1, 1) in two baskets, (1, 2) twice with its new checksum, (1, 4) gone
+    now = _listed([(1, 1), (1, 2), (1, 1), (1, 3), (1, 2)], [SHA[0], SHA[2], SHA[0], "", SHA[2]])
+    check = fixity.fixity_drift(before, now)
+    assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
+        (2, "changed"), (3, "changed"), (4, "missing")
+    ]  # fmt: skip
+    assert check.counts == {"changed": 2, "missing": 1, "untracked": 0}
+    assert "2 in this harvest" in check.note and "1 in the baseline" in check.note
+    # a harvest compared with itself has not drifted, whatever it repeats
+    assert fixity.fixity_drift(now, now).found == 0
+    assert fixity.fixity_drift(before, before).found == 0
+    # nothing repeated: nothing said; an empty checksum and none at all are the same absence
+    assert fixity.fixity_drift(before.iloc[:3], before.iloc[:3]).note == ""
+    blank, none = _listed([(1, 5)], [""]), _listed([(1, 5)], [None])
+    assert fixity.fixity_drift(blank, none).found == 0
+
+
+def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
+    # a record changed while the harvest was read: its pages hold the old and the new checksum
+    updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
+    now = _listed([(1, 1), (1, 1), (1, 2)], [SHA[1], SHA[0], SHA[0]], updated)
+    before = _listed([(1, 1), (1, 2)], [SHA[0], SHA[0]], updated[1:])
+    check = fixity.fixity_drift(before, now)
+    assert list(check.frame["state"]) == ["changed"] and check.frame["sha256_now"][0] == SHA[1]
+    assert "1 with differing checksums" in check.note
+    assert fixity.fixity_drift(now, now).found == 0
 
 
 def test_frames_already_harvested_are_audited_with_what_is_given(tmp_path):
@@ -213,3 +257,92 @@ def test_fixity_drift_compares_with_the_cached_harvest_before_syncing(fresh_emul
     drift = second.fixity_drift
     assert list(drift["state"]) == ["changed"]
     assert drift["sha256_now"].iloc[0] == "f" * 64
+
+
+def test_an_audit_of_a_search_that_matches_nothing_runs_every_check(
+    fresh_emulator, client_of, tmp_path
+):
+    emu = fresh_emulator(records=100)
+    with client_of(emu) as client:
+        assert client.stories("nothing-matches-this").empty  # was "No objects to concatenate"
+        result = audit(client, "nothing-matches-this")
+        again = audit(client, "nothing-matches-this")  # the empty harvest is the baseline
+    assert result.skipped == {} and result.provenance["rows"].startswith("0 ")
+    for name in ("duplicates", "no_checksum", "zero_byte", "format_mismatches", "missing_values"):
+        assert result.checks[name].found == 0, name
+    assert again.checks["fixity_drift"].counts == {"changed": 0, "missing": 0, "untracked": 0}
+    assert len(again.to_csv(tmp_path / "csv")) == len(CHECKS) + 1
+    again.to_excel(tmp_path / "audit.xlsx")
+    assert "Fixity drift" in again.to_html(tmp_path / "audit.html").read_text()
+
+
+def test_a_frame_of_a_few_columns_is_audited_by_the_checks_it_allows(tmp_path):
+    # a CSV of ids and checksums: the checks needing other columns say why they did not run
+    # (checksums other than "a" * 64, which holds the "aaaaaaaa" another test uses as a token:
+    # the secret sweep reads every file a test writes)
+    sha = ["1f" * 32, "1F" * 32, "", "1f" * 32, checks.EMPTY_SHA256, None]
+    few = _records(sha256=sha)[["databox_id", "record_id", "sha256"]]
+    result = audit(few, previous=few.drop(columns=["sha256"]))
+    assert result.skipped["format_mismatches"] == "no mime_type column in the records"
+    assert result.skipped["missing_values"] == "no title column in the records"
+    assert result.skipped["fixity_drift"] == "no sha256 column in the earlier harvest"
+    assert result.checks["duplicates"].counts["extra copies"] == 2
+    assert result.duplicates["across_collections"].isna().all()  # no collection to tell
+    assert "not run: no title column" in result.to_html(tmp_path / "a.html").read_text()
+    nothing = audit(pd.DataFrame())
+    assert set(nothing.skipped) >= {"duplicates", "no_checksum", "zero_byte", "fixity_drift"}
+
+
+def test_fixity_drift_matches_a_baseline_read_back_with_ids_as_text():
+    # an auditor's baseline, kept as CSV and read with dtype=str so that nothing is rounded
+    now = _records()
+    before = now.astype({"databox_id": str, "record_id": str, "sha256": str})
+    before.loc[0, "sha256"] = SHA[2]
+    check = fixity.fixity_drift(before, now)
+    assert list(zip(check.frame["record_id"], check.frame["state"], strict=True)) == [
+        (1, "changed")
+    ]
+    with pytest.raises(InvalidParameterError, match="record_id holds 'x'"):
+        fixity.fixity_drift(before.assign(record_id="x"), now)
+
+
+def test_records_keyed_by_their_index_or_with_odd_column_labels_are_audited():
+    records = _records()
+    keyed = audit(records.set_index(["databox_id", "record_id"]), previous=records)
+    assert "fixity_drift" in keyed.checks and keyed.fixity_drift.empty
+    assert keyed.checks["duplicates"].counts == audit(records).checks["duplicates"].counts
+    labelled = pd.concat([records, pd.Series(1, index=records.index, name=0)], axis=1)
+    assert audit(labelled).checks["duplicates"].found == 3  # was: 'int' has no 'startswith'
+    with pytest.raises(InvalidParameterError, match=r"two columns named 'sha256'"):
+        audit(pd.concat([records, records[["sha256"]]], axis=1))
+
+
+def test_feed_entries_read_back_from_csv_or_without_offsets_are_checked():
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["old", "fresh"], "total_entries": [1, 1]})
+    dates = ["2024-01-01 00:00:00+00:00", "2025-12-01 00:00:00+00:00"]
+    for created_on in (dates, pd.to_datetime(dates).tz_localize(None)):
+        entries = pd.DataFrame({"feed_id": [1, 2], "created_on": created_on})
+        check = checks.feeds(feed_list, entries, stale_days=100, now=now)
+        assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
+
+
+def test_duplicates_read_a_record_listed_twice_by_its_latest_copy():
+    # (1, 1) changed while the harvest was read: its newer copy no longer shares (1, 2)'s file
+    updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
+    records = _listed([(1, 1), (1, 1), (1, 2)], [SHA[1], SHA[0], SHA[0]], updated)
+    assert checks.duplicates(records).found == 0
+    assert fixity.fixity_drift(records, records).found == 0
+    older_first = records.iloc[[1, 2, 0]]  # the order listed does not matter, the dates do
+    assert checks.duplicates(older_first).found == 0
+
+
+def test_every_check_of_an_audit_lists_a_record_listed_twice_once():
+    # baskets concatenated: records (1, 3) and (2, 2) are in two of them
+    records = _records()
+    twice = pd.concat([records, records.iloc[[2, 4]]], ignore_index=True)
+    once, result = audit(records), audit(twice, previous=records)
+    for name in ("duplicates", "no_checksum", "zero_byte", "format_mismatches", "missing_values"):
+        assert result.checks[name].counts == once.checks[name].counts, name
+        assert result.checks[name].found == once.checks[name].found, name
+    assert "2 in this harvest" in result.checks["fixity_drift"].note

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import decimal
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -26,6 +30,7 @@ from mediaframe.reports import (
     to_csv,
     to_excel,
     to_html,
+    to_json,
     to_parquet,
 )
 
@@ -787,3 +792,155 @@ def test_to_csv_names_the_index_columns_with_index_label(tmp_path):
     counts = pd.DataFrame({"n": [4, 2]}, index=pd.Index(["image", "video"], name="media_type"))
     written = to_csv(counts, tmp_path / "c.csv", index=True, index_label="type")
     assert written.read_bytes().decode().splitlines()[0] == "type,n"
+
+
+def test_excel_writes_whole_floats_longer_than_excel_keeps_as_text_and_keeps_measurements(
+    tmp_path,
+):
+    # ids that went through a NaN (or a CSV read back) are float64: 1234567890123456 would
+    # open as 1234567890123460, as an integer would; a column of measurements stays numbers
+    frame = pd.DataFrame(
+        {
+            "id": [1_234_567_890_123_456.0, np.nan, 10.0**17, -9_007_199_254_740_993.0, 5.0],
+            "nullable": pd.array([None, 4_444_444_444_444_444, 1, None, None], dtype="Float64"),
+            "measured": [0.25, 1_234_567_890_123_456.0, 3.5, np.nan, 1e300],
+        }
+    )
+    to_excel({"ids": frame}, tmp_path / "ids.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "ids.xlsx")
+    rows = list(book["ids"].iter_rows(min_row=2, values_only=True))
+    assert rows == [
+        ("1234567890123456", None, 0.25),
+        (None, "4444444444444444", 1_234_567_890_123_456.0),
+        (10**17, 1, 3.5),
+        ("-9007199254740992", None, None),
+        (5, None, 1e300),
+    ]
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(column, note[:25]) for _, column, note in notes] == [
+        ("id", "2 value(s) written as tex"),
+        ("nullable", "1 value(s) written as tex"),
+    ]
+
+
+def test_json_writes_periods_intervals_and_decimals_as_text_and_refuses_bytes_clearly(tmp_path):
+    # records counted per month: the index is a PeriodIndex, which pandas' JSON cannot write
+    created = pd.to_datetime(["2024-01-05", "2024-01-20", "2024-03-01"])
+    monthly = pd.Series(1, index=created).groupby(created.to_period("M")).size()
+    frame = monthly.rename_axis("month").to_frame("records")
+    frame["sizes"] = pd.interval_range(0, 2)
+    frame["exact"] = [decimal.Decimal("12345678901234567.5"), None]
+    written = to_json(frame, tmp_path / "monthly.json")
+    assert json.loads(written.read_text()) == [
+        {"month": "2024-01", "records": 2, "sizes": "(0, 1]", "exact": "12345678901234567.5"},
+        {"month": "2024-03", "records": 1, "sizes": "(1, 2]", "exact": None},
+    ]
+    with pytest.raises(ExportError, match=r"cannot write .*undecodable\.json.*decode"):
+        to_json(pd.DataFrame({"raw": [b"\xff"]}), tmp_path / "undecodable.json")
+    assert not (tmp_path / "undecodable.json").exists()
+
+
+@pytest.mark.parametrize(
+    "values", [[1, "x"], [["a"], "b"], [1 + 2j, 3j]], ids=["mixed", "list-and-text", "complex"]
+)
+def test_a_column_parquet_cannot_hold_is_an_export_error_that_says_what_to_do(tmp_path, values):
+    with pytest.raises(ExportError, match=r"column 'a'.*astype\(str\)"):
+        to_parquet(pd.DataFrame({"a": values}), tmp_path / "x.parquet")
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_excel_writes_infinities_as_text_not_as_formulas(tmp_path):
+    # xlsxwriter writes an infinity as the formula =1/0 (or =-1/0): a workbook promised to hold
+    # no formula held some, and +inf and -inf both showed as #DIV/0!
+    frame = pd.DataFrame(
+        {
+            "ratio": [np.inf, -np.inf, 1.5, np.nan],
+            "nullable": pd.array([None, np.inf, 2.0, -np.inf], dtype="Float64"),
+        }
+    )
+    to_excel({"r": frame}, tmp_path / "inf.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "inf.xlsx")
+    rows = list(book["r"].iter_rows(min_row=2, values_only=True))
+    assert rows == [("inf", None), ("-inf", "inf"), (1.5, 2.0), (None, "-inf")]
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert [(column, note[:25]) for _, column, note in notes] == [
+        ("ratio", "2 value(s) written as tex"),
+        ("nullable", "2 value(s) written as tex"),
+    ]
+    assert "infinities" in notes[0][2]
+
+
+def test_html_shows_every_digit_of_a_whole_float_and_rounds_only_float_noise(tmp_path):
+    # float64 ids (they went through a NaN) were shown as 1.23456789012346e+15: another id
+    frame = pd.DataFrame(
+        {
+            "record_id": [1_234_567_890_123_456.0, np.nan, 12_345_678_901_234_567.0],
+            "measured": [0.1 + 0.2, 1e20, -2.5],
+            "round": [3.3e25, 1.2345678901234567e30, 2.0**63],
+        }
+    )
+    page = to_html(frame, tmp_path / "ids.html").read_text()
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", body)
+    # past an integer's range a whole float is a measurement: no digits made up (3.3e25 is
+    # not 33000000000000001056964608)
+    assert cells == [
+        "1234567890123456", "0.3", "3.3e+25",
+        "", "1e+20", "1.23456789012346e+30",
+        "12345678901234568", "-2.5", "9223372036854775808",
+    ]  # fmt: skip
+
+
+def test_excel_writes_a_categorical_of_dates_as_dates(tmp_path):
+    # a column of a few distinct dates made categorical (to save memory) came out as text
+    shot = pd.to_datetime(["2024-06-01T12:00+02:00", "1850-01-01T00:00Z"], utc=True)
+    frame = pd.DataFrame(
+        {
+            "day": pd.Categorical(pd.to_datetime(["2024-01-01", None])),
+            "shot": pd.Categorical(shot),
+            "kind": pd.Categorical(["=evil()", None]),
+        }
+    )
+    to_excel({"c": frame}, tmp_path / "cat.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "cat.xlsx")
+    assert [c.value for c in book["c"][1]] == ["day", "shot (UTC)", "kind"]
+    rows = list(book["c"].iter_rows(min_row=2, values_only=True))
+    assert rows == [
+        (dt.datetime(2024, 1, 1), dt.datetime(2024, 6, 1, 10), "=evil()"),
+        (None, "1850-01-01T00:00:00", None),
+    ]
+    assert book["c"]["C2"].quotePrefix
+
+
+def test_a_very_wide_frame_makes_a_page_of_bounded_size_too(tmp_path):
+    from mediaframe.reports.html import MAX_CELLS, rows_shown
+
+    # thousands of columns (caption fields, technical keys a server made up): 10,000 rows of
+    # them would be a page of gigabytes; rows are cut so that a table holds MAX_CELLS cells
+    assert MAX_CELLS == 1_000_000
+    wide = pd.DataFrame(np.zeros((300, 5_000), dtype="int8"))
+    assert rows_shown(wide) == 200 and rows_shown(wide, None) == 300
+    assert rows_shown(wide.iloc[:, :50]) == 300  # a records frame's width: every row
+    page = to_html(wide, tmp_path / "wide.html").read_text()
+    assert _body_rows(page) == 200
+    assert "Showing the first 200 of 300 rows: 100 rows were left out" in page
+    assert "at most 1,000,000 cells" in page
+
+
+def test_excel_keeps_large_round_floats_as_numbers_with_no_digits_made_up(tmp_path):
+    # whole floats beyond any id (an int64 holds < 2**63) are measurements: 3.3e25 is not the
+    # text "33000000000000001056964608", digits its binary form made up
+    frame = pd.DataFrame({"bytes": [3.3e25, 1e300, -4.5e21, 5.0], "id": [2.0**63, 1.0, 2.0, 3.0]})
+    to_excel({"big": frame}, tmp_path / "big.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "big.xlsx")
+    rows = list(book["big"].iter_rows(min_row=2, values_only=True))
+    assert [row[0] for row in rows] == [3.3e25, 1e300, -4.5e21, 5]
+    assert rows[0][1] == "9223372036854775808"  # 2**63, written whole: an id past int64
+
+
+def test_a_complex_column_is_an_excel_export_error_without_a_numpy_warning(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ExportError, match="complex"):
+            to_excel(pd.DataFrame({"a": [1 + 2j, 3j]}), tmp_path / "c.xlsx")
+    assert [str(w.message) for w in caught] == []

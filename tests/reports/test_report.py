@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mediaframe.client import connect
+from mediaframe.config import Settings
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports import report
 
@@ -107,3 +109,48 @@ def test_a_notebook_shows_a_bounded_part_of_many_periods():
     assert len(result.totals) > 10_000
     shown = result._repr_html_()
     assert shown.count("<tr>") < 100 and "more period(s)" in shown
+
+
+def test_records_read_back_from_csv_are_reported_as_the_frame_they_came_from(tmp_path):
+    # dates read back from a CSV are text ("2024-01-05 00:00:00+00:00"): not a bare
+    # "Can only use .dt accessor with datetimelike values"
+    original = _records()
+    original.to_csv(tmp_path / "records.csv", index=False)
+    back = pd.read_csv(tmp_path / "records.csv")
+    assert back["created_on"].dtype != original["created_on"].dtype
+    assert report(back).activity.equals(report(original).activity)
+    with pytest.raises(InvalidParameterError, match=r"created_on.*'soon'"):
+        report(back.assign(created_on="soon"))
+    # dates without an offset are read as UTC, as the service writes its own
+    naive = {name: original[name].dt.tz_localize(None) for name in ("created_on", "updated_on")}
+    assert report(original.assign(**naive)).activity.equals(report(original).activity)
+
+
+def test_a_frame_of_a_few_columns_is_reported_and_its_page_says_which_figure_is_missing(
+    tmp_path,
+):
+    few = _records()[["created_on", "updated_on", "FileSize"]]
+    page = report(few).to_html(tmp_path / "few.html").read_text()
+    assert "no figure &#39;media types&#39;: this frame has no &#39;media_type&#39; column" in page
+    assert page.count("<svg") == 2  # created and updated are still drawn
+    with pytest.raises(InvalidParameterError, match="no created_on column"):
+        report(few.drop(columns=["created_on"]))
+
+
+def test_feeds_are_named_from_the_feed_list_when_entries_do_not_say(tmp_path):
+    # legacy servers send entries without feed_title: the report named no feed
+    entries = pd.DataFrame(
+        {"feed_id": pd.array([7, 8], dtype="Int64"), "feed_title": pd.array([None, "Told"]),
+         "item_count": [2, 3], "created_on": pd.to_datetime(["2024-01-02"] * 2, utc=True)}
+    )  # fmt: skip
+    feed_list = pd.DataFrame({"id": pd.array([7, 8], dtype="Int64"), "title": ["News", "Other"]})
+    result = report(_records(), feed_entries=entries, feeds=feed_list)
+    assert result.feeds["feed"].tolist() == ["News", "Told"]
+
+
+def test_a_live_report_names_every_feed_on_every_server(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=100)
+    settings = Settings.from_env().replace(cache_dir=tmp_path / "cache", progress=False)
+    with connect(emu.base_url, token=emu.token, settings=settings) as client:
+        result = report(client)
+    assert len(result.feeds) and result.feeds["feed"].notna().all()

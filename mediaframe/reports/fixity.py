@@ -1,0 +1,121 @@
+"""Fixity drift: which records' checksums changed, went or came since an earlier harvest.
+
+One check like those of :mod:`~mediaframe.reports.checks` (pure: frames in, a
+:class:`~mediaframe.reports.checks.Check` out), kept apart because it compares two harvests,
+each reduced first to one row per record.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mediaframe.exceptions import InvalidParameterError
+from mediaframe.reports.checks import KEY, Check, latest_copies, text_of
+
+__all__ = ["fixity_drift"]
+
+
+def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
+    """Records whose ``sha256`` changed since an earlier harvest of the same search.
+
+    In the fixity vocabulary: *changed* (same record, another checksum), *missing* (gone, or
+    out of the user's rights) and *untracked* (new since). A record listed more than once (in
+    two baskets, or on two pages of a harvest read while it changed) is compared once, and the
+    check's note says how many were.
+    """
+    columns = [
+        "databox_id",
+        "record_id",
+        "state",
+        "sha256_before",
+        "sha256_now",
+        "updated_on_before",
+        "updated_on_now",
+        "title",
+    ]
+    if before is None:
+        frame = pd.DataFrame(columns=columns)
+        return Check(
+            "fixity_drift",
+            "Fixity drift",
+            "Records whose SHA-256 changed since the last cached harvest of the same search.",
+            frame,
+            {},
+            note="no earlier harvest cached: this one is the baseline",
+        )
+    keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
+    old, repeated_before, differing_before = _one_per_record(before, keep, "earlier harvest")
+    new, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
+    merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
+    sha_before, sha_now = merged["sha256_before"], merged["sha256_now"]
+    state = pd.Series(pd.NA, index=merged.index, dtype="string")
+    both = merged["_merge"] == "both"
+    state[both & (sha_before != sha_now).fillna(sha_before.isna() != sha_now.isna())] = "changed"
+    state[merged["_merge"] == "left_only"] = "missing"
+    state[merged["_merge"] == "right_only"] = "untracked"
+    merged["state"] = state
+    merged["title"] = merged.get("title_now", pd.Series(pd.NA, index=merged.index)).fillna(
+        merged.get("title_before")
+    )
+    frame = merged[state.notna()]
+    frame = frame[[c for c in columns if c in frame.columns]].sort_values(
+        ["state", *KEY], ignore_index=True
+    )
+    counts = frame["state"].value_counts()
+    return Check(
+        "fixity_drift",
+        "Fixity drift",
+        "Records whose SHA-256 changed since the last cached harvest of the same search "
+        "(changed), that are gone (missing) or new (untracked).",
+        frame,
+        {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")},
+        note=_repeats_note(repeated_now, repeated_before, differing_now + differing_before),
+    )
+
+
+def _one_per_record(
+    frame: pd.DataFrame, keep: list[str], what: str
+) -> tuple[pd.DataFrame, int, int]:
+    """``frame``'s ``keep`` columns, one row per record, its ids as numbers and its checksum
+    normalised (lower case, blank as missing); with how many records it listed more than once,
+    and how many of those with differing checksums. Of differing copies the most recently
+    updated one is kept (the last listed of equals): the record changed while the harvest was
+    read."""
+    frame = frame[[c for c in keep if c in frame.columns]].copy()
+    for name in KEY:  # a frame read back as text (read_csv(dtype=str)) has ids as text
+        frame[name] = _numbers(frame[name], f"the {what}'s {name}")
+    sha = text_of(frame["sha256"]).str.lower()
+    frame["sha256"] = sha.mask(sha == "")
+    repeated = frame.duplicated(KEY, keep=False)
+    if not repeated.any():
+        return frame, 0, 0
+    copies = frame[repeated].groupby(KEY, dropna=False)["sha256"].nunique(dropna=False)
+    return latest_copies(frame), len(copies), int((copies > 1).sum())
+
+
+def _numbers(column: pd.Series, what: str) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        return column
+    numbers = pd.to_numeric(column.astype("string").str.strip(), errors="coerce")
+    wrong = numbers.isna() & column.notna()
+    if wrong.any():
+        raise InvalidParameterError(
+            f"{what} holds {column[wrong].iloc[0]!r}, not a number: fixity drift compares "
+            "records by their numeric ids (frames of client.records)"
+        )
+    try:
+        return numbers.astype("Int64")
+    except (TypeError, ValueError):  # a fraction: kept, and matched against nothing
+        return numbers.astype("Float64")
+
+
+def _repeats_note(now: int, before: int, differing: int) -> str:
+    if not now and not before:
+        return ""
+    note = (
+        f"record(s) listed more than once: {now:,} in this harvest, {before:,} in the "
+        "baseline; each compared once"
+    )
+    if differing:
+        note += f" ({differing:,} with differing checksums: the latest updated copy's)"
+    return note
