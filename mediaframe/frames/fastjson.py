@@ -319,13 +319,13 @@ def _native(
     if layout is None:  # an empty array
         return records([], structure), False
     schema = _SCHEMA if structure is None else _EXTENDED_SCHEMA
-    struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
-    scanned = fromarrow.scan(struct)
-    if not scanned.finite:  # pyarrow reads NaN and Infinity, which JSON has not
-        raise Unreadable("numbers", "a number is not finite (NaN or Infinity are not JSON)")
-    try:
+    try:  # a member's name that is not UTF-8 fails wherever it is read (pyarrow checks values)
+        struct, whole_floats, texts = _read_pieces(body, opening, end, layout, schema)
+        scanned = fromarrow.scan(struct)
+        if not scanned.finite:  # pyarrow reads NaN and Infinity, which JSON has not
+            raise Unreadable("numbers", "a number is not finite (NaN or Infinity are not JSON)")
         return _frame(struct, whole_floats, texts, scanned.texts, structure)
-    except UnicodeDecodeError:  # a member's name is not UTF-8 (pyarrow checks only values)
+    except UnicodeDecodeError:
         raise Unreadable("unexpected type or shape", "a member name is not UTF-8") from None
 
 
