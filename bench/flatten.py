@@ -87,6 +87,16 @@ def answer_bytes(catalogue: Catalogue, rows: range, flavour: str) -> bytes:
     return to_json(envelope, pretty=shape.pretty)
 
 
+def workloads(catalogue: Catalogue, flavour: str, n: int, pages: int) -> dict[str, list[bytes]]:
+    """The two workloads, by name: one answer of ``n`` records, ``pages`` answers of 1,000."""
+    return {
+        f"one answer of {n:,}": [answer_bytes(catalogue, range(n), flavour)],
+        f"{pages} pages of {PAGE:,}": [
+            answer_bytes(catalogue, range(p * PAGE, (p + 1) * PAGE), flavour) for p in range(pages)
+        ],
+    }
+
+
 def floor(raw: bytes) -> Any:
     return orjson.loads(raw)
 
@@ -204,14 +214,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for flavour in args.flavours:
-        workloads = {
-            f"one answer of {args.n:,}": [answer_bytes(catalogue, range(args.n), flavour)],
-            f"{args.pages} pages of {PAGE:,}": [
-                answer_bytes(catalogue, range(p * PAGE, (p + 1) * PAGE), flavour)
-                for p in range(args.pages)
-            ],
-        }
-        for workload, bodies in workloads.items():
+        for workload, bodies in workloads(catalogue, flavour, args.n, args.pages).items():
             row = measure(bodies, args.repeat, keep_gc=args.gc)
             met = (
                 row["b/a"] <= TARGETS["b/a"]

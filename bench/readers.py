@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.json as pj
-from flatten import PAGE, answer_bytes  # bench/ is the script's own folder
+from flatten import PAGE, workloads  # bench/ is the script's own folder
 
 from mediaframe.emulator.catalogue import Catalogue
 from mediaframe.emulator.flavours import FLAVOURS
@@ -160,14 +160,7 @@ def main() -> None:
     catalogue = Catalogue(records=max(args.n, args.pages * PAGE), seed=0)
     with tempfile.TemporaryDirectory() as folder:
         for flavour in FLAVOURS:
-            loads = {
-                f"one answer of {args.n:,}": [answer_bytes(catalogue, range(args.n), flavour)],
-                f"{args.pages} pages of {PAGE:,}": [
-                    answer_bytes(catalogue, range(p * PAGE, (p + 1) * PAGE), flavour)
-                    for p in range(args.pages)
-                ],
-            }
-            for name, bodies in loads.items():
+            for name, bodies in workloads(catalogue, flavour, args.n, args.pages).items():
                 best = best_times(workload(bodies, folder), args.repeat)
                 floor = best["orjson (floor)"]
                 shown = ", ".join(f"{n} {seconds / floor:.2f}" for n, seconds in best.items())
