@@ -69,7 +69,9 @@ def finished(child: subprocess.Popen[str]) -> dict[str, Any]:
 
 def checkpointed(cache: Path) -> int:
     """Shards finished so far in ``cache`` (their entries are written last)."""
-    return sum(1 for _ in cache.glob("cache/records/*/shards/*.json"))
+    # shards are kept in batches: a file of entries each
+    batches = cache.glob("cache/records/*/shards/*.json")
+    return sum(len(json.loads(path.read_text())["shards"]) for path in batches)
 
 
 def kill_at(server: dict[str, Any], cache: Path, per_page: int, shards: int) -> int:

@@ -5,8 +5,9 @@
     data-<version>/           datasets (see :mod:`mediaframe.cache.datasets`); only the one the
                               manifest names is read, the others are leftovers, swept
     plan.json                 a harvest in progress: its plan and the splits proven so far
-    shards/<shard>.arrow      each finished shard (Arrow IPC), written atomically as it completes
-    shards/<shard>.json       its entry: rows, SHA-256, total; written after the file
+    shards/<batch>.arrow      finished shards kept together (Arrow IPC), written atomically
+    shards/<batch>.json       their entries: each one's rows in the file, its CRC-32, total;
+                              written after the file
     shards/<shard>.pages/     pages of a shard still being paged (see :mod:`mediaframe.cache.pages`)
     .writer                   lock file: one writer (harvest or sync) at a time
     .readers                  lock file: readers share it; old versions go only when none holds it
@@ -22,6 +23,7 @@ are taken on local caches only (a remote fsspec cache has one writer by conventi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import errno
 import fcntl
@@ -31,8 +33,10 @@ import os
 import posixpath
 import shutil
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -52,6 +56,7 @@ from mediaframe.cache.datasets import (
 from mediaframe.cache.manifest import (
     Manifest,
     PlanFile,
+    ShardBatch,
     ShardEntry,
     decode,
     encode,
@@ -395,68 +400,109 @@ class HarvestStore:
     # shards -----------------------------------------------------------------
 
     def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> ShardEntry:
-        """Write one finished shard, then its entry (with ``facts``) beside it; returns the entry.
-
-        The entry is written last: a shard counts as finished only once its entry exists, so a
-        crash between the two leaves an unfinished shard, never a half-written finished one.
-        """
-        data = to_ipc(df, {"shard": shard_id})
-        self._write_atomic(self._path("shards", f"{shard_id}.arrow"), data)
-        entry = ShardEntry(
-            id=shard_id,
-            file=f"shards/{shard_id}.arrow",
-            rows=len(df),
-            sha256=_digest(data),
-            **facts,
-        )
-        self._write_atomic(self._path("shards", f"{shard_id}.json"), encode(entry))
+        """Write one finished shard (a batch of one, see :meth:`write_shards`) with ``facts``;
+        returns its entry."""
+        (entry,) = self.write_shards(df, [ShardEntry(id=shard_id, rows=len(df), **facts)])
         return entry
+
+    def write_shards(self, df: pd.DataFrame, entries: Sequence[ShardEntry]) -> list[ShardEntry]:
+        """Keep finished shards together: ``df`` holds their rows one after another, in the
+        order of ``entries`` (each ``rows`` long). Writes one file, then the batch's entries;
+        returns them, each naming its place in the file.
+
+        The entries are written last: a shard counts as finished only once its entry exists,
+        so a crash between the two leaves unfinished shards, never half-written finished ones.
+        Batches are named in the order they are written: where two hold the same shard (one
+        fetched again), :meth:`finished_shards` takes the later.
+        """
+        if sum(entry.rows for entry in entries) != len(df):
+            raise ValueError("the entries' rows do not add up to the frame's")
+        name = f"b{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        data = to_ipc(df, {"shards": [entry.id for entry in entries]})
+        self._write_atomic(self._path("shards", f"{name}.arrow"), data)
+        crc, start, written = _crc(data), 0, []
+        for entry in entries:
+            placed = dataclasses.replace(entry, file=f"shards/{name}.arrow", start=start, crc32=crc)
+            written.append(placed)
+            start += entry.rows
+        self._write_atomic(self._path("shards", f"{name}.json"), encode(ShardBatch(written)))
+        return written
 
     def finished_shards(self) -> dict[str, ShardEntry]:
         """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
         root = self._path("shards")
         entries = {}
         try:
-            paths = self.fs.glob(posixpath.join(root, "*.json"))
+            paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
         except FileNotFoundError:
             return {}
-        for path in paths:
+        for path in paths:  # in the order written: a later batch's entry wins
             try:
                 with self.fs.open(path, "rb") as handle:
-                    entry = decode(ShardEntry, handle.read(), path)
+                    batch = decode(ShardBatch, handle.read(), path)
             except (OSError, CacheCorruptError):
-                continue  # a damaged or vanished entry: the shard is simply fetched again
-            if entry.file != f"shards/{entry.id}.arrow":
-                continue  # an entry pointing elsewhere is damage too
-            entries[entry.id] = entry
+                continue  # a damaged or vanished batch: its shards are simply fetched again
+            own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
+            for entry in batch.shards:
+                if entry.file != own or entry.start < 0 or entry.rows < 0:
+                    continue  # an entry pointing elsewhere is damage too
+                entries[entry.id] = entry
         return entries
 
     def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
-        """Read a shard written by :meth:`write_shard`, checking it against its entry."""
-        path = self._path(entry.file)
-        try:
-            with self.fs.open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as err:
-            raise CacheCorruptError(f"shard file {entry.file} is missing") from err
-        if _digest(data) != entry.sha256:
-            raise CacheCorruptError(f"shard file {entry.file} does not match its checksum")
-        frame = from_ipc(data, f"shard file {entry.file}")
-        if len(frame) != entry.rows:
-            raise CacheCorruptError(f"shard file {entry.file} has the wrong number of rows")
-        return frame
+        """Read a shard written by :meth:`write_shards`, checking it against its entry."""
+        return self.read_shards([entry])[entry.id]
+
+    def read_shards(self, entries: Iterable[ShardEntry]) -> dict[str, pd.DataFrame]:
+        """Read shards written by :meth:`write_shards`, by id, each file once; checked against
+        their entries.
+
+        Raises
+        ------
+        CacheCorruptError
+            A file is missing, damaged, or does not hold an entry's rows.
+        """
+        by_file: dict[str, list[ShardEntry]] = {}
+        for entry in entries:
+            by_file.setdefault(entry.file, []).append(entry)
+        frames = {}
+        for file, kept in by_file.items():
+            where = f"shard file {file or '(none)'}"
+            data = self._shard_bytes(file)
+            if data is None:
+                raise CacheCorruptError(f"{where} is missing")
+            if {entry.crc32 for entry in kept} != {_crc(data)}:
+                raise CacheCorruptError(f"{where} does not match its checksum")
+            whole = from_ipc(data, where)
+            for entry in kept:
+                if entry.start + entry.rows > len(whole):
+                    raise CacheCorruptError(f"{where} has the wrong number of rows")
+                part = whole
+                if len(kept) > 1:  # each frame its own: a join may take a frame's columns
+                    stop = entry.start + entry.rows
+                    part = whole.iloc[entry.start : stop].reset_index(drop=True)
+                part.attrs = dict(whole.attrs)
+                frames[entry.id] = part
+        return frames
 
     def has_shard(self, entry: ShardEntry) -> bool:
         """Whether a finished shard's file is present and matches its checksum.
 
-        Only the bytes are hashed: :meth:`read_shard` parses and checks the rest when the shard
-        is read, so a resume does not parse every kept shard twice.
+        Only the bytes are checked: :meth:`read_shard` parses and checks the rest when the
+        shard is read, so a resume does not parse every kept shard twice.
         """
+        data = self._shard_bytes(entry.file)
+        return data is not None and _crc(data) == entry.crc32
+
+    def _shard_bytes(self, file: str) -> bytes | None:
+        if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
+            return None  # only this folder's own files are read
         try:
-            with self.fs.open(self._path(entry.file), "rb") as handle:
-                return _digest(handle.read()) == entry.sha256
+            with self.fs.open(self._path(file), "rb") as handle:
+                data: bytes = handle.read()
+                return data
         except OSError:
-            return False
+            return None
 
     def pages(self, shard_id: str) -> PageCheckpoints:
         """The page checkpoints of one shard still being paged."""
@@ -560,8 +606,8 @@ def _is_version(name: str) -> bool:
     return name.startswith(_DATA_PREFIX) and "/" not in name and ".." not in name
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _crc(data: bytes) -> str:
+    return f"{zlib.crc32(data):08x}"
 
 
 def age(provenance: Mapping[str, Any], *, now: dt.datetime | None = None) -> dt.timedelta:

@@ -165,7 +165,7 @@ def harvest(
     # The joiner outlives the pool: shards still running when something fails deliver to it.
     with (
         store.writing(),
-        Joiner(combine) as joiner,
+        Joiner(combine, store if executor is None else None) as joiner,
         KeptFrames(store) as kept_frames,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
     ):
@@ -213,6 +213,7 @@ def harvest(
             failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
             if not failed:
                 break
+            joiner.settle()  # before planning again clears the shards
             for shard_id in outcomes:
                 shown.fetched(shard_id, 0)  # their rows are not the result's
             resume = False
@@ -220,9 +221,14 @@ def harvest(
     report.requests += counter.requests
     report.page_reads = reads.summary()
     held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
-    frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
-    report.seconds = round(time.monotonic() - started, 3)
-    _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+    try:
+        frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
+        report.seconds = round(time.monotonic() - started, 3)
+        _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+    finally:
+        # the last shards, kept meanwhile: for a rerun if this one fails, and before the
+        # publication clears them
+        joiner.settle()
     _publish(store, the_plan, frame, report, spec, shown)
     return frame, report
 
@@ -432,7 +438,7 @@ def _deliver_kept(
         return set()
     taken = frames.taken(kept)
     for shard_id, frame in taken.items():
-        deliver(shard_id, frame)
+        deliver(kept[shard_id], frame)
     return set(taken)
 
 
@@ -485,9 +491,9 @@ def _finished(
 
 
 def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
-    def delivered(shard_id: str, frame: pd.DataFrame) -> None:
-        shown.fetched(shard_id, len(frame))
-        deliver(shard_id, frame)
+    def delivered(entry: ShardEntry, frame: pd.DataFrame) -> None:
+        shown.fetched(entry.id, len(frame))
+        deliver(entry, frame)
 
     return delivered
 

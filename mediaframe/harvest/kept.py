@@ -17,12 +17,19 @@ __all__ = ["KeptFrames", "intact_shards", "kept_shards", "still_valid"]
 
 
 def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
-    """The finished shards in ``store`` whose files match their checksums, by id."""
-    return {
-        shard_id: entry
-        for shard_id, entry in store.finished_shards().items()
-        if entry.fault is None and store.has_shard(entry)
-    }
+    """The finished shards in ``store`` whose files match their checksums, by id (each file,
+    which holds a batch of shards, checked once)."""
+    intact: dict[tuple[str, str], bool] = {}
+    found = {}
+    for shard_id, entry in store.finished_shards().items():
+        if entry.fault is not None:
+            continue
+        checked = (entry.file, entry.crc32)
+        if checked not in intact:
+            intact[checked] = store.has_shard(entry)
+        if intact[checked]:
+            found[shard_id] = entry
+    return found
 
 
 def kept_shards(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:
@@ -68,7 +75,7 @@ class KeptFrames:
 
     def __init__(self, store: HarvestStore) -> None:
         self.store = store
-        self._reading: dict[str, tuple[ShardEntry, Future[pd.DataFrame]]] = {}
+        self._reading: dict[str, tuple[ShardEntry, Future[dict[str, pd.DataFrame]]]] = {}
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-kept")
 
     def __enter__(self) -> KeptFrames:
@@ -79,11 +86,15 @@ class KeptFrames:
         self._reading.clear()
 
     def read(self, entries: Mapping[str, ShardEntry]) -> None:
-        """Start reading these shards' frames (those not asked for already)."""
+        """Start reading these shards' frames (those not asked for already), each file once."""
+        by_file: dict[str, list[ShardEntry]] = {}
         for shard_id, entry in entries.items():
             if shard_id not in self._reading:
-                future = self._thread.submit(self.store.read_shard, entry)
-                self._reading[shard_id] = (entry, future)
+                by_file.setdefault(entry.file, []).append(entry)
+        for batch in by_file.values():
+            future = self._thread.submit(self.store.read_shards, batch)
+            for entry in batch:
+                self._reading[entry.id] = (entry, future)
 
     def take(self, shard_id: str, entry: ShardEntry) -> pd.DataFrame | None:
         """The frame read for ``entry``; ``None`` if it was not asked for, was asked for another
@@ -92,7 +103,7 @@ class KeptFrames:
         if reading is None or reading[0] != entry:
             return None
         try:
-            return reading[1].result()
+            return reading[1].result()[shard_id]
         except CacheError:
             return None
 

@@ -59,13 +59,17 @@ _REPAGES = 2
 # Seconds of paging a shard after which the pages read so far are kept (they are kept at once
 # when paging fails): a kill loses at most this much of a shard's pages.
 _KEEP_EVERY = 2.0
+# Seconds a finished shard waits, at most, to be kept with others in one file (they are kept at
+# once when the harvest fails): a kill loses at most this much of the finished shards.
+_KEEP_SHARDS_EVERY = 1.0
 
 
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
 
 
-#: Takes a finished shard's frame, by shard id, once it is written.
-Deliver = Callable[[str, pd.DataFrame], None]
+#: Takes a finished shard's frame with its entry: one kept already (read back from the store,
+#: or written by the task) names its file; one held in memory alone names none.
+Deliver = Callable[[ShardEntry, pd.DataFrame], None]
 
 
 class PagingFault(Exception):
@@ -258,7 +262,7 @@ class EarlyShards:
         self._deliver = deliver
         self._kept: dict[str, ShardEntry] = {}
         self._trusted = False
-        self._held: dict[str, pd.DataFrame] = {}  # written, not yet proven leaves
+        self._held: dict[str, tuple[ShardEntry, pd.DataFrame]] = {}  # not yet proven leaves
         #: Shards written or started, by id: their outcomes to come.
         self.futures: dict[str, Future[ShardEntry]] = {}
         #: Kept shards, by id: their entries in the store.
@@ -272,7 +276,11 @@ class EarlyShards:
     def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
         """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
         # Dask workers leave frames in the store; threads hold them until proven.
-        hold = self._held.__setitem__ if self._deliver is not None else None
+        hold: Deliver | None = None
+        if self._deliver is not None:
+
+            def hold(entry: ShardEntry, frame: pd.DataFrame) -> None:
+                self._held[entry.id] = (entry, frame)
 
         def count(shard: Shard, expected: float | None = None) -> Count:
             kept = self._kept.get(shard.id)
@@ -298,7 +306,7 @@ class EarlyShards:
         count brought (the root's); on the same bounded pool as the rest of planning."""
         if shard.id in self._held:
             assert self._deliver is not None
-            self._deliver(shard.id, self._held.pop(shard.id))
+            self._deliver(*self._held.pop(shard.id))
         if shard.id in self.futures or shard.id in self.reused:
             return
         kept = self._kept.get(shard.id)
@@ -320,45 +328,144 @@ class EarlyShards:
 
 
 class Joiner:
-    """Joins shard frames in batches as they are delivered, on a thread of its own.
+    """Joins shard frames in batches as they are delivered, on a thread of its own, and keeps
+    the shards held in memory alone (:attr:`store`), each batch in one checkpoint file.
 
     Shards are delivered by the threads that fetch them, while other pages are in flight, so
     that little joining is left once the last page is in; the frames of a batch are held by the
-    batch alone, so the join can free them as it goes.
+    batch alone, so the join can free them as it goes. A batch of shards to keep is joined
+    and written at :data:`_BATCH` shards, or :data:`_KEEP_SHARDS_EVERY` seconds after its first
+    shard came in: a kill loses at most that much finished work. The shards still waiting when
+    the harvest fails are kept at once; those waiting when paging ends are not kept at all: the
+    harvest publishes them, and a resume that fails after that fetches them again.
     """
 
-    def __init__(self, combine: Combine) -> None:
-        self._combine = combine
+    def __init__(
+        self, combine: Combine, store: HarvestStore | None = None, *, every: float | None = None
+    ) -> None:
+        self._combine, self.store = combine, store
+        self._every = _KEEP_SHARDS_EVERY if every is None else every
         self._lock = threading.Lock()
-        self._batch: list[pd.DataFrame] = []
+        self._batch: list[pd.DataFrame] = []  # kept already: joined only
+        self._unkept: list[tuple[ShardEntry, pd.DataFrame]] = []
+        self._timer: threading.Timer | None = None
         self._joins: list[Future] = []
+        self._failed: BaseException | None = None
+        self._keeper: threading.Thread | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-join")
 
     def __enter__(self) -> Joiner:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._thread.shutdown(cancel_futures=True)
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        self._stop_timer()
+        if error is not None:
+            # what finished is kept for the next run (a revoked token, a dropped network)
+            with self._lock:
+                unkept, self._unkept = self._unkept, []
+            if unkept:
+                self._joins.append(self._thread.submit(self._keep, unkept))
+            self._thread.shutdown(wait=True)
+        else:
+            self._thread.shutdown(cancel_futures=True)
 
-    def add(self, shard_id: str, frame: pd.DataFrame) -> None:
+    def add(self, entry: ShardEntry, frame: pd.DataFrame) -> None:
+        """Take a finished shard's frame (to keep too, if its entry names no file).
+
+        Raises
+        ------
+        CacheError
+            An earlier batch could not be kept (a full disk, a read-only cache).
+        """
+        if self._failed is not None:
+            raise self._failed
         with self._lock:
-            self._batch.append(frame)
-            if len(self._batch) < _BATCH:
+            if entry.file or self.store is None:
+                self._batch.append(frame)
+                if len(self._batch) < _BATCH:
+                    return
+                batch, self._batch = self._batch, []
+                self._joins.append(self._thread.submit(self._join, batch))
                 return
-            batch, self._batch = self._batch, []
-        self._joins.append(self._thread.submit(self._join, batch))
+            self._unkept.append((entry, frame))
+            if len(self._unkept) < _BATCH:
+                if self._timer is None:
+                    self._timer = threading.Timer(self._every, self._due)
+                    self._timer.daemon = True
+                    self._timer.start()
+                return
+            unkept, self._unkept = self._unkept, []
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._joins.append(self._thread.submit(self._keep, unkept))
+
+    def _due(self) -> None:
+        """The first shard of the batch waited :attr:`_every` seconds: keep what is there."""
+        with self._lock:
+            unkept, self._unkept, self._timer = self._unkept, [], None
+        if unkept:
+            with contextlib.suppress(RuntimeError):  # the joiner was shut down meanwhile
+                self._joins.append(self._thread.submit(self._keep, unkept))
+
+    def _stop_timer(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     def _join(self, batch: list[pd.DataFrame]) -> pd.DataFrame:
         joined = self._combine(batch)
         give_back_memory()
         return joined
 
+    def _keep(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> pd.DataFrame:
+        """Join ``unkept`` (emptied) and write it as one batch of shards; the joined frame."""
+        entries = [entry for entry, _ in unkept]
+        joined = self._join([frame for _, frame in unkept])
+        unkept.clear()
+        assert self.store is not None
+        try:
+            self.store.write_shards(joined, entries)
+        except BaseException as err:
+            self._failed = err
+            raise
+        return joined
+
     def parts(self) -> list[pd.DataFrame]:
-        """Every frame delivered: the joined batches, then the rest."""
+        """Every frame delivered: the joined batches, then the rest. The rest not kept yet is
+        kept meanwhile, on a thread of its own (:meth:`settle` waits for it), while the caller
+        joins the parts: the frames are only read, by both.
+
+        Raises
+        ------
+        CacheError
+            A batch could not be kept.
+        """
+        self._stop_timer()
         with self._lock:
-            rest, self._batch = self._batch, []
+            unkept, self._unkept = self._unkept, []
+            rest = self._batch + [frame for _, frame in unkept]
+            self._batch = []
         joins, self._joins = self._joins, []
-        return [join.result() for join in joins] + rest
+        joined = [join.result() for join in joins]
+        if unkept:
+            self._keeper = threading.Thread(
+                target=self._keep_quietly, args=(unkept,), name="mediaframe-keep", daemon=True
+            )
+            self._keeper.start()
+        return joined + rest
+
+    def settle(self) -> None:
+        """Wait until the rest :meth:`parts` handed out is kept (or could not be: a harvest
+        that goes on to publish says why, when it writes its dataset)."""
+        if self._keeper is not None:
+            self._keeper.join()
+            self._keeper = None
+
+    def _keep_quietly(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> None:
+        with contextlib.suppress(CacheError):
+            self._keep(list(unkept))
 
 
 @dataclasses.dataclass
@@ -418,12 +525,13 @@ class ShardTask:
     def _written(
         self, shard_id: str, frame: pd.DataFrame, started: float, **facts: Any
     ) -> ShardEntry:
-        seconds = time.monotonic() - started
-        outcome = self.store.write_shard(
-            shard_id, frame, seconds=seconds, worker=_worker(), **facts
-        )
-        if self.deliver is not None:
-            self.deliver(shard_id, frame)
+        """The shard's outcome; its frame is handed on (threads: the joiner keeps it, with
+        others) or written to the store at once (Dask: the store is where it is taken)."""
+        facts.update(seconds=time.monotonic() - started, worker=_worker())
+        if self.deliver is None:
+            return self.store.write_shard(shard_id, frame, **facts)
+        outcome = ShardEntry(id=shard_id, rows=len(frame), **facts)
+        self.deliver(outcome, frame)
         return outcome
 
     def _fetch(

@@ -249,6 +249,11 @@ def test_without_resume_every_shard_is_fetched_again(tmp_path):
 
 
 def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
+    """Shards are kept in batches, a file each: the shards of a damaged file are fetched
+    again, and only they."""
+    from mediaframe.harvest import shards
+
+    monkeypatch.setattr(shards, "_BATCH", 2)
     service = FakeService.build(500, cap=100)
     store = HarvestStore(str(tmp_path / "h"))
 
@@ -260,11 +265,15 @@ def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
         with pytest.raises(Crash):
             run(service, tmp_path)
     saved = store.load_plan()
-    victim = next(iter(store.finished_shards().values()))
+    finished = store.finished_shards()
+    assert len({entry.file for entry in finished.values()}) > 1
+    assert set(finished) == {leaf.id for leaf in saved.plan}, "every shard kept before the end"
+    victim = next(iter(finished.values()))
+    lost = [entry for entry in finished.values() if entry.file == victim.file]
     (tmp_path / "h" / victim.file).write_bytes(b"garbage")
     frame, report = run(service, tmp_path)
     assert keys(frame) == service.truth()
-    assert report.resumed_shards == len(saved.plan) - 1
+    assert report.resumed_shards == len(saved.plan) - len(lost)
 
 
 def test_shard_that_grew_past_the_cap_is_split_again(tmp_path):

@@ -43,7 +43,8 @@ def wait_for_shards(cache: Path, at_least: int, timeout: float = 60.0) -> tuple[
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for shards in cache.glob("records/*/shards"):
-            finished = len(list(shards.glob("*.json")))
+            # shards are kept in batches, a file of entries each
+            finished = sum(len(json.loads(p.read_text())["shards"]) for p in shards.glob("*.json"))
             if finished >= at_least:
                 plan = json.loads((shards.parent / "plan.json").read_text())
                 return plan["planned"], finished

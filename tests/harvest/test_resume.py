@@ -186,19 +186,23 @@ def test_a_resume_reads_its_kept_shards_back_while_the_rest_is_paged(tmp_path, m
     crash_after(service, tmp_path, 120, 100)
     kept = HarvestStore(str(tmp_path / "h")).finished_shards()
     assert kept, "the crash left finished shards"
-    readers: list[str] = []
-    real = HarvestStore.read_shard
+    readers: list[tuple[str, list[str]]] = []
+    real = HarvestStore.read_shards
 
-    def spied(self, entry):
-        readers.append(threading.current_thread().name)
-        return real(self, entry)
+    def spied(self, entries):
+        entries = list(entries)
+        readers.append((threading.current_thread().name, [entry.file for entry in entries]))
+        return real(self, entries)
 
-    monkeypatch.setattr(HarvestStore, "read_shard", spied)
+    monkeypatch.setattr(HarvestStore, "read_shards", spied)
     frame, report = run(service, tmp_path, per_page=100)
     assert keys(frame) == service.truth() and report.complete
     assert report.resumed_shards == len(kept)
-    assert len(readers) == len(kept)
-    assert all(name.startswith("mediaframe-kept") for name in readers), readers
+    assert sum(len(files) for _, files in readers) == len(kept)
+    assert all(name.startswith("mediaframe-kept") for name, _ in readers), readers
+    # shards are kept in batches: each file is read once, for all its shards
+    assert all(len(set(files)) == 1 for _, files in readers)
+    assert len(readers) == len({entry.file for entry in kept.values()})
 
 
 def test_kept_frames_are_taken_only_for_the_entry_read_and_only_when_readable(tmp_path):

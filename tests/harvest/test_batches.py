@@ -1,0 +1,151 @@
+"""Finished shards are kept in batches, a file each: by count, by age, when a harvest fails."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+
+from mediaframe.cache import HarvestStore
+from mediaframe.cache.manifest import ShardEntry
+from mediaframe.exceptions import CacheError
+from mediaframe.harvest import shards
+from mediaframe.harvest.shards import Joiner
+
+from .fake import FakeService, combine, flatten
+from .test_engine import Crash, run
+
+
+def _shard(index: int, rows: int = 3) -> tuple[ShardEntry, pd.DataFrame]:
+    start = index * 100
+    items = [
+        {
+            "databox_id": 1,
+            "record_id": start + n,
+            "collection_id": 1 + index % 2,
+            "title": f"shard {index} row {n}",
+            "updated_on": "2021-01-01T00:00:00+00:00",
+        }
+        for n in range(rows)
+    ]
+    return ShardEntry(id=f"s{index:02d}", rows=rows, total=rows), flatten(items)
+
+
+def _files(store: HarvestStore) -> set[str]:
+    return {entry.file for entry in store.finished_shards().values()}
+
+
+def test_shards_are_kept_a_batch_a_file_and_read_back_as_they_came(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    delivered = [_shard(index, rows=1 + index % 4) for index in range(shards._BATCH + 4)]
+    with Joiner(combine, store, every=60) as joiner:
+        for entry, frame in delivered:
+            joiner.add(entry, frame)
+        joined = joiner.parts()
+        joiner.settle()
+    assert sum(map(len, joined)) == sum(entry.rows for entry, _ in delivered)
+    finished = store.finished_shards()
+    assert set(finished) == {entry.id for entry, _ in delivered}
+    assert len(_files(store)) == 2, "a full batch, then the rest"
+    read = store.read_shards(finished.values())
+    for entry, frame in delivered:
+        assert finished[entry.id].rows == entry.rows
+        pd.testing.assert_frame_equal(read[entry.id], frame)
+
+
+def test_a_finished_shard_waits_at_most_a_moment_to_be_kept(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    with Joiner(combine, store, every=0.05) as joiner:
+        for index in range(3):
+            joiner.add(*_shard(index))
+        deadline = time.monotonic() + 10
+        while len(store.finished_shards()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(store.finished_shards()) == 3, "kept before paging ends"
+        assert len(_files(store)) == 1
+        joiner.parts()
+        joiner.settle()
+    assert len(_files(store)) == 1, "nothing kept twice"
+
+
+def test_a_failing_harvest_keeps_the_shards_still_waiting(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    with pytest.raises(KeyboardInterrupt), Joiner(combine, store, every=60) as joiner:
+        for index in range(3):
+            joiner.add(*_shard(index))
+        raise KeyboardInterrupt
+    assert sorted(store.finished_shards()) == ["s00", "s01", "s02"]
+
+
+def test_shards_read_back_are_joined_not_kept_again(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    entry, frame = _shard(0)
+    kept = store.write_shard(entry.id, frame, total=entry.total)
+    with Joiner(combine, store, every=0.01) as joiner:
+        joiner.add(kept, store.read_shard(kept))
+        time.sleep(0.1)
+        assert [len(part) for part in joiner.parts()] == [3]
+        joiner.settle()
+    assert _files(store) == {kept.file}
+
+
+def test_a_batch_that_cannot_be_kept_stops_the_harvest(tmp_path, monkeypatch):
+    store = HarvestStore(str(tmp_path / "h"))
+
+    def full(*args, **kwargs):
+        raise CacheError("could not write the cache (No space left on device): free some space")
+
+    monkeypatch.setattr(HarvestStore, "write_shards", full)
+    with Joiner(combine, store, every=0.01) as joiner:
+        joiner.add(*_shard(0))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                joiner.add(*_shard(1))
+            except CacheError as err:
+                assert "free some space" in str(err)
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the failed batch was never told")
+
+
+def test_a_later_batch_holding_a_shard_again_wins(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    _, frame = _shard(0)
+    store.write_shard("s", frame, total=3)
+    again = store.write_shard("s", frame.iloc[:2].reset_index(drop=True), total=2)
+    assert store.finished_shards()["s"] == again
+    assert len(store.read_shard(again)) == 2
+
+
+def test_entries_that_point_outside_their_batch_are_damage(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    entry, frame = _shard(0)
+    written = store.write_shard(entry.id, frame, total=3)
+    batch = tmp_path / "h" / written.file.replace(".arrow", ".json")
+    for file in ("shards/other.arrow", "../../etc/passwd", "shards/../manifest.json"):
+        batch.write_text(batch.read_text().replace(written.file, file))
+        assert store.finished_shards() == {}
+        batch.write_text(batch.read_text().replace(file, written.file))
+    assert not store.has_shard(ShardEntry(id="x", rows=1, total=1, file="../../etc/passwd"))
+    with pytest.raises(ValueError, match="add up"):
+        store.write_shards(frame, [ShardEntry(id="x", rows=2, total=2)])
+
+
+def test_a_harvest_keeps_its_shards_in_a_few_files(tmp_path, monkeypatch):
+    """The harvest itself: 30 shards and more, kept in a few files (every one of them, though
+    the harvest dies once they are all in)."""
+    service = FakeService.build(3000, cap=100)
+    store = HarvestStore(str(tmp_path / "h"))
+
+    def crash(*args, **kwargs):
+        raise Crash
+
+    monkeypatch.setattr(HarvestStore, "publish", crash)
+    with pytest.raises(Crash):
+        run(service, tmp_path, per_page=100)
+    finished = store.finished_shards()
+    assert len(finished) == len(store.load_plan().plan) >= 30
+    assert len(_files(store)) <= len(finished) // shards._BATCH + 2
