@@ -398,6 +398,11 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         '"expires_in": 1' + "0" * 400,  # oauthlib: an expiry no float holds (OverflowError)
         '"expires_in": "1' + "0" * 400 + '"',
         '"expires_in": -5',
+        # dead when issued: each request would first refresh it (oauthlib rounds 0.5 down to 0)
+        '"expires_in": 0',
+        '"expires_in": "0"',
+        '"expires_in": 0.5',
+        '"expires_at": 5',  # read only without expires_in: a time long past
         '"expires_at": "soon"',  # read only without expires_in: a bare ValueError
         '"expires_at": 1' + "0" * 400,  # a bare OverflowError
         '"expires_at": [1]',

@@ -165,16 +165,34 @@ def _comply(response: requests.Response) -> requests.Response:
 
 def _check_token_members(body: Mapping[str, Any], status: int) -> None:
     """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
-    wrongly: an ``expires_in`` that is no finite number of seconds, an ``expires_at`` (read only
-    without ``expires_in``) that is no time within ten years, a refresh token that is no
-    text."""
+    wrongly: an ``expires_in`` that is no number of seconds from one to ten years, an
+    ``expires_at`` (read only without ``expires_in``) that is no time in the next ten years, a
+    refresh token that is no text.
+
+    A token dead when issued (``expires_in`` 0, or under the second oauthlib rounds down to 0;
+    an ``expires_at`` past) is refused like the other broken answers, not kept: kept, it
+    counted as expired at once (a past ``expires_at``; ``expires_in`` 0 with oauthlib 3) and
+    every request silently refreshed it first, hammering the token endpoint and churning
+    rotating refresh tokens. Nor is its lifetime read as unknown (what oauthlib 4 makes of a
+    zero ``expires_in``): that keeps a token the service calls dead, sent until rejected, and
+    hides a broken service the user should hear about.
+    """
     expires_in = body.get("expires_in")
-    if expires_in is not None and not _within(expires_in, _MOST_SECONDS):
-        _refuse_member("expires_in", expires_in, "a number of seconds", status)
+    if expires_in is not None and not _within(expires_in, _MOST_SECONDS, least=1):
+        _refuse_member("expires_in", expires_in, "a number of seconds from 1", status)
     expires_at = body.get("expires_at")
-    latest = time.time() + _MOST_SECONDS
-    if expires_in is None and expires_at is not None and not _within(expires_at, latest):
-        _refuse_member("expires_at", expires_at, "a time in seconds since 1970", status)
+    now = time.time()
+    if (
+        expires_in is None
+        and expires_at is not None
+        and not _within(expires_at, now + _MOST_SECONDS, least=now + 1)
+    ):
+        _refuse_member(
+            "expires_at",
+            expires_at,
+            "a time to come in seconds since 1970 (check this machine's clock)",
+            status,
+        )
     for name in ("access_token", "refresh_token"):
         value = body.get(name)
         if isinstance(value, str) and _NO_TOKEN_CHARACTER.search(value.strip()):
@@ -202,15 +220,15 @@ _NO_TOKEN_CHARACTER = re.compile(r"[^\x21-\x7e]")
 _MOST_SECONDS = 10 * 366 * 86400
 
 
-def _within(value: object, most: float) -> bool:
+def _within(value: object, most: float, *, least: float) -> bool:
     """Whether ``value`` is a number of seconds oauthlib can read: a number or ASCII digits,
-    from 0 to ``most``."""
+    from ``least`` to ``most``."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     # compared, never converted: a 400-digit integer is no float (math.isfinite overflows)
-    return 0 <= value <= most
+    return least <= value <= most
 
 
 def _refuse_member(name: str, value: object, meant: str, status: int) -> NoReturn:
