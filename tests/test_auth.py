@@ -36,14 +36,14 @@ SECRET = "0123456789abcdef0123456789abcdef"
 # --- the package ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth"])
+@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth", "mediaframe.tokens"])
 def test_auth_and_http_import_in_either_order(first):
-    """http imports the auth package (its tokens), and the token endpoint reads answers with
-    http's wire: neither may find the other half made, whichever is imported first."""
+    """http imports mediaframe.tokens, and the token endpoint reads answers with http's wire:
+    none may find another half made, whichever is imported first."""
     code = (
         "import sys, mediaframe\n"
         "for name in [m for m in sys.modules if m.startswith(('mediaframe.auth', "
-        "'mediaframe.http'))]:\n"
+        "'mediaframe.http', 'mediaframe.tokens'))]:\n"
         "    del sys.modules[name]\n"
         f"import {first}\n"
         "from mediaframe.auth import endpoint\n"

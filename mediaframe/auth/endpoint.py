@@ -17,14 +17,6 @@ import requests
 from oauthlib import oauth2
 from requests_oauthlib import OAuth2Session
 
-from mediaframe.auth.tokens import (
-    Token,
-    install_redaction,
-    is_loopback_url,
-    proxies_for,
-    redact,
-    redact_url,
-)
 from mediaframe.exceptions import (
     ConnectionFailedError,
     MediaframeError,
@@ -34,6 +26,16 @@ from mediaframe.exceptions import (
     ResponseFormatError,
     ResponseTooLargeError,
     ServerError,
+)
+from mediaframe.http import deadline, wire
+from mediaframe.http.answers import Retry
+from mediaframe.tokens import (
+    Token,
+    install_redaction,
+    is_loopback_url,
+    proxies_for,
+    redact,
+    redact_url,
 )
 
 __all__ = [
@@ -268,12 +270,7 @@ def call_token_endpoint(
     # The answer is read as the transport reads its own (mediaframe.http is the door to the
     # network): within a size limit and one deadline, so that a token endpoint dripping, endless
     # or a compression bomb cannot hold or fill the login, nor a refresh in the middle of a
-    # harvest. Imported here: mediaframe.http.answers imports the mediaframe.auth package, whose
-    # __init__ imports flows and so this module; imported at the top, importing mediaframe.http
-    # first would find mediaframe.http.answers half made (tests/test_auth.py imports both ways).
-    from mediaframe.http import deadline, wire
-    from mediaframe.http.answers import Retry
-
+    # harvest.
     install_redaction()
     if urlsplit(base_url).scheme == "http":
         # The proxies an API request takes (mediaframe.http.wire.send: the session's and the
