@@ -172,6 +172,13 @@ def report(
             f"no {' or '.join(absent)} column in the records: report counts records by the "
             "days they were created and updated (frames of client.records)"
         )
+    if feed_entries is not None and len(feed_entries):
+        absent = [n for n in ("feed_id", "created_on") if n not in feed_entries.columns]
+        if absent:
+            raise InvalidParameterError(
+                f"no {' or '.join(absent)} column in the feed entries: report counts entries "
+                "by feed and by the day they were published (frames of client.feed_entries())"
+            )
     code = PERIODS[period]
     names = _names(collections)
     activity = _activity(records, code, names, first, last)
@@ -189,7 +196,13 @@ def report(
 
 
 def _day(value: dt.date | str | None, name: str) -> dt.date | None:
-    if value is None or isinstance(value, dt.date):
+    if value is None or value is pd.NaT:
+        return None
+    if isinstance(value, dt.datetime):  # a pd.Timestamp too
+        # its day in UTC, where records are counted; compared as a datetime, a date bound
+        # raised a bare TypeError (and a Timestamp against a date too)
+        return (value.astimezone(dt.UTC) if value.tzinfo else value).date()
+    if isinstance(value, dt.date):
         return value
     try:
         return dt.date.fromisoformat(str(value).replace("/", "-"))
@@ -200,8 +213,12 @@ def _day(value: dt.date | str | None, name: str) -> dt.date | None:
 def _names(collections: pd.DataFrame | None) -> dict[int, str]:
     if collections is None or not {"base_id", "name"} <= set(collections.columns):
         return {}
+    # a collection without an id (or one read back as text) or without a name names nothing
+    bases = pd.to_numeric(collections["base_id"], errors="coerce")
     return {
-        int(b): str(n) for b, n in zip(collections["base_id"], collections["name"], strict=True)
+        int(b): str(n)
+        for b, n in zip(bases, collections["name"], strict=True)
+        if pd.notna(b) and pd.notna(n)
     }
 
 
@@ -273,6 +290,8 @@ def _activity(
     summed["collection"] = (
         summed["base_id"].map(lambda b: names.get(int(b)) if pd.notna(b) else None).astype("string")
     )
+    # whole bytes: a fractional FileSize (an odd server, a CSV) would not cast to Int64
+    summed["storage_added"] = pd.to_numeric(summed["storage_added"]).round()
     summed = summed.astype({"created": "Int64", "updated": "Int64", "storage_added": "Int64"})
     return summed[columns]
 
@@ -323,7 +342,10 @@ def _feeds(
             .astype("string")
             .fillna(entries["feed_id"].map(titles).astype("string")),
             "entries": 1,
-            "items": entries.get("item_count", pd.NA),
+            # numbers, even read back as text: summed as text, "2" and "3" made 23
+            "items": pd.to_numeric(entries["item_count"], errors="coerce")
+            if "item_count" in entries.columns
+            else pd.NA,
         }
     )[_within(periods, code, first, last)]
     if frame.empty:
