@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from mediaframe import __version__
+from mediaframe import __version__, validate
 from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
 from mediaframe.reports import checks, fixity
 from mediaframe.reports.bundle import Bundle
@@ -220,6 +220,11 @@ def audit(
     >>> audit(records_df, stories=stories_df).duplicates               # doctest: +SKIP
     """
     say = echo or (lambda _message: None)
+    # checked before any harvest: a string here was a bare TypeError deep in the feeds check
+    # (a negative count called every feed stale), a field name for a list of them had each of
+    # its letters checked as a field
+    stale_days = validate.count(stale_days, "stale_days", minimum=0)
+    required = _required(required_fields)
     if isinstance(source, pd.DataFrame):
         if query or filters:
             raise InvalidParameterError(
@@ -232,7 +237,7 @@ def audit(
         records = gathered.pop("records")
         status_counts = gathered.pop("status_counts")
         provenance = gathered.pop("provenance")
-        required_fields = required_fields or gathered.pop("required_fields")
+        required = required or gathered.pop("required_fields")
         stories = gathered["stories"] if stories is None else stories
         collections = gathered["collections"] if collections is None else collections
         statuses = gathered["statuses"] if statuses is None else statuses
@@ -251,9 +256,7 @@ def audit(
         "no_checksum": lambda: checks.no_checksum(records),
         "zero_byte": lambda: checks.zero_byte(records),
         "format_mismatches": lambda: checks.format_mismatches(records),
-        "missing_values": lambda: checks.missing_values(
-            records, {int(k): list(v) for k, v in (required_fields or {}).items()}
-        ),
+        "missing_values": lambda: checks.missing_values(records, required),
     }
     if collections is not None:
         runs["rights_matrix"] = lambda: checks.rights_matrix(collections)
@@ -304,6 +307,28 @@ def audit(
         "found something."
     )
     return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped, records)
+
+
+def _required(given: Any) -> dict[int, list[str]] | None:
+    """``required_fields`` checked: databox ids (numbers, or their text) to lists of names."""
+    if given is None:
+        return None
+    if not isinstance(given, Mapping):
+        raise InvalidParameterError(
+            "required_fields must map a databox id to its required caption fields, e.g. "
+            f"{{1: ['Title', 'Credit']}}; not {type(given).__name__}"
+        )
+    checked: dict[int, list[str]] = {}
+    for key, names in given.items():
+        option = f"required_fields[{key!r}]"
+        try:
+            databox = int(str(key))
+        except ValueError:
+            raise InvalidParameterError(
+                f"required_fields must map a databox id to field names; {key!r} is no databox id"
+            ) from None
+        checked[databox] = [validate.name(n, option) for n in validate.items(names, option)]
+    return checked
 
 
 def _as_columns(frame: pd.DataFrame, what: str) -> pd.DataFrame:

@@ -275,7 +275,10 @@ def missing_values(
         parts.append(_missing(records, expected & absent, name))
     has_captions = any(str(c).startswith("caption_") for c in records.columns)
     for databox, fields in (required or {}).items() if has_captions else ():
-        in_box = (records["databox_id"] == databox).fillna(False).astype(bool)
+        # ids read back as text (a CSV) are numbers too: compared as text, none matched, and
+        # required fields went unchecked without a word
+        box = pd.to_numeric(records["databox_id"], errors="coerce")
+        in_box = (box == databox).fillna(False).astype(bool)
         for field in fields:
             column = f"caption_{field}"
             absent = _blank(records[column]) if column in records.columns else True
@@ -359,6 +362,9 @@ def _restricted_bits(statuses: pd.DataFrame | None) -> dict[Any, list[int]]:
     if statuses is None or statuses.empty or "restricted" not in statuses.columns:
         return {}
     flagged = statuses[statuses["restricted"].fillna(False).astype(bool)]
+    # a bit without a position (a hostile or damaged answer) restricts nothing one could name
+    positions = pd.to_numeric(flagged["position"], errors="coerce")
+    flagged = flagged.assign(position=positions)[positions.notna()]
     return {
         base: sorted(int(p) for p in group["position"])
         for base, group in flagged.groupby("base_id")
@@ -423,7 +429,8 @@ def status_counts_from(records: pd.DataFrame) -> pd.DataFrame | None:
 def stories_without_records(stories: pd.DataFrame) -> Check:
     """Stories holding no record the user can see."""
     if "record_count" in stories.columns:
-        empty = (stories["record_count"] == 0).fillna(False).astype(bool)
+        count = pd.to_numeric(stories["record_count"], errors="coerce")  # "0" read back too
+        empty = (count == 0).fillna(False).astype(bool)
         note = ""
     else:
         empty = pd.Series(False, index=stories.index)
@@ -471,10 +478,9 @@ def feeds(
     rows = []
     for feed in feed_list.to_dict("records"):
         ident = feed.get("id")
-        total = feed.get("total_entries")
-        count = (
-            int(total) if total is not None and not pd.isna(total) else int(counted.get(ident, 0))
-        )
+        # a total that is no number (a server's "many") is counted from the entries instead
+        total = pd.to_numeric(pd.Series([feed.get("total_entries")]), errors="coerce").iloc[0]
+        count = int(total) if pd.notna(total) else int(counted.get(ident, 0))
         last = latest.get(ident)
         days = None if last is None or pd.isna(last) else (now - last.to_pydatetime()).days
         if count == 0:

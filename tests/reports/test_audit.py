@@ -346,3 +346,42 @@ def test_every_check_of_an_audit_lists_a_record_listed_twice_once():
         assert result.checks[name].counts == once.checks[name].counts, name
         assert result.checks[name].found == once.checks[name].found, name
     assert "2 in this harvest" in result.checks["fixity_drift"].note
+
+
+def test_audit_options_of_the_wrong_type_are_refused_with_advice():
+    feed_list = pd.DataFrame({"id": [1], "title": ["old"], "total_entries": [1]})
+    entries = pd.DataFrame({"feed_id": [1], "created_on": pd.to_datetime(["2024-01-01"], utc=True)})
+    for stale_days in ("30", -1, 1.5):  # "30": a bare TypeError; -1: every feed called stale
+        with pytest.raises(InvalidParameterError, match="stale_days"):
+            audit(_records(), feeds=feed_list, feed_entries=entries, stale_days=stale_days)
+    # a field name for a list of them: its letters were checked as fields ("caption T", ...)
+    with pytest.raises(InvalidParameterError, match=r"required_fields\[1\] must be a list"):
+        audit(_records(caption_Credit=["x"] * 6), required_fields={1: "Credit"})
+    with pytest.raises(InvalidParameterError, match="required_fields must map"):
+        audit(_records(), required_fields=["Credit"])
+    fine = audit(_records(caption_Credit=["x", None] * 3), required_fields={"1": ("Credit",)})
+    assert "caption Credit" in set(fine.missing_values["missing"])
+
+
+def test_checks_read_frames_read_back_as_text_and_odd_values():
+    # a CSV read back with dtype=str: required captions and empty stories were silently missed
+    records = _records(caption_Credit=["x", None, "y", None, None, None]).astype(
+        {"databox_id": str, "record_id": str}
+    )
+    check = checks.missing_values(records, {1: ["Credit"]})
+    found = check.frame[["databox_id", "record_id", "missing"]].itertuples(index=False)
+    assert ("1", "2", "caption Credit") in set(found)
+    stories = pd.DataFrame({"databox_id": ["1", "1"], "story_id": ["5", "6"],
+                            "record_count": ["0", "2"]})  # fmt: skip
+    assert list(checks.stories_without_records(stories).frame["story_id"]) == ["5"]
+    # a total that is no number is counted from the entries (was: invalid literal for int())
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["a", "b"], "total_entries": ["many", None]})
+    entries = pd.DataFrame({"feed_id": [1], "created_on": pd.to_datetime(["2025-12-01"], utc=True)})
+    found = checks.feeds(feed_list, entries, stale_days=100, now=now).frame
+    assert found["feed_id"].tolist() == [2] and found["problem"].tolist() == ["empty: no entry"]
+    # a status bit without a position says nothing (was: int() ... not 'NoneType')
+    collections = pd.DataFrame({"base_id": [1], "name": ["A"], "databox_id": [1]})
+    statuses = pd.DataFrame({"base_id": [1, 1], "position": [None, 6], "restricted": [True, True]})
+    reasons = checks.limited_access(collections, statuses).frame["reason"].tolist()
+    assert reasons == ["records with status bit(s) 6 may be hidden (restricted)"]
