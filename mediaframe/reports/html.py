@@ -70,9 +70,13 @@ document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
 });
 """
 # What inline SVG may not hold: scripts, embedded documents, event handlers, and links other
-# than to the page itself or to an embedded image (matplotlib's raster images are data: URIs).
+# than to the page itself or to an embedded image (matplotlib's raster images are data: URIs);
+# nor animation, which sets a link without a href= (<set attributeName="href" to=...>), nor
+# page-level elements (<meta http-equiv="refresh">, <base>, <link>), which only a text that
+# closes its <svg> early could place. matplotlib writes none of them.
 _UNSAFE_SVG = re.compile(
-    r"<(?:script|foreignObject|iframe|object|embed)|\bon\w+\s*="
+    r"<(?:script|foreignObject|iframe|object|embed|animate\w*|set|meta|base|link)\b"
+    r"|\bon\w+\s*="
     r"|(?:href|src)\s*=\s*(?![\"']?\s*(?:#|data:image/(?:png|jpeg);))",
     re.I,
 )

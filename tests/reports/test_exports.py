@@ -366,6 +366,10 @@ def test_a_failed_export_leaves_the_earlier_file_and_no_partial(tmp_path):
         '<svg><image src = "http://evil.example/x.png"/></svg>',
         "<svg><foreignObject><iframe></iframe></foreignObject></svg>",
         "<p>not an svg</p>",
+        # links made by animation, and a redirect after the svg closes: neither is a href=
+        '<svg><a><set attributeName="href" to="https://evil.example"/>x</a></svg>',
+        '<svg><a><animate attributeName="href" values="https://evil.example"/>x</a></svg>',
+        '<svg></svg><meta http-equiv="refresh" content="0;url=https://evil.example"><svg></svg>',
     ],
 )
 def test_svg_text_that_could_fetch_or_run_is_refused(svg):
