@@ -25,7 +25,7 @@ from mediaframe.reports import checks, fixity
 from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.cells import indexed
 from mediaframe.reports.checks import Check
-from mediaframe.reports.html import Section, draw, provenance_of, to_html
+from mediaframe.reports.html import Section, draw, page_notes, provenance_of, to_html
 
 __all__ = ["CHECKS", "Audit", "audit"]
 
@@ -150,9 +150,10 @@ class Audit(Bundle):
         options.setdefault("provenance", self.provenance)
         notes = [f"{name} not run: {why}" for name, why in self.skipped.items()]
         figures, figure_notes = self._figures()
-        return to_html(
-            self.sections(), path, notes=notes + figure_notes, figures=figures, **options
-        )
+        # the caller's notes and figures beside the audit's (given twice, to_html refused them)
+        notes += [*figure_notes, *page_notes(options.pop("notes", ()))]
+        figures = {**figures, **dict(options.pop("figures", None) or {})}
+        return to_html(self.sections(), path, notes=notes, figures=figures, **options)
 
     def _figures(self) -> tuple[dict[str, str], list[str]]:
         from mediaframe import plots
@@ -220,6 +221,12 @@ def audit(
     >>> audit(records_df, stories=stories_df).duplicates               # doctest: +SKIP
     """
     say = echo or (lambda _message: None)
+    if not isinstance(source, pd.DataFrame) and not callable(getattr(source, "records", None)):
+        raise InvalidParameterError(
+            f"audit reads a Client or a records DataFrame, not {type(source).__name__}: "
+            "connect with mediaframe.connect(), or read a file first (pd.read_csv, "
+            "mediaframe.reports.read_parquet)"
+        )
     # checked before any harvest: a string here was a bare TypeError deep in the feeds check
     # (a negative count called every feed stale), a field name for a list of them had each of
     # its letters checked as a field

@@ -33,6 +33,7 @@ __all__ = [
     "Section",
     "clean_svg",
     "draw",
+    "page_notes",
     "provenance_of",
     "render_html",
     "rows_shown",
@@ -163,9 +164,9 @@ def render_html(
     from markupsafe import Markup
 
     rendered = [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections]
-    page_notes = list(notes)
+    shown_notes = page_notes(notes)
     if any(section["hidden"] for section in rendered):
-        page_notes.append(
+        shown_notes.append(
             f"Tables longer than {max_rows:,} rows show their first {max_rows:,}"
             + (
                 f", and wide ones fewer, at most {MAX_CELLS:,} cells"
@@ -180,7 +181,7 @@ def render_html(
         "intro": intro,
         "csp": CSP,
         "provenance": meta,
-        "notes": page_notes,
+        "notes": shown_notes,
         "sections": rendered,
         "figures": [
             {
@@ -193,6 +194,12 @@ def render_html(
         "script": Markup(_SORT_SCRIPT),
     }
     return env.get_template("page.html.j2").render(context)
+
+
+def page_notes(notes: str | Iterable[str]) -> list[str]:
+    """``notes=`` as a list of sentences: one sentence given alone is one note, not a note per
+    character."""
+    return [notes] if isinstance(notes, str) else [str(note) for note in notes]
 
 
 def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:

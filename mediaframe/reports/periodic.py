@@ -21,7 +21,7 @@ from mediaframe import __version__
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.checks import utc_dates
-from mediaframe.reports.html import Section, draw, provenance_of, to_html
+from mediaframe.reports.html import Section, draw, page_notes, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
 
@@ -90,6 +90,9 @@ class Report(Bundle):
     def to_html(self, path: str | os.PathLike[str], **options: Any) -> Path:
         """One self-contained page: provenance, figures, and the three tables."""
         figures, notes = self._figures()
+        # the caller's notes and figures beside the report's (given twice, to_html refused them)
+        notes += page_notes(options.pop("notes", ()))
+        figures = {**figures, **dict(options.pop("figures", None) or {})}
         options.setdefault("title", f"Report per {self.period}")
         options.setdefault("provenance", self.provenance)
         sections = [
@@ -152,6 +155,12 @@ def report(
         # else every row would be left out, and the export look like a quiet period
         raise InvalidParameterError(
             f"start={first.isoformat()} is after end={last.isoformat()}: swap them"
+        )
+    if not isinstance(source, pd.DataFrame) and not callable(getattr(source, "records", None)):
+        raise InvalidParameterError(
+            f"report reads a Client or a records DataFrame, not {type(source).__name__}: "
+            "connect with mediaframe.connect(), or read a file first (pd.read_csv, "
+            "mediaframe.reports.read_parquet)"
         )
     if isinstance(source, pd.DataFrame):
         if query or filters:

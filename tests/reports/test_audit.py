@@ -385,3 +385,20 @@ def test_checks_read_frames_read_back_as_text_and_odd_values():
     statuses = pd.DataFrame({"base_id": [1, 1], "position": [None, 6], "restricted": [True, True]})
     reasons = checks.limited_access(collections, statuses).frame["reason"].tolist()
     assert reasons == ["records with status bit(s) 6 may be hidden (restricted)"]
+
+
+def test_a_page_takes_the_users_notes_and_figures_beside_its_own(tmp_path):
+    # was: to_html() got multiple values for keyword argument 'notes'
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
+    result = audit(_records())
+    page = result.to_html(tmp_path / "a.html", notes=["checked by Ada"], figures={"mine": svg})
+    text = page.read_text()
+    assert "checked by Ada" in text and "not run: no collection rights given" in text
+    assert "<figcaption>mine</figcaption>" in text
+
+
+@pytest.mark.parametrize("source", ["records.csv", None, 42])
+def test_an_audit_of_something_else_than_a_client_or_a_frame_says_what_to_give(source):
+    # was: AttributeError: 'str' object has no attribute 'records'
+    with pytest.raises(InvalidParameterError, match="a records DataFrame"):
+        audit(source)

@@ -205,3 +205,17 @@ def test_a_collection_without_an_id_or_a_name_leaves_the_others_named():
     result = report(_records(), collections=names)
     named = dict(zip(result.activity["base_id"], result.activity["collection"], strict=True))
     assert named[1] == "Press" and pd.isna(named[2])
+
+
+def test_a_report_page_takes_the_users_notes_beside_its_own(tmp_path):
+    # was: to_html() got multiple values for keyword argument 'notes'
+    few = _records()[["created_on", "updated_on", "FileSize"]]
+    # one sentence given alone is one note (was: one note per character)
+    text = report(few).to_html(tmp_path / "r.html", notes="for the board").read_text()
+    assert "for the board" in text and "no figure &#39;media types&#39;" in text
+
+
+@pytest.mark.parametrize("source", ["records.csv", None])
+def test_a_report_of_something_else_than_a_client_or_a_frame_says_what_to_give(source):
+    with pytest.raises(InvalidParameterError, match="a records DataFrame"):
+        report(source)
