@@ -402,3 +402,18 @@ def test_an_audit_of_something_else_than_a_client_or_a_frame_says_what_to_give(s
     # was: AttributeError: 'str' object has no attribute 'records'
     with pytest.raises(InvalidParameterError, match="a records DataFrame"):
         audit(source)
+
+
+def test_fixity_drift_against_a_baseline_of_ids_and_checksums_keeps_todays_title_and_date():
+    # an auditor's checksum manifest: ids and sha256 only. The title and update date of today's
+    # harvest were dropped (the merge left them unsuffixed, then a missing title_before blanked
+    # the title)
+    now = _records()
+    before = now[["databox_id", "record_id", "sha256"]].copy()
+    before.loc[0, "sha256"] = SHA[2]
+    row = fixity.fixity_drift(before, now).frame.iloc[0]
+    assert (row["record_id"], row["state"], row["title"]) == (1, "changed", "a")
+    assert row["updated_on_now"] == pd.Timestamp("2024-01-01", tz="UTC")
+    assert pd.isna(row["updated_on_before"])
+    with pytest.raises(InvalidParameterError, match="no sha256 column in the earlier harvest"):
+        fixity.fixity_drift(before.drop(columns=["sha256"]), now)
