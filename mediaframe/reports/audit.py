@@ -366,7 +366,9 @@ def _gather(
     # are then read from the records themselves.
     filters.setdefault("extended", True)
     try:
-        previous = client.records(query, offline=True, **_without(filters, "refresh", "ttl"))
+        # offline given by the caller too (an audit of the cache alone) was passed twice
+        earlier = _without(filters, "refresh", "ttl", "offline")
+        previous = client.records(query, offline=True, **earlier)
         say(f"Read the earlier harvest of this search from the cache: {len(previous):,} records.")
     except CacheError:
         say("No earlier harvest of this search is cached: this audit becomes the fixity baseline.")

@@ -417,3 +417,13 @@ def test_fixity_drift_against_a_baseline_of_ids_and_checksums_keeps_todays_title
     assert pd.isna(row["updated_on_before"])
     with pytest.raises(InvalidParameterError, match="no sha256 column in the earlier harvest"):
         fixity.fixity_drift(before.drop(columns=["sha256"]), now)
+
+
+def test_an_audit_of_the_cache_alone_reads_the_earlier_harvest_once(fresh_emulator, client_of):
+    # offline=True was passed twice to client.records: a bare "got multiple values"
+    emu = fresh_emulator(records=100)
+    with client_of(emu) as client:
+        first = audit(client)
+        again = audit(client, offline=True)
+    assert again.checks["fixity_drift"].counts == {"changed": 0, "missing": 0, "untracked": 0}
+    assert len(again.records) == len(first.records) > 0
