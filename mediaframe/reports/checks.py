@@ -123,6 +123,13 @@ def text_of(column: pd.Series) -> pd.Series:
     return column.astype("string").str.strip()
 
 
+def _as_ids(column: pd.Series) -> pd.Series:
+    """``column`` as numbers when every value is one (ids read back as text too), else as
+    given."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    return numbers if bool((numbers.notna() | column.isna()).all()) else column
+
+
 def _blank(column: pd.Series) -> pd.Series:
     text = text_of(column)
     return (text.isna() | (text == "")).astype(bool)
@@ -467,8 +474,14 @@ def feeds(
 ) -> Check:
     """Feeds with no entry, and feeds whose newest entry is older than ``stale_days``."""
     now = now or dt.datetime.now(dt.UTC)
+    # ids read back as text (a CSV read with dtype=str) matched no feed: every feed was called
+    # empty, and a stale one went unseen
+    if "id" in feed_list.columns:
+        feed_list = feed_list.assign(id=_as_ids(feed_list["id"]))
     if len(entries):
-        entries = entries.assign(created_on=utc_dates(entries["created_on"]))
+        entries = entries.assign(
+            created_on=utc_dates(entries["created_on"]), feed_id=_as_ids(entries["feed_id"])
+        )
     latest = (
         entries.groupby("feed_id")["created_on"].max()
         if len(entries)

@@ -327,6 +327,16 @@ def test_feed_entries_read_back_from_csv_or_without_offsets_are_checked():
         assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
 
 
+def test_feed_entries_with_ids_read_back_as_text_match_their_feeds():
+    # read with dtype=str: no entry matched its feed, both were called empty, the stale one missed
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["old", "fresh"]})
+    entries = pd.DataFrame({"feed_id": ["1", "2"], "created_on": ["2024-01-01", "2025-12-01"]})
+    for listed in (feed_list, feed_list.astype({"id": str})):
+        check = checks.feeds(listed, entries, stale_days=100, now=now)
+        assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
+
+
 def test_duplicates_read_a_record_listed_twice_by_its_latest_copy():
     # (1, 1) changed while the harvest was read: its newer copy no longer shares (1, 2)'s file
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
