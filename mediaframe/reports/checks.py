@@ -130,6 +130,12 @@ def _as_ids(column: pd.Series) -> pd.Series:
     return numbers if bool((numbers.notna() | column.isna()).all()) else column
 
 
+def _as_id(value: Any) -> Any:
+    """One id as a number when it is one (``"3"`` and ``3.0`` are 3), else as given."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return int(number) if pd.notna(number) and float(number).is_integer() else value
+
+
 def _blank(column: pd.Series) -> pd.Series:
     text = text_of(column)
     return (text.isna() | (text == "")).astype(bool)
@@ -343,7 +349,7 @@ def limited_access(collections: pd.DataFrame, statuses: pd.DataFrame | None = No
             reasons.append("downloads restricted (restrict_dwnld)")
         if entry.get("nowatermark") is False and entry.get("candwnldpreview") is True:
             reasons.append("previews are watermarked (no nowatermark)")
-        bits = restricted.get(entry.get("base_id"), [])
+        bits = restricted.get(_as_id(entry.get("base_id")), [])
         if bits:
             reasons.append(
                 f"records with status bit(s) {', '.join(map(str, bits))} may be hidden (restricted)"
@@ -373,7 +379,7 @@ def _restricted_bits(statuses: pd.DataFrame | None) -> dict[Any, list[int]]:
     positions = pd.to_numeric(flagged["position"], errors="coerce")
     flagged = flagged.assign(position=positions)[positions.notna()]
     return {
-        base: sorted(int(p) for p in group["position"])
+        _as_id(base): sorted(int(p) for p in group["position"])
         for base, group in flagged.groupby("base_id")
     }
 
@@ -388,6 +394,11 @@ def status_usage(
     """
     frame = counts.copy()
     if statuses is not None and not statuses.empty:
+        # keys read back as text (a CSV) merged with numbers: a bare ValueError
+        frame = frame.assign(base_id=_as_ids(frame["base_id"]), position=_as_ids(frame["position"]))
+        statuses = statuses.assign(
+            base_id=_as_ids(statuses["base_id"]), position=_as_ids(statuses["position"])
+        )
         labels = _present(statuses, [f"label_on_{language}", f"label_off_{language}"])
         extra = statuses[["base_id", "position", *labels]].drop_duplicates(["base_id", "position"])
         frame = frame.merge(extra, on=["base_id", "position"], how="left")

@@ -337,6 +337,22 @@ def test_feed_entries_with_ids_read_back_as_text_match_their_feeds():
         assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
 
 
+def test_statuses_read_back_as_text_label_and_restrict_their_bits():
+    # status_usage: a bare "You are trying to merge on int64 and str columns";
+    # limited_access: the restricted bit went unseen
+    counts = pd.DataFrame(
+        {"base_id": [1, 1], "position": [4, 9], "on": [3, 2], "records": [10, 10]}
+    )
+    statuses = pd.DataFrame({"base_id": ["1"], "position": ["4"], "label_on_en": ["Published"],
+                             "label_off_en": ["Unpublished"], "restricted": [True]})  # fmt: skip
+    check = checks.status_usage(counts, statuses)
+    assert list(check.frame["label_on"].fillna("?")) == ["Published", "?"]
+    collections = pd.DataFrame({"base_id": [1], "name": ["A"], "databox_id": [1]})
+    for given in (collections, collections.astype({"base_id": str})):
+        reasons = checks.limited_access(given, statuses).frame["reason"].tolist()
+        assert reasons == ["records with status bit(s) 4 may be hidden (restricted)"]
+
+
 def test_duplicates_read_a_record_listed_twice_by_its_latest_copy():
     # (1, 1) changed while the harvest was read: its newer copy no longer shares (1, 2)'s file
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
