@@ -123,7 +123,7 @@ def text_of(column: pd.Series) -> pd.Series:
     return column.astype("string").str.strip()
 
 
-def _as_ids(column: pd.Series) -> pd.Series:
+def as_ids(column: pd.Series) -> pd.Series:
     """``column`` as numbers when every value is one (ids read back as text too), else as
     given."""
     numbers = pd.to_numeric(column, errors="coerce")
@@ -395,9 +395,9 @@ def status_usage(
     frame = counts.copy()
     if statuses is not None and not statuses.empty:
         # keys read back as text (a CSV) merged with numbers: a bare ValueError
-        frame = frame.assign(base_id=_as_ids(frame["base_id"]), position=_as_ids(frame["position"]))
+        frame = frame.assign(base_id=as_ids(frame["base_id"]), position=as_ids(frame["position"]))
         statuses = statuses.assign(
-            base_id=_as_ids(statuses["base_id"]), position=_as_ids(statuses["position"])
+            base_id=as_ids(statuses["base_id"]), position=as_ids(statuses["position"])
         )
         labels = _present(statuses, [f"label_on_{language}", f"label_off_{language}"])
         extra = statuses[["base_id", "position", *labels]].drop_duplicates(["base_id", "position"])
@@ -488,10 +488,10 @@ def feeds(
     # ids read back as text (a CSV read with dtype=str) matched no feed: every feed was called
     # empty, and a stale one went unseen
     if "id" in feed_list.columns:
-        feed_list = feed_list.assign(id=_as_ids(feed_list["id"]))
+        feed_list = feed_list.assign(id=as_ids(feed_list["id"]))
     if len(entries):
         entries = entries.assign(
-            created_on=utc_dates(entries["created_on"]), feed_id=_as_ids(entries["feed_id"])
+            created_on=utc_dates(entries["created_on"]), feed_id=as_ids(entries["feed_id"])
         )
     latest = (
         entries.groupby("feed_id")["created_on"].max()

@@ -20,7 +20,7 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports.bundle import Bundle
-from mediaframe.reports.checks import utc_dates
+from mediaframe.reports.checks import as_ids, utc_dates
 from mediaframe.reports.html import Section, draw, page_notes, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
@@ -235,7 +235,7 @@ def _titles(feeds: pd.DataFrame | None) -> dict[Any, str]:
     if feeds is None or not {"id", "title"} <= set(feeds.columns):
         return {}
     named = feeds[feeds["title"].notna()]
-    return dict(zip(named["id"], named["title"].astype(str), strict=True))
+    return dict(zip(as_ids(named["id"]), named["title"].astype(str), strict=True))
 
 
 def _period_of(dates: pd.Series, code: str) -> pd.Series:
@@ -343,6 +343,8 @@ def _feeds(
     if entries is None or entries.empty:
         return pd.DataFrame(columns=columns)
     periods = _period_of(entries["created_on"], code)
+    # ids read back as text (a CSV) are numbers too: as text, none was named from the feed list
+    entries = entries.assign(feed_id=as_ids(entries["feed_id"]))
     frame = pd.DataFrame(
         {
             "period": periods,

@@ -192,6 +192,11 @@ def test_feed_entries_read_back_as_text_are_counted_and_checked():
                             "item_count": ["2", "3"], "created_on": dates})  # fmt: skip
     # the items were joined as text ("2" + "3"): 23, not 5
     assert report(_records(), feed_entries=entries).feeds["items"].tolist() == [5]
+    # named from the feed list though their ids are text (were left unnamed)
+    feed_list = pd.DataFrame({"id": [7], "title": ["Told"]})
+    untitled = entries.drop(columns=["feed_title"])
+    named = report(_records(), feed_entries=untitled, feeds=feed_list).feeds
+    assert named[["feed_id", "feed"]].to_dict("records") == [{"feed_id": 7, "feed": "Told"}]
     for name in ("feed_id", "created_on"):  # was a bare KeyError
         with pytest.raises(InvalidParameterError, match=f"no {name} column in the feed entries"):
             report(_records(), feed_entries=entries.drop(columns=[name]))
