@@ -416,7 +416,8 @@ def test_checks_read_frames_read_back_as_text_and_odd_values():
 def test_a_page_takes_the_users_notes_and_figures_beside_its_own(tmp_path):
     # was: to_html() got multiple values for keyword argument 'notes'
     svg = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
-    result = audit(_records())
+    # checksums other than "a" * 64, which holds a token of another test (the secret sweep)
+    result = audit(_records(sha256=["1f" * 32] * 6))
     page = result.to_html(tmp_path / "a.html", notes=["checked by Ada"], figures={"mine": svg})
     text = page.read_text()
     assert "checked by Ada" in text and "not run: no collection rights given" in text
