@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -413,6 +414,19 @@ def test_a_token_answer_with_odd_members_is_a_format_error(members):
     fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
     with pytest.raises(ResponseFormatError, match="misconfigured"):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize("expires_at", ["5", "1" + "0" * 400])
+def test_expires_in_is_read_over_an_expires_at_beside_it(expires_at):
+    # oauthlib 4 took a server's expires_at over its expires_in: 5 kept a token expired when
+    # issued (refreshed before every request), 400 digits ended in a bare OverflowError
+    body = f'{{"access_token": "{SECRET}", "expires_in": 3600, "expires_at": {expires_at}}}'
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body.encode()))
+    token = auth.password_grant(
+        BASE, client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert token.lifetime == 3600 and not token.is_expired()
+    assert token.expires_at is not None and token.expires_at <= time.time() + 3601
 
 
 @pytest.mark.parametrize(

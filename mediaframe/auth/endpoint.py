@@ -156,6 +156,11 @@ def _comply(response: requests.Response) -> requests.Response:
     if not isinstance(body.get("scope"), str):
         body.pop("scope", None)
     body.pop("lifetime", None)
+    if body.get("expires_in") is not None:
+        # expires_at is no member of RFC 6749, and beside expires_in it is not read (as
+        # oauthlib 3 did): oauthlib 4 took it over the lifetime, and a past one kept a token
+        # dead when issued, one of 400 digits ended in a bare OverflowError
+        body.pop("expires_at", None)
     if not body.get("refresh_token"):
         # null or "" is no new refresh token: left out, requests-oauthlib keeps the one held
         # (read as the new one, it was lost, and the next expiry needed a login)
