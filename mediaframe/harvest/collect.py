@@ -34,6 +34,7 @@ from mediaframe.exceptions import (
 )
 from mediaframe.harvest.assemble import concat_frames
 from mediaframe.harvest.engine import EngineOptions
+from mediaframe.harvest.plan import CountRoute
 from mediaframe.harvest.progress import Bars, ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService
@@ -93,6 +94,10 @@ class ClientService:
 
     def keys(self, kind: str) -> Page:
         return self._route("search_v2_frame")
+
+    def counts(self, kind: str) -> CountRoute:
+        count: CountRoute = self._client.api.search  # planning runs here, even with Dask
+        return count
 
     def item(self, kind: str, *, extended: bool = False) -> Callable[[int, int], Mapping[str, Any]]:
         api = self._client.api
@@ -275,6 +280,7 @@ def _engine_options(
     bases, statuses = service.rights()
     return EngineOptions(
         combine=combine,
+        count=service.counts(spec.kind),
         bases=bases,
         statuses=statuses,
         per_page=options.per_page or settings.per_page,

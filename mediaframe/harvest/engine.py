@@ -27,6 +27,7 @@ from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
+    CountRoute,
     Page,
     Shard,
     ShardCounter,
@@ -62,6 +63,9 @@ class EngineOptions:
     """How a harvest runs, beside what it searches and where it keeps it (see :func:`harvest`)."""
 
     combine: Combine
+    #: Reads counts as decoded JSON (:class:`~mediaframe.harvest.plan.ShardCounter`); through
+    #: the page route, as frames, when ``None``.
+    count: CountRoute | None = None
     bases: Sequence[int] = ()
     statuses: Statuses | None = None
     per_page: int = 1000
@@ -88,6 +92,7 @@ class EngineOptions:
                 spec,
                 store,
                 combine=self.combine,
+                count=self.count,
                 bases=self.bases,
                 statuses=self.statuses,
                 per_page=self.per_page,
@@ -106,6 +111,7 @@ def harvest(
     store: HarvestStore,
     *,
     combine: Combine,
+    count: CountRoute | None = None,
     bases: Sequence[int] = (),
     statuses: Statuses | None = None,
     per_page: int = 1000,
@@ -122,6 +128,7 @@ def harvest(
     ----------
     page : reads one page of the search route: ``page(**params) -> (response, frame)``.
     combine : joins page and shard frames into one (dtypes decided over the whole).
+    count : reads a one-hit search as decoded JSON, for counts; ``page`` reads them otherwise.
     bases, statuses : the user's searchable base ids, and ``{base_id: (databox_id, bits)}``.
     executor : runs shard tasks (a Dask ``client.get_executor()`` for a cluster); threads
         otherwise. Tasks write their shard to ``store``, so it must be shared storage.
@@ -146,7 +153,12 @@ def harvest(
     # by each shard task on a Dask worker, into the shard's entry (added below).
     reads = PageReads()
     counted = reads.counting(page)
-    counter = ShardCounter(shown.counting(counted), spec, page_size=per_page)
+    counter = ShardCounter(
+        shown.counting(counted),
+        spec,
+        page_size=per_page,
+        count=shown.counting(count) if count is not None else None,
+    )
     if executor is None:
         page = counted
     report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))

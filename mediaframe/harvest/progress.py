@@ -17,12 +17,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.harvest.plan import Page
 
 __all__ = ["Bars", "Progress", "Snapshot", "bars", "shown_while"]
+
+R = TypeVar("R")
 
 #: Seconds between two drawings of the state.
 _PACE = 0.25
@@ -125,11 +126,11 @@ class Progress:
 
     # ---------------------------------------------------------------- told by the harvest
 
-    def counting(self, page: Page) -> Page:
-        """``page``, telling this display of each request sent through it."""
+    def counting(self, route: Callable[..., R]) -> Callable[..., R]:
+        """``route`` (pages or counts), telling this display of each request sent through it."""
 
-        def counted(**params: Any) -> Any:
-            answer = page(**params)
+        def counted(**params: Any) -> R:
+            answer = route(**params)
             self._add("counts", 1)
             return answer
 

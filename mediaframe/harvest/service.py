@@ -1,10 +1,11 @@
 """What a harvest needs from the service, and nothing more: :class:`SearchService`.
 
-The harvest never holds the client. It counts and pages through :meth:`SearchService.pages`
-(a count is a page of one hit), finds deletions through :meth:`~SearchService.keys`, fetches
-stragglers through :meth:`~SearchService.item`, plans with :meth:`~SearchService.rights`, and
-names its cache by :attr:`~SearchService.server` and :attr:`~SearchService.user`. Any object
-with these members can be harvested: the client's adapter, or a stand-in in a test.
+The harvest never holds the client. It pages through :meth:`SearchService.pages`, counts
+through :meth:`SearchService.counts` (a count is a search of one hit, read as decoded JSON),
+finds deletions through :meth:`~SearchService.keys`, fetches stragglers through
+:meth:`~SearchService.item`, plans with :meth:`~SearchService.rights`, and names its cache by
+:attr:`~SearchService.server` and :attr:`~SearchService.user`. Any object with these members can
+be harvested: the client's adapter, or a stand-in in a test.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from mediaframe.harvest.plan import CountRoute
 from mediaframe.harvest.spec import Page
 
 __all__ = ["Rights", "SearchService"]
@@ -35,7 +37,11 @@ class SearchService(Protocol):
         """What the user may search: their base ids and the status bits defined in each."""
 
     def pages(self, kind: str) -> Page:
-        """One page of the v1 search of ``kind`` as ``(response, frame)``; counts use it too."""
+        """One page of the v1 search of ``kind`` as ``(response, frame)``."""
+
+    def counts(self, kind: str) -> CountRoute:
+        """One small page of the v1 search of ``kind`` as its decoded, normalised answer: what
+        counts read (a frame of one hit costs more to build than the request)."""
 
     def keys(self, kind: str) -> Page:
         """One page of v2 references of ``kind``: the key columns and ``version``."""

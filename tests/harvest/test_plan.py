@@ -81,3 +81,45 @@ def test_a_leaf_is_told_while_the_rest_of_its_round_is_still_counted():
     first = {bases: events.index(("leaf", bases)) for bases in [(1,), (2,)]}
     between = events[first[(1,)] + 1 : first[(2,)]]
     assert ("count", (2,)) in between, "base 1's leaf waited for base 2's counts"
+
+
+def test_counts_read_decoded_find_what_counts_read_as_frames_find(fresh_emulator, tmp_path):
+    """A count is one hit: read as decoded JSON (a fifth of the CPU of a frame of one record),
+    it gives the same totals and the same first and last days, on every server generation."""
+    import mediaframe as mf
+    from mediaframe.config import Settings
+
+    emu = fresh_emulator(records=600, seed=3, cap=50)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(progress=False)
+    api = mf.connect(emu.base_url, token=emu.token, settings=settings).api
+    spec = Spec("records")
+    as_frames = ShardCounter(api.search_records_frame, spec, page_size=50)
+    decoded = ShardCounter(api.search_records_frame, spec, page_size=50, count=api.search)
+    shards = [Shard(), *(Shard(bases=(base,)) for base in range(1, 7)), Shard(bases=(99,))]
+    for shard in shards[:-1]:
+        assert decoded(shard) == as_frames(shard), shard.id
+        days = decoded.days(shard)
+        assert days == as_frames.days(shard) and None not in days, shard.id
+    assert decoded.requests == as_frames.requests
+    assert decoded.capped_engine == as_frames.capped_engine
+
+
+def test_a_count_whose_hit_has_no_readable_date_leaves_the_bounds_wide():
+    service = FakeService.build(300, cap=100, undated=300)
+    spec = Spec("records")
+    counter = ShardCounter(service, spec, page_size=100, count=service.search)
+    assert counter(Shard()).total == 300
+    assert counter.days(Shard()) == (None, None)
+    service.records[0]["created_on"] = "not a date"
+    service.records[0]["updated_on"] = "not a date"
+    counter = ShardCounter(service, spec, page_size=100, count=service.search)
+    assert counter(Shard()).total == 300 and counter.days(Shard()) == (None, None)
+
+
+def test_only_a_shard_of_more_than_a_page_keeps_its_first_day_for_a_split():
+    service = FakeService.build(300, cap=100, bases=(1, 2, 3))
+    counter = ShardCounter(service, Spec("records"), page_size=100, count=service.search)
+    counter(Shard())
+    for base in (1, 2, 3):
+        counter(Shard(bases=(base,)), expected=100)  # 100 hits each: no split can follow
+    assert list(counter._first_days) == ["all"]
