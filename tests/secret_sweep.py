@@ -46,7 +46,7 @@ class Sweep:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def secrets(self) -> set[str]:
-        from mediaframe.auth import tokens
+        from mediaframe import tokens
 
         with tokens._SECRETS_LOCK:
             known = set(tokens._SECRETS)
@@ -221,8 +221,8 @@ def _wrap_notebooks() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from mediaframe import client, http, routes
-    from mediaframe.auth import install_redaction, store, tokens
+    from mediaframe import client, http, routes, tokens
+    from mediaframe.auth import install_redaction, store
 
     # As in any process where mediaframe has sent a request: tests also send raw requests
     # (emulator tests), whose urllib3 records would otherwise be logged before mediaframe's

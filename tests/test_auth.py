@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -36,14 +37,14 @@ SECRET = "0123456789abcdef0123456789abcdef"
 # --- the package ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth"])
+@pytest.mark.parametrize("first", ["mediaframe.http", "mediaframe.auth", "mediaframe.tokens"])
 def test_auth_and_http_import_in_either_order(first):
-    """http imports the auth package (its tokens), and the token endpoint reads answers with
-    http's wire: neither may find the other half made, whichever is imported first."""
+    """http imports mediaframe.tokens, and the token endpoint reads answers with http's wire:
+    none may find another half made, whichever is imported first."""
     code = (
         "import sys, mediaframe\n"
         "for name in [m for m in sys.modules if m.startswith(('mediaframe.auth', "
-        "'mediaframe.http'))]:\n"
+        "'mediaframe.http', 'mediaframe.tokens'))]:\n"
         "    del sys.modules[name]\n"
         f"import {first}\n"
         "from mediaframe.auth import endpoint\n"
@@ -398,6 +399,11 @@ def test_token_endpoint_failures_are_typed(answer, kind):
         '"expires_in": 1' + "0" * 400,  # oauthlib: an expiry no float holds (OverflowError)
         '"expires_in": "1' + "0" * 400 + '"',
         '"expires_in": -5',
+        # dead when issued: each request would first refresh it (oauthlib rounds 0.5 down to 0)
+        '"expires_in": 0',
+        '"expires_in": "0"',
+        '"expires_in": 0.5',
+        '"expires_at": 5',  # read only without expires_in: a time long past
         '"expires_at": "soon"',  # read only without expires_in: a bare ValueError
         '"expires_at": 1' + "0" * 400,  # a bare OverflowError
         '"expires_at": [1]',
@@ -408,6 +414,19 @@ def test_a_token_answer_with_odd_members_is_a_format_error(members):
     fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
     with pytest.raises(ResponseFormatError, match="misconfigured"):
         auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
+@pytest.mark.parametrize("expires_at", ["5", "1" + "0" * 400])
+def test_expires_in_is_read_over_an_expires_at_beside_it(expires_at):
+    # oauthlib 4 took a server's expires_at over its expires_in: 5 kept a token expired when
+    # issued (refreshed before every request), 400 digits ended in a bare OverflowError
+    body = f'{{"access_token": "{SECRET}", "expires_in": 3600, "expires_at": {expires_at}}}'
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body.encode()))
+    token = auth.password_grant(
+        BASE, client_id="a", username="u", password="p", session=fake.session()
+    )
+    assert token.lifetime == 3600 and not token.is_expired()
+    assert token.expires_at is not None and token.expires_at <= time.time() + 3601
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from fake_service import BASE, Answer, FakeService, golden
 import mediaframe as mf
 from mediaframe.auth import Profile, Token, TokenStore
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError, OAuthError
+from mediaframe.exceptions import ConfigurationError, OAuthError, ResponseFormatError
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -228,6 +228,35 @@ def test_a_short_lived_token_is_refreshed_near_its_end_not_before_every_request(
     assert issued == [1000.0, 1023.0]
     sent = [r.headers.get("Authorization") for r in fake.requests if "/me/" in r.path_url]
     assert sent[-1] == "OAuth short-lived-0002"
+
+
+@pytest.mark.parametrize(
+    "expiry",
+    [{"expires_in": 0}, {"expires_in": "0"}, {"expires_in": 0.5}, {"expires_at": 5}],
+    ids=["expires_in 0", "expires_in '0'", "expires_in 0.5", "expires_at past"],
+)
+def test_a_token_issued_dead_is_refused_not_kept(settings, expiry):
+    """A refresh answered with a token dead when issued was kept: expired at once (a past
+    ``expires_at``; ``expires_in: 0`` with oauthlib 3), each request silently refreshed it
+    first, or (oauthlib 4 drops a zero ``expires_in``) it was kept as never expiring. Now the
+    refresh fails with advice, every time, and the dead token is never sent."""
+    body = {"access_token": "dead-on-arrival-token", "scope": None, **expiry}
+    body["refresh_token"] = "r-next-token"
+
+    def answer(request):
+        if request.path_url == "/api/oauthv2/token":
+            return Answer(200, {"Content-Type": "application/json"}, json.dumps(body).encode())
+        return golden("me")
+
+    fake = FakeService(answer)
+    expired = Token("old-token", refresh_token="r1", expires_at=1.0)
+    client = mf.connect(
+        BASE, token=expired, client_id="app", settings=settings, session=fake.session()
+    )
+    for _ in range(3):
+        with pytest.raises(ResponseFormatError, match=r"expires_(in|at) .*misconfigured"):
+            client.me_raw(refresh=True)
+    assert not any("dead-on-arrival" in str(r.headers) for r in fake.requests)
 
 
 def test_the_token_is_sent_even_with_a_netrc_login_for_the_host(settings, tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
 """Credentials: where a token may travel, how it is placed and redacted, obtained and stored.
 
-``tokens`` holds the token and the rules around it (https only, the ``OAuth`` header, redaction),
-``store`` the private profile files, ``flows`` the OAuth 2.0 flows (requests-oauthlib),
-``endpoint`` the token endpoint's call and the checks of what it answers.
+``store`` holds the private profile files, ``flows`` the OAuth 2.0 flows (requests-oauthlib),
+``endpoint`` the token endpoint's call and the checks of what it answers; the token and the
+rules around it (https only, the ``OAuth`` header, redaction) are ``mediaframe.tokens``,
+re-exported here. The flows send through ``mediaframe.http``, which sits between the two:
+``tokens`` below it, ``auth`` above it (a ``lint-imports`` contract keeps it so).
 """
 
 from mediaframe.auth.flows import (
@@ -18,7 +20,7 @@ from mediaframe.auth.flows import (
     token_from_redirect,
 )
 from mediaframe.auth.store import Profile, TokenStore
-from mediaframe.auth.tokens import (
+from mediaframe.tokens import (
     TOKEN_PARAM,
     RedactingFilter,
     Token,

@@ -17,14 +17,6 @@ import requests
 from oauthlib import oauth2
 from requests_oauthlib import OAuth2Session
 
-from mediaframe.auth.tokens import (
-    Token,
-    install_redaction,
-    is_loopback_url,
-    proxies_for,
-    redact,
-    redact_url,
-)
 from mediaframe.exceptions import (
     ConnectionFailedError,
     MediaframeError,
@@ -34,6 +26,16 @@ from mediaframe.exceptions import (
     ResponseFormatError,
     ResponseTooLargeError,
     ServerError,
+)
+from mediaframe.http import deadline, wire
+from mediaframe.http.answers import Retry
+from mediaframe.tokens import (
+    Token,
+    install_redaction,
+    is_loopback_url,
+    proxies_for,
+    redact,
+    redact_url,
 )
 
 __all__ = [
@@ -154,6 +156,11 @@ def _comply(response: requests.Response) -> requests.Response:
     if not isinstance(body.get("scope"), str):
         body.pop("scope", None)
     body.pop("lifetime", None)
+    if body.get("expires_in") is not None:
+        # expires_at is no member of RFC 6749, and beside expires_in it is not read (as
+        # oauthlib 3 did): oauthlib 4 took it over the lifetime, and a past one kept a token
+        # dead when issued, one of 400 digits ended in a bare OverflowError
+        body.pop("expires_at", None)
     if not body.get("refresh_token"):
         # null or "" is no new refresh token: left out, requests-oauthlib keeps the one held
         # (read as the new one, it was lost, and the next expiry needed a login)
@@ -165,16 +172,34 @@ def _comply(response: requests.Response) -> requests.Response:
 
 def _check_token_members(body: Mapping[str, Any], status: int) -> None:
     """Refuse the members oauthlib would choke on (a bare ValueError or OverflowError) or read
-    wrongly: an ``expires_in`` that is no finite number of seconds, an ``expires_at`` (read only
-    without ``expires_in``) that is no time within ten years, a refresh token that is no
-    text."""
+    wrongly: an ``expires_in`` that is no number of seconds from one to ten years, an
+    ``expires_at`` (read only without ``expires_in``) that is no time in the next ten years, a
+    refresh token that is no text.
+
+    A token dead when issued (``expires_in`` 0, or under the second oauthlib rounds down to 0;
+    an ``expires_at`` past) is refused like the other broken answers, not kept: kept, it
+    counted as expired at once (a past ``expires_at``; ``expires_in`` 0 with oauthlib 3) and
+    every request silently refreshed it first, hammering the token endpoint and churning
+    rotating refresh tokens. Nor is its lifetime read as unknown (what oauthlib 4 makes of a
+    zero ``expires_in``): that keeps a token the service calls dead, sent until rejected, and
+    hides a broken service the user should hear about.
+    """
     expires_in = body.get("expires_in")
-    if expires_in is not None and not _within(expires_in, _MOST_SECONDS):
-        _refuse_member("expires_in", expires_in, "a number of seconds", status)
+    if expires_in is not None and not _within(expires_in, _MOST_SECONDS, least=1):
+        _refuse_member("expires_in", expires_in, "a number of seconds from 1", status)
     expires_at = body.get("expires_at")
-    latest = time.time() + _MOST_SECONDS
-    if expires_in is None and expires_at is not None and not _within(expires_at, latest):
-        _refuse_member("expires_at", expires_at, "a time in seconds since 1970", status)
+    now = time.time()
+    if (
+        expires_in is None
+        and expires_at is not None
+        and not _within(expires_at, now + _MOST_SECONDS, least=now + 1)
+    ):
+        _refuse_member(
+            "expires_at",
+            expires_at,
+            "a time to come in seconds since 1970 (check this machine's clock)",
+            status,
+        )
     for name in ("access_token", "refresh_token"):
         value = body.get(name)
         if isinstance(value, str) and _NO_TOKEN_CHARACTER.search(value.strip()):
@@ -202,15 +227,15 @@ _NO_TOKEN_CHARACTER = re.compile(r"[^\x21-\x7e]")
 _MOST_SECONDS = 10 * 366 * 86400
 
 
-def _within(value: object, most: float) -> bool:
+def _within(value: object, most: float, *, least: float) -> bool:
     """Whether ``value`` is a number of seconds oauthlib can read: a number or ASCII digits,
-    from 0 to ``most``."""
+    from ``least`` to ``most``."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     # compared, never converted: a 400-digit integer is no float (math.isfinite overflows)
-    return 0 <= value <= most
+    return least <= value <= most
 
 
 def _refuse_member(name: str, value: object, meant: str, status: int) -> NoReturn:
@@ -250,12 +275,7 @@ def call_token_endpoint(
     # The answer is read as the transport reads its own (mediaframe.http is the door to the
     # network): within a size limit and one deadline, so that a token endpoint dripping, endless
     # or a compression bomb cannot hold or fill the login, nor a refresh in the middle of a
-    # harvest. Imported here: mediaframe.http.answers imports the mediaframe.auth package, whose
-    # __init__ imports flows and so this module; imported at the top, importing mediaframe.http
-    # first would find mediaframe.http.answers half made (tests/test_auth.py imports both ways).
-    from mediaframe.http import deadline, wire
-    from mediaframe.http.answers import Retry
-
+    # harvest.
     install_redaction()
     if urlsplit(base_url).scheme == "http":
         # The proxies an API request takes (mediaframe.http.wire.send: the session's and the

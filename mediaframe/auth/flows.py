@@ -23,8 +23,8 @@ from mediaframe.auth.endpoint import (
     oauth_session,
     plain_http_allowed,
 )
-from mediaframe.auth.tokens import Token, check_base_url, is_loopback_url, register_secret
 from mediaframe.exceptions import ConfigurationError, OAuthError, StateMismatchError
+from mediaframe.tokens import Token, check_base_url, is_loopback_url, register_secret
 
 __all__ = [
     "AUTHORIZE_ENDPOINT",

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mediaframe.auth.tokens import Token, check_base_url, register_secret
 from mediaframe.exceptions import ConfigurationError
 from mediaframe.files import replace_atomically
+from mediaframe.tokens import Token, check_base_url, register_secret
 
 __all__ = ["Profile", "TokenStore"]
 

@@ -11,7 +11,6 @@ import orjson
 import requests
 import yaml
 
-from mediaframe.auth import redact
 from mediaframe.exceptions import (
     APIError,
     BadRequestError,
@@ -27,6 +26,7 @@ from mediaframe.exceptions import (
     TokenMissingError,
     TokenRejectedError,
 )
+from mediaframe.tokens import redact
 
 __all__ = [
     "REPRESENTATIONS",

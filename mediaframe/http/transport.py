@@ -12,13 +12,13 @@ from typing import Any
 
 import requests
 
-from mediaframe.auth import TOKEN_PARAM, Token, check_base_url, install_redaction
-from mediaframe.auth import token_header as _token_header
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, TokenRejectedError
 from mediaframe.http import deadline
 from mediaframe.http.answers import REPRESENTATIONS, Decode, HeaderRefused, Retry, read_answer
 from mediaframe.http.wire import read_body, release, send
+from mediaframe.tokens import TOKEN_PARAM, Token, check_base_url, install_redaction
+from mediaframe.tokens import token_header as _token_header
 
 __all__ = ["Params", "Transport"]
 

@@ -8,7 +8,6 @@ import time
 import requests
 import urllib3
 
-from mediaframe.auth import proxies_for, redact, redact_url, same_origin
 from mediaframe.exceptions import (
     ConfigurationError,
     ConnectionFailedError,
@@ -19,6 +18,7 @@ from mediaframe.exceptions import (
 )
 from mediaframe.http.answers import Retry
 from mediaframe.http.deadline import deadline as within
+from mediaframe.tokens import proxies_for, redact, redact_url, same_origin
 
 __all__ = ["read_body", "release", "send"]
 

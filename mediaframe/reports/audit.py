@@ -19,13 +19,13 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from mediaframe import __version__
+from mediaframe import __version__, validate
 from mediaframe.exceptions import CacheError, InvalidParameterError, MediaframeWarning
 from mediaframe.reports import checks, fixity
 from mediaframe.reports.bundle import Bundle
 from mediaframe.reports.cells import indexed
 from mediaframe.reports.checks import Check
-from mediaframe.reports.html import Section, draw, provenance_of, to_html
+from mediaframe.reports.html import Section, draw, page_notes, provenance_of, to_html
 
 __all__ = ["CHECKS", "Audit", "audit"]
 
@@ -150,9 +150,10 @@ class Audit(Bundle):
         options.setdefault("provenance", self.provenance)
         notes = [f"{name} not run: {why}" for name, why in self.skipped.items()]
         figures, figure_notes = self._figures()
-        return to_html(
-            self.sections(), path, notes=notes + figure_notes, figures=figures, **options
-        )
+        # the caller's notes and figures beside the audit's (given twice, to_html refused them)
+        notes += [*figure_notes, *page_notes(options.pop("notes", ()))]
+        figures = {**figures, **dict(options.pop("figures", None) or {})}
+        return to_html(self.sections(), path, notes=notes, figures=figures, **options)
 
     def _figures(self) -> tuple[dict[str, str], list[str]]:
         from mediaframe import plots
@@ -220,6 +221,17 @@ def audit(
     >>> audit(records_df, stories=stories_df).duplicates               # doctest: +SKIP
     """
     say = echo or (lambda _message: None)
+    if not isinstance(source, pd.DataFrame) and not callable(getattr(source, "records", None)):
+        raise InvalidParameterError(
+            f"audit reads a Client or a records DataFrame, not {type(source).__name__}: "
+            "connect with mediaframe.connect(), or read a file first (pd.read_csv, "
+            "mediaframe.reports.read_parquet)"
+        )
+    # checked before any harvest: a string here was a bare TypeError deep in the feeds check
+    # (a negative count called every feed stale), a field name for a list of them had each of
+    # its letters checked as a field
+    stale_days = validate.count(stale_days, "stale_days", minimum=0)
+    required = _required(required_fields)
     if isinstance(source, pd.DataFrame):
         if query or filters:
             raise InvalidParameterError(
@@ -232,7 +244,7 @@ def audit(
         records = gathered.pop("records")
         status_counts = gathered.pop("status_counts")
         provenance = gathered.pop("provenance")
-        required_fields = required_fields or gathered.pop("required_fields")
+        required = required or gathered.pop("required_fields")
         stories = gathered["stories"] if stories is None else stories
         collections = gathered["collections"] if collections is None else collections
         statuses = gathered["statuses"] if statuses is None else statuses
@@ -251,9 +263,7 @@ def audit(
         "no_checksum": lambda: checks.no_checksum(records),
         "zero_byte": lambda: checks.zero_byte(records),
         "format_mismatches": lambda: checks.format_mismatches(records),
-        "missing_values": lambda: checks.missing_values(
-            records, {int(k): list(v) for k, v in (required_fields or {}).items()}
-        ),
+        "missing_values": lambda: checks.missing_values(records, required),
     }
     if collections is not None:
         runs["rights_matrix"] = lambda: checks.rights_matrix(collections)
@@ -306,6 +316,28 @@ def audit(
     return Audit(done, {k: v for k, v in provenance.items() if v is not None}, skipped, records)
 
 
+def _required(given: Any) -> dict[int, list[str]] | None:
+    """``required_fields`` checked: databox ids (numbers, or their text) to lists of names."""
+    if given is None:
+        return None
+    if not isinstance(given, Mapping):
+        raise InvalidParameterError(
+            "required_fields must map a databox id to its required caption fields, e.g. "
+            f"{{1: ['Title', 'Credit']}}; not {type(given).__name__}"
+        )
+    checked: dict[int, list[str]] = {}
+    for key, names in given.items():
+        option = f"required_fields[{key!r}]"
+        try:
+            databox = int(str(key))
+        except ValueError:
+            raise InvalidParameterError(
+                f"required_fields must map a databox id to field names; {key!r} is no databox id"
+            ) from None
+        checked[databox] = [validate.name(n, option) for n in validate.items(names, option)]
+    return checked
+
+
 def _as_columns(frame: pd.DataFrame, what: str) -> pd.DataFrame:
     """``frame`` with the ids its index holds (``set_index(["databox_id", "record_id"])``) as
     columns, as the checks read them; two columns of one name are refused (which to read?)."""
@@ -334,7 +366,9 @@ def _gather(
     # are then read from the records themselves.
     filters.setdefault("extended", True)
     try:
-        previous = client.records(query, offline=True, **_without(filters, "refresh", "ttl"))
+        # offline given by the caller too (an audit of the cache alone) was passed twice
+        earlier = _without(filters, "refresh", "ttl", "offline")
+        previous = client.records(query, offline=True, **earlier)
         say(f"Read the earlier harvest of this search from the cache: {len(previous):,} records.")
     except CacheError:
         say("No earlier harvest of this search is cached: this audit becomes the fixity baseline.")

@@ -123,6 +123,19 @@ def text_of(column: pd.Series) -> pd.Series:
     return column.astype("string").str.strip()
 
 
+def as_ids(column: pd.Series) -> pd.Series:
+    """``column`` as numbers when every value is one (ids read back as text too), else as
+    given."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    return numbers if bool((numbers.notna() | column.isna()).all()) else column
+
+
+def _as_id(value: Any) -> Any:
+    """One id as a number when it is one (``"3"`` and ``3.0`` are 3), else as given."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return int(number) if pd.notna(number) and float(number).is_integer() else value
+
+
 def _blank(column: pd.Series) -> pd.Series:
     text = text_of(column)
     return (text.isna() | (text == "")).astype(bool)
@@ -275,7 +288,10 @@ def missing_values(
         parts.append(_missing(records, expected & absent, name))
     has_captions = any(str(c).startswith("caption_") for c in records.columns)
     for databox, fields in (required or {}).items() if has_captions else ():
-        in_box = (records["databox_id"] == databox).fillna(False).astype(bool)
+        # ids read back as text (a CSV) are numbers too: compared as text, none matched, and
+        # required fields went unchecked without a word
+        box = pd.to_numeric(records["databox_id"], errors="coerce")
+        in_box = (box == databox).fillna(False).astype(bool)
         for field in fields:
             column = f"caption_{field}"
             absent = _blank(records[column]) if column in records.columns else True
@@ -333,7 +349,7 @@ def limited_access(collections: pd.DataFrame, statuses: pd.DataFrame | None = No
             reasons.append("downloads restricted (restrict_dwnld)")
         if entry.get("nowatermark") is False and entry.get("candwnldpreview") is True:
             reasons.append("previews are watermarked (no nowatermark)")
-        bits = restricted.get(entry.get("base_id"), [])
+        bits = restricted.get(_as_id(entry.get("base_id")), [])
         if bits:
             reasons.append(
                 f"records with status bit(s) {', '.join(map(str, bits))} may be hidden (restricted)"
@@ -359,8 +375,11 @@ def _restricted_bits(statuses: pd.DataFrame | None) -> dict[Any, list[int]]:
     if statuses is None or statuses.empty or "restricted" not in statuses.columns:
         return {}
     flagged = statuses[statuses["restricted"].fillna(False).astype(bool)]
+    # a bit without a position (a hostile or damaged answer) restricts nothing one could name
+    positions = pd.to_numeric(flagged["position"], errors="coerce")
+    flagged = flagged.assign(position=positions)[positions.notna()]
     return {
-        base: sorted(int(p) for p in group["position"])
+        _as_id(base): sorted(int(p) for p in group["position"])
         for base, group in flagged.groupby("base_id")
     }
 
@@ -375,6 +394,11 @@ def status_usage(
     """
     frame = counts.copy()
     if statuses is not None and not statuses.empty:
+        # keys read back as text (a CSV) merged with numbers: a bare ValueError
+        frame = frame.assign(base_id=as_ids(frame["base_id"]), position=as_ids(frame["position"]))
+        statuses = statuses.assign(
+            base_id=as_ids(statuses["base_id"]), position=as_ids(statuses["position"])
+        )
         labels = _present(statuses, [f"label_on_{language}", f"label_off_{language}"])
         extra = statuses[["base_id", "position", *labels]].drop_duplicates(["base_id", "position"])
         frame = frame.merge(extra, on=["base_id", "position"], how="left")
@@ -423,7 +447,8 @@ def status_counts_from(records: pd.DataFrame) -> pd.DataFrame | None:
 def stories_without_records(stories: pd.DataFrame) -> Check:
     """Stories holding no record the user can see."""
     if "record_count" in stories.columns:
-        empty = (stories["record_count"] == 0).fillna(False).astype(bool)
+        count = pd.to_numeric(stories["record_count"], errors="coerce")  # "0" read back too
+        empty = (count == 0).fillna(False).astype(bool)
         note = ""
     else:
         empty = pd.Series(False, index=stories.index)
@@ -460,8 +485,14 @@ def feeds(
 ) -> Check:
     """Feeds with no entry, and feeds whose newest entry is older than ``stale_days``."""
     now = now or dt.datetime.now(dt.UTC)
+    # ids read back as text (a CSV read with dtype=str) matched no feed: every feed was called
+    # empty, and a stale one went unseen
+    if "id" in feed_list.columns:
+        feed_list = feed_list.assign(id=as_ids(feed_list["id"]))
     if len(entries):
-        entries = entries.assign(created_on=utc_dates(entries["created_on"]))
+        entries = entries.assign(
+            created_on=utc_dates(entries["created_on"]), feed_id=as_ids(entries["feed_id"])
+        )
     latest = (
         entries.groupby("feed_id")["created_on"].max()
         if len(entries)
@@ -471,10 +502,9 @@ def feeds(
     rows = []
     for feed in feed_list.to_dict("records"):
         ident = feed.get("id")
-        total = feed.get("total_entries")
-        count = (
-            int(total) if total is not None and not pd.isna(total) else int(counted.get(ident, 0))
-        )
+        # a total that is no number (a server's "many") is counted from the entries instead
+        total = pd.to_numeric(pd.Series([feed.get("total_entries")]), errors="coerce").iloc[0]
+        count = int(total) if pd.notna(total) else int(counted.get(ident, 0))
         last = latest.get(ident)
         days = None if last is None or pd.isna(last) else (now - last.to_pydatetime()).days
         if count == 0:

@@ -43,7 +43,20 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
             {},
             note="no earlier harvest cached: this one is the baseline",
         )
-    keep = [c for c in (*KEY, "sha256", "updated_on", "title") if c in now.columns]
+    for frame, what in ((before, "the earlier harvest"), (now, "the harvest")):
+        absent = [c for c in (*KEY, "sha256") if c not in frame.columns]
+        if absent:
+            raise InvalidParameterError(
+                f"no {', '.join(absent)} column in {what}: fixity drift compares records by "
+                "their ids and sha256 (frames of client.records)"
+            )
+    # what either frame holds, both given (missing in one, as missing): a column in one only
+    # left the merge unsuffixed, and today's title and update date were dropped
+    keep = [
+        c
+        for c in (*KEY, "sha256", "updated_on", "title")
+        if c in now.columns or c in before.columns
+    ]
     old, repeated_before, differing_before = _one_per_record(before, keep, "earlier harvest")
     new, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
     merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
@@ -54,9 +67,9 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
     state[merged["_merge"] == "left_only"] = "missing"
     state[merged["_merge"] == "right_only"] = "untracked"
     merged["state"] = state
-    merged["title"] = merged.get("title_now", pd.Series(pd.NA, index=merged.index)).fillna(
-        merged.get("title_before")
-    )
+    if "title" in keep:
+        titles = merged["title_now"].astype("string")
+        merged["title"] = titles.fillna(merged["title_before"].astype("string"))
     frame = merged[state.notna()]
     frame = frame[[c for c in columns if c in frame.columns]].sort_values(
         ["state", *KEY], ignore_index=True
@@ -81,7 +94,7 @@ def _one_per_record(
     and how many of those with differing checksums. Of differing copies the most recently
     updated one is kept (the last listed of equals): the record changed while the harvest was
     read."""
-    frame = frame[[c for c in keep if c in frame.columns]].copy()
+    frame = frame.reindex(columns=keep)  # a copy
     for name in KEY:  # a frame read back as text (read_csv(dtype=str)) has ids as text
         frame[name] = _numbers(frame[name], f"the {what}'s {name}")
     sha = text_of(frame["sha256"]).str.lower()

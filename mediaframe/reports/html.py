@@ -33,6 +33,7 @@ __all__ = [
     "Section",
     "clean_svg",
     "draw",
+    "page_notes",
     "provenance_of",
     "render_html",
     "rows_shown",
@@ -70,9 +71,13 @@ document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
 });
 """
 # What inline SVG may not hold: scripts, embedded documents, event handlers, and links other
-# than to the page itself or to an embedded image (matplotlib's raster images are data: URIs).
+# than to the page itself or to an embedded image (matplotlib's raster images are data: URIs);
+# nor animation, which sets a link without a href= (<set attributeName="href" to=...>), nor
+# page-level elements (<meta http-equiv="refresh">, <base>, <link>), which only a text that
+# closes its <svg> early could place. matplotlib writes none of them.
 _UNSAFE_SVG = re.compile(
-    r"<(?:script|foreignObject|iframe|object|embed)|\bon\w+\s*="
+    r"<(?:script|foreignObject|iframe|object|embed|animate\w*|set|meta|base|link)\b"
+    r"|\bon\w+\s*="
     r"|(?:href|src)\s*=\s*(?![\"']?\s*(?:#|data:image/(?:png|jpeg);))",
     re.I,
 )
@@ -94,7 +99,7 @@ class Section:
 
 
 def to_html(
-    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[pd.DataFrame | Section] | Section,
     path: str | os.PathLike[str],
     **options: Any,
 ) -> Path:
@@ -112,7 +117,7 @@ def to_html(
 
 
 def render_html(
-    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
+    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[pd.DataFrame | Section] | Section,
     *,
     title: str = "mediaframe export",
     intro: str = "",
@@ -125,7 +130,8 @@ def render_html(
 
     Parameters
     ----------
-    frames : a DataFrame, a mapping of title to DataFrame, or :class:`Section` objects.
+    frames : a DataFrame, a list of them, a mapping of title to DataFrame, or :class:`Section`
+        objects (one, or a list).
     provenance : what the page is about (server, user, query...); by default what the first
         frame's ``attrs`` say (:func:`provenance_of`). The mediaframe version and the time the
         page was made are always added.
@@ -159,9 +165,9 @@ def render_html(
     from markupsafe import Markup
 
     rendered = [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections]
-    page_notes = list(notes)
+    shown_notes = page_notes(notes)
     if any(section["hidden"] for section in rendered):
-        page_notes.append(
+        shown_notes.append(
             f"Tables longer than {max_rows:,} rows show their first {max_rows:,}"
             + (
                 f", and wide ones fewer, at most {MAX_CELLS:,} cells"
@@ -176,7 +182,7 @@ def render_html(
         "intro": intro,
         "csp": CSP,
         "provenance": meta,
-        "notes": page_notes,
+        "notes": shown_notes,
         "sections": rendered,
         "figures": [
             {
@@ -189,6 +195,12 @@ def render_html(
         "script": Markup(_SORT_SCRIPT),
     }
     return env.get_template("page.html.j2").render(context)
+
+
+def page_notes(notes: str | Iterable[str]) -> list[str]:
+    """``notes=`` as a list of sentences: one sentence given alone is one note, not a note per
+    character."""
+    return [notes] if isinstance(notes, str) else [str(note) for note in notes]
 
 
 def provenance_of(frame: pd.DataFrame | None, **extra: Any) -> dict[str, Any]:
@@ -290,22 +302,41 @@ def clean_svg(svg: str) -> str:
     return svg
 
 
-def _sections(
-    frames: pd.DataFrame | Mapping[str, pd.DataFrame] | Iterable[Section],
-) -> list[Section]:
-    if isinstance(frames, pd.DataFrame):
-        kind = (frames.attrs.get("harvest") or {}).get("kind") if frames.attrs else None
-        return [Section(str(kind or "data"), frames)]
+def _sections(frames: object) -> list[Section]:
+    """The page's sections: what ``to_excel`` takes (a DataFrame, a list of them, a mapping of
+    titles to them) and :class:`Section` objects; anything else is told, not a bare error
+    halfway through the page."""
+    given: list[tuple[str | None, object]]
     if isinstance(frames, Mapping):
-        return [Section(str(title), frame) for title, frame in frames.items()]
-    sections = list(frames)
-    for section in sections:
-        if not isinstance(section, Section):
-            raise InvalidParameterError(
-                f"to_html takes DataFrames, a mapping of them, or Sections; not "
-                f"{type(section).__name__}"
+        given = [(str(title), frame) for title, frame in frames.items()]
+    elif isinstance(frames, Iterable) and not isinstance(frames, str | bytes | pd.DataFrame):
+        given = [(None, frame) for frame in frames]
+    else:
+        given = [(None, frames)]
+    sections = []
+    for title, item in given:
+        shown = item.frame if isinstance(item, Section) else item
+        if not isinstance(shown, pd.DataFrame):
+            hint = (
+                ": make it a frame first, e.g. series.to_frame()"
+                if hasattr(shown, "to_frame")
+                else ""
             )
+            raise InvalidParameterError(
+                "to_html takes DataFrames (one, a list, or a mapping of titles to them) or "
+                f"Sections; not {type(shown).__name__}{hint}"
+            )
+        if isinstance(item, Section):
+            sections.append(item)
+        else:
+            sections.append(Section(title if title is not None else _title_of(shown), shown))
     return sections
+
+
+def _title_of(frame: pd.DataFrame) -> str:
+    """A frame's title: the kind of harvest it holds, else ``data``."""
+    kind = (frame.attrs.get("harvest") or {}).get("kind") if frame.attrs else None
+    return str(kind or "data")
 
 
 def rows_shown(frame: pd.DataFrame, max_rows: int | None = MAX_ROWS) -> int:

@@ -20,8 +20,8 @@ import pandas as pd
 from mediaframe import __version__
 from mediaframe.exceptions import InvalidParameterError
 from mediaframe.reports.bundle import Bundle
-from mediaframe.reports.checks import utc_dates
-from mediaframe.reports.html import Section, draw, provenance_of, to_html
+from mediaframe.reports.checks import as_ids, utc_dates
+from mediaframe.reports.html import Section, draw, page_notes, provenance_of, to_html
 
 __all__ = ["PERIODS", "Report", "report"]
 
@@ -90,6 +90,9 @@ class Report(Bundle):
     def to_html(self, path: str | os.PathLike[str], **options: Any) -> Path:
         """One self-contained page: provenance, figures, and the three tables."""
         figures, notes = self._figures()
+        # the caller's notes and figures beside the report's (given twice, to_html refused them)
+        notes += page_notes(options.pop("notes", ()))
+        figures = {**figures, **dict(options.pop("figures", None) or {})}
         options.setdefault("title", f"Report per {self.period}")
         options.setdefault("provenance", self.provenance)
         sections = [
@@ -153,6 +156,12 @@ def report(
         raise InvalidParameterError(
             f"start={first.isoformat()} is after end={last.isoformat()}: swap them"
         )
+    if not isinstance(source, pd.DataFrame) and not callable(getattr(source, "records", None)):
+        raise InvalidParameterError(
+            f"report reads a Client or a records DataFrame, not {type(source).__name__}: "
+            "connect with mediaframe.connect(), or read a file first (pd.read_csv, "
+            "mediaframe.reports.read_parquet)"
+        )
     if isinstance(source, pd.DataFrame):
         if query or filters:
             raise InvalidParameterError(
@@ -172,6 +181,13 @@ def report(
             f"no {' or '.join(absent)} column in the records: report counts records by the "
             "days they were created and updated (frames of client.records)"
         )
+    if feed_entries is not None and len(feed_entries):
+        absent = [n for n in ("feed_id", "created_on") if n not in feed_entries.columns]
+        if absent:
+            raise InvalidParameterError(
+                f"no {' or '.join(absent)} column in the feed entries: report counts entries "
+                "by feed and by the day they were published (frames of client.feed_entries())"
+            )
     code = PERIODS[period]
     names = _names(collections)
     activity = _activity(records, code, names, first, last)
@@ -189,7 +205,13 @@ def report(
 
 
 def _day(value: dt.date | str | None, name: str) -> dt.date | None:
-    if value is None or isinstance(value, dt.date):
+    if value is None or value is pd.NaT:
+        return None
+    if isinstance(value, dt.datetime):  # a pd.Timestamp too
+        # its day in UTC, where records are counted; compared as a datetime, a date bound
+        # raised a bare TypeError (and a Timestamp against a date too)
+        return (value.astimezone(dt.UTC) if value.tzinfo else value).date()
+    if isinstance(value, dt.date):
         return value
     try:
         return dt.date.fromisoformat(str(value).replace("/", "-"))
@@ -200,8 +222,12 @@ def _day(value: dt.date | str | None, name: str) -> dt.date | None:
 def _names(collections: pd.DataFrame | None) -> dict[int, str]:
     if collections is None or not {"base_id", "name"} <= set(collections.columns):
         return {}
+    # a collection without an id (or one read back as text) or without a name names nothing
+    bases = pd.to_numeric(collections["base_id"], errors="coerce")
     return {
-        int(b): str(n) for b, n in zip(collections["base_id"], collections["name"], strict=True)
+        int(b): str(n)
+        for b, n in zip(bases, collections["name"], strict=True)
+        if pd.notna(b) and pd.notna(n)
     }
 
 
@@ -209,7 +235,7 @@ def _titles(feeds: pd.DataFrame | None) -> dict[Any, str]:
     if feeds is None or not {"id", "title"} <= set(feeds.columns):
         return {}
     named = feeds[feeds["title"].notna()]
-    return dict(zip(named["id"], named["title"].astype(str), strict=True))
+    return dict(zip(as_ids(named["id"]), named["title"].astype(str), strict=True))
 
 
 def _period_of(dates: pd.Series, code: str) -> pd.Series:
@@ -273,6 +299,8 @@ def _activity(
     summed["collection"] = (
         summed["base_id"].map(lambda b: names.get(int(b)) if pd.notna(b) else None).astype("string")
     )
+    # whole bytes: a fractional FileSize (an odd server, a CSV) would not cast to Int64
+    summed["storage_added"] = pd.to_numeric(summed["storage_added"]).round()
     summed = summed.astype({"created": "Int64", "updated": "Int64", "storage_added": "Int64"})
     return summed[columns]
 
@@ -315,6 +343,8 @@ def _feeds(
     if entries is None or entries.empty:
         return pd.DataFrame(columns=columns)
     periods = _period_of(entries["created_on"], code)
+    # ids read back as text (a CSV) are numbers too: as text, none was named from the feed list
+    entries = entries.assign(feed_id=as_ids(entries["feed_id"]))
     frame = pd.DataFrame(
         {
             "period": periods,
@@ -323,7 +353,10 @@ def _feeds(
             .astype("string")
             .fillna(entries["feed_id"].map(titles).astype("string")),
             "entries": 1,
-            "items": entries.get("item_count", pd.NA),
+            # numbers, even read back as text: summed as text, "2" and "3" made 23
+            "items": pd.to_numeric(entries["item_count"], errors="coerce")
+            if "item_count" in entries.columns
+            else pd.NA,
         }
     )[_within(periods, code, first, last)]
     if frame.empty:

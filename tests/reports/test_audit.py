@@ -327,6 +327,32 @@ def test_feed_entries_read_back_from_csv_or_without_offsets_are_checked():
         assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
 
 
+def test_feed_entries_with_ids_read_back_as_text_match_their_feeds():
+    # read with dtype=str: no entry matched its feed, both were called empty, the stale one missed
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["old", "fresh"]})
+    entries = pd.DataFrame({"feed_id": ["1", "2"], "created_on": ["2024-01-01", "2025-12-01"]})
+    for listed in (feed_list, feed_list.astype({"id": str})):
+        check = checks.feeds(listed, entries, stale_days=100, now=now)
+        assert check.frame["problem"].tolist() == ["stale: no entry in 731 days"]
+
+
+def test_statuses_read_back_as_text_label_and_restrict_their_bits():
+    # status_usage: a bare "You are trying to merge on int64 and str columns";
+    # limited_access: the restricted bit went unseen
+    counts = pd.DataFrame(
+        {"base_id": [1, 1], "position": [4, 9], "on": [3, 2], "records": [10, 10]}
+    )
+    statuses = pd.DataFrame({"base_id": ["1"], "position": ["4"], "label_on_en": ["Published"],
+                             "label_off_en": ["Unpublished"], "restricted": [True]})  # fmt: skip
+    check = checks.status_usage(counts, statuses)
+    assert list(check.frame["label_on"].fillna("?")) == ["Published", "?"]
+    collections = pd.DataFrame({"base_id": [1], "name": ["A"], "databox_id": [1]})
+    for given in (collections, collections.astype({"base_id": str})):
+        reasons = checks.limited_access(given, statuses).frame["reason"].tolist()
+        assert reasons == ["records with status bit(s) 4 may be hidden (restricted)"]
+
+
 def test_duplicates_read_a_record_listed_twice_by_its_latest_copy():
     # (1, 1) changed while the harvest was read: its newer copy no longer shares (1, 2)'s file
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
@@ -346,3 +372,85 @@ def test_every_check_of_an_audit_lists_a_record_listed_twice_once():
         assert result.checks[name].counts == once.checks[name].counts, name
         assert result.checks[name].found == once.checks[name].found, name
     assert "2 in this harvest" in result.checks["fixity_drift"].note
+
+
+def test_audit_options_of_the_wrong_type_are_refused_with_advice():
+    feed_list = pd.DataFrame({"id": [1], "title": ["old"], "total_entries": [1]})
+    entries = pd.DataFrame({"feed_id": [1], "created_on": pd.to_datetime(["2024-01-01"], utc=True)})
+    for stale_days in ("30", -1, 1.5):  # "30": a bare TypeError; -1: every feed called stale
+        with pytest.raises(InvalidParameterError, match="stale_days"):
+            audit(_records(), feeds=feed_list, feed_entries=entries, stale_days=stale_days)
+    # a field name for a list of them: its letters were checked as fields ("caption T", ...)
+    with pytest.raises(InvalidParameterError, match=r"required_fields\[1\] must be a list"):
+        audit(_records(caption_Credit=["x"] * 6), required_fields={1: "Credit"})
+    with pytest.raises(InvalidParameterError, match="required_fields must map"):
+        audit(_records(), required_fields=["Credit"])
+    fine = audit(_records(caption_Credit=["x", None] * 3), required_fields={"1": ("Credit",)})
+    assert "caption Credit" in set(fine.missing_values["missing"])
+
+
+def test_checks_read_frames_read_back_as_text_and_odd_values():
+    # a CSV read back with dtype=str: required captions and empty stories were silently missed
+    records = _records(caption_Credit=["x", None, "y", None, None, None]).astype(
+        {"databox_id": str, "record_id": str}
+    )
+    check = checks.missing_values(records, {1: ["Credit"]})
+    found = check.frame[["databox_id", "record_id", "missing"]].itertuples(index=False)
+    assert ("1", "2", "caption Credit") in set(found)
+    stories = pd.DataFrame({"databox_id": ["1", "1"], "story_id": ["5", "6"],
+                            "record_count": ["0", "2"]})  # fmt: skip
+    assert list(checks.stories_without_records(stories).frame["story_id"]) == ["5"]
+    # a total that is no number is counted from the entries (was: invalid literal for int())
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    feed_list = pd.DataFrame({"id": [1, 2], "title": ["a", "b"], "total_entries": ["many", None]})
+    entries = pd.DataFrame({"feed_id": [1], "created_on": pd.to_datetime(["2025-12-01"], utc=True)})
+    found = checks.feeds(feed_list, entries, stale_days=100, now=now).frame
+    assert found["feed_id"].tolist() == [2] and found["problem"].tolist() == ["empty: no entry"]
+    # a status bit without a position says nothing (was: int() ... not 'NoneType')
+    collections = pd.DataFrame({"base_id": [1], "name": ["A"], "databox_id": [1]})
+    statuses = pd.DataFrame({"base_id": [1, 1], "position": [None, 6], "restricted": [True, True]})
+    reasons = checks.limited_access(collections, statuses).frame["reason"].tolist()
+    assert reasons == ["records with status bit(s) 6 may be hidden (restricted)"]
+
+
+def test_a_page_takes_the_users_notes_and_figures_beside_its_own(tmp_path):
+    # was: to_html() got multiple values for keyword argument 'notes'
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
+    # checksums other than "a" * 64, which holds a token of another test (the secret sweep)
+    result = audit(_records(sha256=["1f" * 32] * 6))
+    page = result.to_html(tmp_path / "a.html", notes=["checked by Ada"], figures={"mine": svg})
+    text = page.read_text()
+    assert "checked by Ada" in text and "not run: no collection rights given" in text
+    assert "<figcaption>mine</figcaption>" in text
+
+
+@pytest.mark.parametrize("source", ["records.csv", None, 42])
+def test_an_audit_of_something_else_than_a_client_or_a_frame_says_what_to_give(source):
+    # was: AttributeError: 'str' object has no attribute 'records'
+    with pytest.raises(InvalidParameterError, match="a records DataFrame"):
+        audit(source)
+
+
+def test_fixity_drift_against_a_baseline_of_ids_and_checksums_keeps_todays_title_and_date():
+    # an auditor's checksum manifest: ids and sha256 only. The title and update date of today's
+    # harvest were dropped (the merge left them unsuffixed, then a missing title_before blanked
+    # the title)
+    now = _records()
+    before = now[["databox_id", "record_id", "sha256"]].copy()
+    before.loc[0, "sha256"] = SHA[2]
+    row = fixity.fixity_drift(before, now).frame.iloc[0]
+    assert (row["record_id"], row["state"], row["title"]) == (1, "changed", "a")
+    assert row["updated_on_now"] == pd.Timestamp("2024-01-01", tz="UTC")
+    assert pd.isna(row["updated_on_before"])
+    with pytest.raises(InvalidParameterError, match="no sha256 column in the earlier harvest"):
+        fixity.fixity_drift(before.drop(columns=["sha256"]), now)
+
+
+def test_an_audit_of_the_cache_alone_reads_the_earlier_harvest_once(fresh_emulator, client_of):
+    # offline=True was passed twice to client.records: a bare "got multiple values"
+    emu = fresh_emulator(records=100)
+    with client_of(emu) as client:
+        first = audit(client)
+        again = audit(client, offline=True)
+    assert again.checks["fixity_drift"].counts == {"changed": 0, "missing": 0, "untracked": 0}
+    assert len(again.records) == len(first.records) > 0

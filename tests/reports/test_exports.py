@@ -21,10 +21,11 @@ import pandas as pd
 import pytest
 
 from mediaframe.exceptions import ExportError, InvalidParameterError
-from mediaframe.reports import excel as excel_module
 from mediaframe.reports import (
+    Section,
     export,
     read_parquet,
+    render_html,
     risky,
     safe_cell,
     to_csv,
@@ -33,6 +34,7 @@ from mediaframe.reports import (
     to_json,
     to_parquet,
 )
+from mediaframe.reports import excel as excel_module
 
 #: OWASP's CSV-injection examples and their neighbours, each a text a spreadsheet would run.
 PAYLOADS = [
@@ -366,6 +368,10 @@ def test_a_failed_export_leaves_the_earlier_file_and_no_partial(tmp_path):
         '<svg><image src = "http://evil.example/x.png"/></svg>',
         "<svg><foreignObject><iframe></iframe></foreignObject></svg>",
         "<p>not an svg</p>",
+        # links made by animation, and a redirect after the svg closes: neither is a href=
+        '<svg><a><set attributeName="href" to="https://evil.example"/>x</a></svg>',
+        '<svg><a><animate attributeName="href" values="https://evil.example"/>x</a></svg>',
+        '<svg></svg><meta http-equiv="refresh" content="0;url=https://evil.example"><svg></svg>',
     ],
 )
 def test_svg_text_that_could_fetch_or_run_is_refused(svg):
@@ -373,6 +379,18 @@ def test_svg_text_that_could_fetch_or_run_is_refused(svg):
 
     with pytest.raises(ExportError):
         clean_svg(svg)
+
+
+def test_html_takes_what_excel_takes_and_names_what_it_cannot_show():
+    # a list of frames (as to_excel takes) was refused as "not DataFrame"; a Section alone, a
+    # Series or a list in a mapping ended in a bare TypeError, IndexError or AttributeError
+    records = pd.DataFrame({"record_id": [1, 2]})
+    page = render_html([records, pd.DataFrame({"n": [7]})])
+    assert page.count("<table") == 2
+    assert render_html(Section("alone", records)).count("<table") == 1
+    for given in ({"counts": records["record_id"]}, {"a": [1, 2]}, None, 3):
+        with pytest.raises(InvalidParameterError, match="to_html takes DataFrames"):
+            render_html(given)
 
 
 def test_svg_may_link_inside_itself_and_embed_images():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import pytest
 
@@ -154,3 +156,71 @@ def test_a_live_report_names_every_feed_on_every_server(fresh_emulator, tmp_path
     with connect(emu.base_url, token=emu.token, settings=settings) as client:
         result = report(client)
     assert len(result.feeds) and result.feeds["feed"].notna().all()
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "first", "told"),
+    [
+        # was: Cannot compare Timestamp with datetime.date
+        (pd.Timestamp("2024-02-01"), "2024-03-31", "2024-02", "2024-02-01"),
+        # was: can't compare datetime.datetime to datetime.date
+        (dt.datetime(2024, 2, 1, 12), dt.date(2024, 3, 31), "2024-02", "2024-02-01"),
+        # the day a time falls on in UTC, as records are counted: 01:00+02:00 is January 31st
+        (pd.Timestamp("2024-02-01T01:00+02:00"), pd.Timestamp("2024-03-31", tz="UTC"),
+         "2024-01", "2024-01-31"),
+    ],
+)  # fmt: skip
+def test_start_and_end_may_be_datetimes_as_pandas_users_hold_them(start, end, first, told):
+    result = report(_records(), start=start, end=end)
+    periods = ["2024-01", "2024-02", "2024-03"]
+    assert result.totals["period"].tolist() == periods[periods.index(first) :]
+    assert result.provenance["from"] == told and result.provenance["to"] == "2024-03-31"
+    assert report(_records(), start=pd.NaT).totals.equals(report(_records()).totals)
+
+
+def test_a_fractional_file_size_is_added_in_whole_bytes():
+    # a server (or a CSV) with "10.5" bytes: was a bare "cannot safely cast non-equivalent"
+    records = _records().assign(FileSize=pd.array([10.5, 20.25, 300, None], dtype="Float64"))
+    result = report(records)
+    assert result.totals["storage_added"].tolist() == [31, 300, 0, 0]
+    assert str(result.totals["storage_added"].dtype) == "Int64"
+
+
+def test_feed_entries_read_back_as_text_are_counted_and_checked():
+    dates = ["2024-01-02 00:00:00+00:00", "2024-01-30 00:00:00+00:00"]
+    entries = pd.DataFrame({"feed_id": ["7", "7"], "feed_title": ["News", "News"],
+                            "item_count": ["2", "3"], "created_on": dates})  # fmt: skip
+    # the items were joined as text ("2" + "3"): 23, not 5
+    assert report(_records(), feed_entries=entries).feeds["items"].tolist() == [5]
+    # named from the feed list though their ids are text (were left unnamed)
+    feed_list = pd.DataFrame({"id": [7], "title": ["Told"]})
+    untitled = entries.drop(columns=["feed_title"])
+    named = report(_records(), feed_entries=untitled, feeds=feed_list).feeds
+    assert named[["feed_id", "feed"]].to_dict("records") == [{"feed_id": 7, "feed": "Told"}]
+    for name in ("feed_id", "created_on"):  # was a bare KeyError
+        with pytest.raises(InvalidParameterError, match=f"no {name} column in the feed entries"):
+            report(_records(), feed_entries=entries.drop(columns=[name]))
+
+
+def test_a_collection_without_an_id_or_a_name_leaves_the_others_named():
+    # was: int() argument must be ... not 'NAType'
+    names = pd.DataFrame(
+        {"base_id": pd.array([1, None, 2], dtype="Int64"), "name": ["Press", "Lost", None]}
+    )
+    result = report(_records(), collections=names)
+    named = dict(zip(result.activity["base_id"], result.activity["collection"], strict=True))
+    assert named[1] == "Press" and pd.isna(named[2])
+
+
+def test_a_report_page_takes_the_users_notes_beside_its_own(tmp_path):
+    # was: to_html() got multiple values for keyword argument 'notes'
+    few = _records()[["created_on", "updated_on", "FileSize"]]
+    # one sentence given alone is one note (was: one note per character)
+    text = report(few).to_html(tmp_path / "r.html", notes="for the board").read_text()
+    assert "for the board" in text and "no figure &#39;media types&#39;" in text
+
+
+@pytest.mark.parametrize("source", ["records.csv", None])
+def test_a_report_of_something_else_than_a_client_or_a_frame_says_what_to_give(source):
+    with pytest.raises(InvalidParameterError, match="a records DataFrame"):
+        report(source)

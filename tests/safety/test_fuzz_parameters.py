@@ -117,7 +117,7 @@ def test_base_urls(url):
 @contextlib.contextmanager
 def secrets_kept() -> Any:
     """Forget the secrets a fuzzed call registers: random text must not be redacted later."""
-    from mediaframe.auth import tokens
+    from mediaframe import tokens
 
     with tokens._SECRETS_LOCK:
         before = dict(tokens._SECRETS)

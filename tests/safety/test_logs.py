@@ -10,8 +10,7 @@ import traceback
 import pytest
 
 import mediaframe as mf
-from mediaframe import _process, auth
-from mediaframe.auth import tokens
+from mediaframe import _process, auth, tokens
 
 SECRET = "10g5ecre7-10g5ecre7-10g5ecre7"
 LEVELS = [logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL]

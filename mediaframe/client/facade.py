@@ -1,4 +1,6 @@
-"""The façade users hold: ``connect()`` resolves credentials and returns a :class:`Client`."""
+"""The façade users hold: :class:`Client`, one connection to the service as one user — its
+token kept fresh (and stored with its profile), and every read of the library as a method
+returning a DataFrame; :class:`Me`, what ``/me/`` says as frames."""
 
 from __future__ import annotations
 
@@ -14,153 +16,21 @@ import requests
 
 from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
+from mediaframe.client import searches
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
+from mediaframe.harvest import Spec
 from mediaframe.harvest.collect import ClientService, cache_path, collect
 from mediaframe.http import Transport
 from mediaframe.parameters import search_params
 from mediaframe.remote import RemoteSearch
 from mediaframe.routes import API
 
-__all__ = ["Client", "Me", "RemoteSearch", "connect"]
+__all__ = ["Client", "Me"]
 
 #: Largest page of the feeds content route.
 _FEED_PAGE = 20
-
-
-def connect(
-    base_url: str | None = None,
-    *,
-    token: str | Token | None = None,
-    client_id: str | None = None,
-    client_secret: str | None = None,
-    username: str | None = None,
-    password: str | None = None,
-    profile: str | None = None,
-    settings: Settings | None = None,
-    session: requests.Session | None = None,
-    representation: str = "json",
-) -> Client:
-    """Connect to a Media Asset Service.
-
-    Credentials are taken from the first of:
-
-    1. ``token=`` (with ``base_url``): a token you already have (with ``client_id=`` too, a
-       :class:`~mediaframe.auth.Token` holding a refresh token is refreshed when it expires);
-    2. ``username=``/``password=`` (with ``base_url`` and ``client_id``): the password grant;
-       with ``profile=`` the token is also stored under that name;
-    3. the stored profile ``profile`` (default ``MEDIAFRAME_PROFILE``, else ``default``), as
-       written by ``mediaframe login``; ``base_url``, if given, must match it.
-
-    Parameters
-    ----------
-    settings : defaults to ``Settings.from_env()``.
-    session : a ``requests.Session`` to send through (e.g. the emulator's in-process one).
-    representation : envelope format of v1 routes: ``json`` (default), ``yaml`` or ``jsonp``.
-
-    Raises
-    ------
-    ConfigurationError
-        Missing or contradictory credentials, plain http to a remote host, unknown profile.
-    OAuthError
-        The password grant was refused.
-
-    Examples
-    --------
-    >>> import mediaframe as mf
-    >>> client = mf.connect("https://assets.example.org", token="...")    # doctest: +SKIP
-    >>> client = mf.connect(profile="work")                               # doctest: +SKIP
-    >>> client.whoami()["login"]                                          # doctest: +SKIP
-    'ada'
-    """
-    settings = settings or Settings.from_env()
-    if token is not None:
-        _refuse_extra(token=token, username=username, password=password)
-        if base_url is None:
-            raise ConfigurationError("token= needs base_url= too: connect(base_url, token=...)")
-        return Client(
-            base_url,
-            token=token if isinstance(token, Token) else Token(token),
-            settings=settings,
-            session=session,
-            client_id=client_id,
-            client_secret=client_secret,
-            representation=representation,
-        )
-    if username is not None or password is not None:
-        return _connect_with_password(
-            base_url,
-            client_id=client_id,
-            client_secret=client_secret,
-            username=username,
-            password=password,
-            profile=profile,
-            settings=settings,
-            session=session,
-            representation=representation,
-        )
-    name = profile or settings.profile
-    stored = TokenStore(settings.config_dir).load(name)
-    if base_url is not None and check_base_url(base_url) != stored.base_url:
-        raise ConfigurationError(
-            f"profile {name!r} is for {stored.base_url}, not {base_url}: pick another profile "
-            f"or log in to {base_url} with `mediaframe login --url {base_url} --profile NAME`"
-        )
-    return Client(
-        stored.base_url,
-        token=stored.token,
-        settings=settings,
-        session=session,
-        profile=name,
-        client_id=stored.client_id,
-        client_secret=stored.client_secret,
-        representation=representation,
-    )
-
-
-def _connect_with_password(
-    base_url: str | None,
-    *,
-    client_id: str | None,
-    client_secret: str | None,
-    username: str | None,
-    password: str | None,
-    profile: str | None,
-    settings: Settings,
-    session: requests.Session | None,
-    representation: str,
-) -> Client:
-    if base_url is None or not client_id or not username or password is None:
-        raise ConfigurationError(
-            "the password grant needs base_url, client_id, username and password together"
-        )
-    token = auth.password_grant(
-        base_url,
-        client_id=client_id,
-        client_secret=client_secret,
-        username=username,
-        password=password,
-        session=session,
-        timeout=settings.timeout,
-    )
-    client = Client(
-        base_url,
-        token=token,
-        settings=settings,
-        session=session,
-        client_id=client_id,
-        client_secret=client_secret,
-        representation=representation,
-    )
-    if profile is not None:
-        client.save_profile(profile)
-    return client
-
-
-def _refuse_extra(**given: Any) -> None:
-    if given.get("username") is not None or given.get("password") is not None:
-        raise ConfigurationError("give either token= or username=/password=, not both")
 
 
 class Client:
@@ -441,8 +311,7 @@ class Client:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
         query`` (each ``query`` selects its value)."""
         _, search = split_filters(filters, where="facets")
-        search, _ = self._narrowed(search)
-        spec = search_spec("records", query, search, self._date_fields(search))
+        spec, _ = self._spec("records", query, search)
         response = self.api.search_v2(query, per_page=1, **spec.filters)
         return frames.facets(response.get("facets") or [])
 
@@ -488,72 +357,21 @@ class Client:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
         kind = validate.choice(kind, "kind", ("records", "stories"))
         options, search = split_filters(filters, where="cache_path")
-        search, _ = self._narrowed(search)
-        spec = search_spec(kind, query, search, self._date_fields(search))
+        spec, _ = self._spec(kind, query, search)
         return cache_path(ClientService(self), spec, options.cache_dir or self.settings.cache_dir)
 
     def remote_search(self, route: str = "search_records_frame") -> RemoteSearch:
         """A search route of :attr:`api` as a picklable callable, for tasks on other processes."""
         return RemoteSearch(self.base_url, self.transport.token, self.settings, route)
 
-    def _date_fields(self, search: Mapping[str, Any]) -> tuple[str, ...]:
-        """The fields ``date_field`` may name: every record's dates, and the databoxes' date
-        fields (asked of the structure only when another name is given)."""
-        wanted = search.get("date_field")
-        known = validate.RECORD_DATE_FIELDS
-        # a near miss of created_on/updated_on is a typo: refused before anything is sent
-        if not isinstance(wanted, str) or wanted in known or validate.suggest(wanted, known):
-            return known
-        fields = self.fields()
-        dates = fields.loc[fields["type"] == "date", "name"].dropna()
-        return (*validate.RECORD_DATE_FIELDS, *sorted(set(dates)))
+    def _spec(self, kind: str, query: str, search: Mapping[str, Any]) -> tuple[Spec, list[str]]:
+        """The harvest's spec of a search (narrowed: :func:`searches.narrowed`), and the notes
+        on what was filled in."""
+        search, notes = searches.narrowed(search, self._collections)
+        return search_spec(kind, query, search, searches.date_fields(search, self.fields)), notes
 
-    def _narrowed(self, search: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The search as the service takes it, and notes for the report on what was filled in:
-        ``status_only`` becomes ``bases`` (the collections of the databoxes ``status`` names),
-        and date bounds without ``date_field`` filter on ``created_on``."""
-        search, notes = dict(search), []
-        if validate.flag(search.pop("status_only", False), "status_only"):
-            search["bases"] = self._status_bases(search)
-            notes.append(
-                "status_only=True: searched only the collections of the databoxes named in "
-                f"status (bases {search['bases']})"
-            )
-        bounded = any(search.get(name) is not None for name in ("date_min", "date_max"))
-        if bounded and search.get("date_field") is None:
-            search["date_field"] = "created_on"
-            notes.append("date_min/date_max given without date_field: filtered on created_on")
-        return search, notes
-
-    def _status_bases(self, search: Mapping[str, Any]) -> list[int]:
-        if search.get("status") is None:
-            raise InvalidParameterError(
-                "status_only=True keeps the databoxes named in status=: give status= too, "
-                "e.g. status={4: {'on': [1]}}"
-            )
-        named = {
-            databox
-            for states in validate.status(search["status"]).values()
-            for databoxes in states.values()
-            for databox in databoxes
-        }
-        wanted = set(validate.items(search["bases"], "bases")) if search.get("bases") else None
-        bases = sorted(
-            int(entry["base_id"])
-            for entry in self.me_raw().get("collections") or []
-            if isinstance(entry, dict)
-            and "actif" in (entry.get("rights") or [])
-            and entry.get("databox_id") in named
-            and entry.get("base_id") is not None
-            and (wanted is None or int(entry["base_id"]) in wanted)
-        )
-        if not bases:
-            raise InvalidParameterError(
-                f"status_only=True: you can search no collection of databox(es) "
-                f"{sorted(named)}{' among bases ' + str(sorted(wanted)) if wanted else ''}; "
-                "check the databox ids in status= (client.me().collections lists yours)"
-            )
-        return bases
+    def _collections(self) -> list[Any]:
+        return self.me_raw().get("collections") or []
 
     def _collect(self, kind: str, query: str, filters: Mapping[str, Any]) -> pd.DataFrame:
         options, search = split_filters(filters, where=kind)
@@ -565,8 +383,8 @@ class Client:
                 "For ranked pages use client.api.search"
             )
         search_params(sort=sort, ord=order)  # validates ord
-        search, notes = self._narrowed(search)
-        frame = collect(self, search_spec(kind, query, search, self._date_fields(search)), options)
+        spec, notes = self._spec(kind, query, search)
+        frame = collect(self, spec, options)
         if notes:
             frame.attrs["harvest"]["notes"] = [*frame.attrs["harvest"].get("notes", []), *notes]
         return ordered_result(frame, sort, order)
