@@ -61,7 +61,7 @@ _REPAGES = 2
 _KEEP_EVERY = 2.0
 # Seconds a finished shard waits, at most, to be kept with others in one file (they are kept at
 # once when the harvest fails): a kill loses at most this much of the finished shards.
-_KEEP_SHARDS_EVERY = 1.0
+_KEEP_SHARDS_EVERY = 0.5
 
 
 Combine = Callable[[list[pd.DataFrame]], pd.DataFrame]
