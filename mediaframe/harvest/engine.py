@@ -213,7 +213,6 @@ def harvest(
             failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
             if not failed:
                 break
-            joiner.settle()  # before planning again clears the shards
             for shard_id in outcomes:
                 shown.fetched(shard_id, 0)  # their rows are not the result's
             resume = False
@@ -225,11 +224,13 @@ def harvest(
         frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
         report.seconds = round(time.monotonic() - started, 3)
         _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
-    finally:
-        # the last shards, kept meanwhile: for a rerun if this one fails, and before the
-        # publication clears them
-        joiner.settle()
-    _publish(store, the_plan, frame, report, spec, shown)
+        _publish(store, the_plan, frame, report, spec, shown)
+    except BaseException:
+        # the last shards, for a rerun (of an incomplete result, say), while their plan is
+        # there: a published harvest has cleared it, and its shards with it
+        if store.load_plan() is not None:
+            joiner.keep_rest()
+        raise
     return frame, report
 
 

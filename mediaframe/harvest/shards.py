@@ -336,8 +336,8 @@ class Joiner:
     batch alone, so the join can free them as it goes. A batch of shards to keep is joined
     and written at :data:`_BATCH` shards, or :data:`_KEEP_SHARDS_EVERY` seconds after its first
     shard came in: a kill loses at most that much finished work. The shards still waiting when
-    the harvest fails are kept at once; those waiting when paging ends are not kept at all: the
-    harvest publishes them, and a resume that fails after that fetches them again.
+    paging fails are kept at once; those still waiting when it ends are kept only if the harvest
+    then fails before it publishes them (:meth:`keep_rest`): a success would clear them at once.
     """
 
     def __init__(
@@ -351,7 +351,7 @@ class Joiner:
         self._timer: threading.Timer | None = None
         self._joins: list[Future] = []
         self._failed: BaseException | None = None
-        self._keeper: threading.Thread | None = None
+        self._rest: list[tuple[ShardEntry, pd.DataFrame]] = []  # handed out by parts()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-join")
 
     def __enter__(self) -> Joiner:
@@ -434,8 +434,7 @@ class Joiner:
 
     def parts(self) -> list[pd.DataFrame]:
         """Every frame delivered: the joined batches, then the rest. The rest not kept yet is
-        kept meanwhile, on a thread of its own (:meth:`settle` waits for it), while the caller
-        joins the parts: the frames are only read, by both.
+        held (unchanged: joins only read frames) until :meth:`keep_rest` or the joiner goes.
 
         Raises
         ------
@@ -444,28 +443,20 @@ class Joiner:
         """
         self._stop_timer()
         with self._lock:
-            unkept, self._unkept = self._unkept, []
-            rest = self._batch + [frame for _, frame in unkept]
+            self._rest, self._unkept = self._unkept, []
+            rest = self._batch + [frame for _, frame in self._rest]
             self._batch = []
         joins, self._joins = self._joins, []
-        joined = [join.result() for join in joins]
-        if unkept:
-            self._keeper = threading.Thread(
-                target=self._keep_quietly, args=(unkept,), name="mediaframe-keep", daemon=True
-            )
-            self._keeper.start()
-        return joined + rest
+        return [join.result() for join in joins] + rest
 
-    def settle(self) -> None:
-        """Wait until the rest :meth:`parts` handed out is kept (or could not be: a harvest
-        that goes on to publish says why, when it writes its dataset)."""
-        if self._keeper is not None:
-            self._keeper.join()
-            self._keeper = None
-
-    def _keep_quietly(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> None:
-        with contextlib.suppress(CacheError):
-            self._keep(list(unkept))
+    def keep_rest(self) -> None:
+        """Keep the shards :meth:`parts` handed out unkept, for a rerun of a harvest that then
+        failed (an incomplete result, say); best effort: a failure to keep them is not told
+        over the harvest's own."""
+        rest, self._rest = self._rest, []
+        if rest and self.store is not None:
+            with contextlib.suppress(CacheError):
+                self._keep(rest)
 
 
 @dataclasses.dataclass

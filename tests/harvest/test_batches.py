@@ -43,7 +43,7 @@ def test_shards_are_kept_a_batch_a_file_and_read_back_as_they_came(tmp_path):
         for entry, frame in delivered:
             joiner.add(entry, frame)
         joined = joiner.parts()
-        joiner.settle()
+        joiner.keep_rest()
     assert sum(map(len, joined)) == sum(entry.rows for entry, _ in delivered)
     finished = store.finished_shards()
     assert set(finished) == {entry.id for entry, _ in delivered}
@@ -65,8 +65,25 @@ def test_a_finished_shard_waits_at_most_a_moment_to_be_kept(tmp_path):
         assert len(store.finished_shards()) == 3, "kept before paging ends"
         assert len(_files(store)) == 1
         joiner.parts()
-        joiner.settle()
+        joiner.keep_rest()
     assert len(_files(store)) == 1, "nothing kept twice"
+
+
+def test_the_rest_is_kept_only_when_asked(tmp_path):
+    """A harvest that publishes clears its shards at once: the last ones are kept only for a
+    harvest that fails after paging."""
+    store = HarvestStore(str(tmp_path / "h"))
+    with Joiner(combine, store, every=60) as joiner:
+        for index in range(3):
+            joiner.add(*_shard(index))
+        assert sum(map(len, joiner.parts())) == 9
+    assert store.finished_shards() == {}
+    with Joiner(combine, store, every=60) as joiner:
+        joiner.add(*_shard(0))
+        joiner.parts()
+        joiner.keep_rest()
+        joiner.keep_rest()  # once
+    assert list(store.finished_shards()) == ["s00"] and len(_files(store)) == 1
 
 
 def test_a_failing_harvest_keeps_the_shards_still_waiting(tmp_path):
@@ -86,7 +103,7 @@ def test_shards_read_back_are_joined_not_kept_again(tmp_path):
         joiner.add(kept, store.read_shard(kept))
         time.sleep(0.1)
         assert [len(part) for part in joiner.parts()] == [3]
-        joiner.settle()
+        joiner.keep_rest()
     assert _files(store) == {kept.file}
 
 
@@ -135,8 +152,8 @@ def test_entries_that_point_outside_their_batch_are_damage(tmp_path):
 
 
 def test_a_harvest_keeps_its_shards_in_a_few_files(tmp_path, monkeypatch):
-    """The harvest itself: 30 shards and more, kept in a few files (every one of them, though
-    the harvest dies once they are all in)."""
+    """The harvest itself: 30 shards and more, kept in a few files (every one of them: the
+    last ones too, as the harvest fails before it publishes)."""
     service = FakeService.build(3000, cap=100)
     store = HarvestStore(str(tmp_path / "h"))
 
@@ -149,3 +166,25 @@ def test_a_harvest_keeps_its_shards_in_a_few_files(tmp_path, monkeypatch):
     finished = store.finished_shards()
     assert len(finished) == len(store.load_plan().plan) >= 30
     assert len(_files(store)) <= len(finished) // shards._BATCH + 2
+
+
+def test_an_incomplete_result_keeps_every_shard_for_its_rerun(tmp_path, monkeypatch):
+    """Told that a harvest is incomplete, a user reruns it with allow_incomplete=True: that
+    rerun pages nothing already fetched, the last shards included."""
+    from mediaframe.exceptions import IncompleteResultError
+    from mediaframe.harvest import engine
+
+    service = FakeService.build(3000, cap=100)
+    judged = engine._judge
+
+    def incomplete(report, *args, **kwargs):
+        raise IncompleteResultError("only some", shards=[], report=report)
+
+    monkeypatch.setattr(engine, "_judge", incomplete)
+    with pytest.raises(IncompleteResultError):
+        run(service, tmp_path, per_page=100)
+    store = HarvestStore(str(tmp_path / "h"))
+    assert set(store.finished_shards()) == {leaf.id for leaf in store.load_plan().plan}
+    monkeypatch.setattr(engine, "_judge", judged)
+    frame, report = run(service, tmp_path, per_page=100)
+    assert report.complete and report.resumed_shards == len(report.shards)
