@@ -105,6 +105,24 @@ def to_ipc(df: pd.DataFrame, provenance: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
+def ipc_provenance(data: bytes, where: str) -> dict[str, Any]:
+    """The provenance :func:`to_ipc` wrote into a file, read from its schema alone.
+
+    Raises
+    ------
+    CacheCorruptError
+        ``data`` is not such a file.
+    """
+    try:
+        schema = pa.ipc.open_file(pa.BufferReader(data)).schema
+        provenance = json.loads(schema.metadata[META_KEY])["provenance"]
+    except (pa.ArrowException, KeyError, TypeError, ValueError) as err:
+        raise CacheCorruptError(f"{where} cannot be read ({err})") from err
+    if not isinstance(provenance, dict):
+        raise CacheCorruptError(f"{where} carries no provenance")
+    return provenance
+
+
 def from_ipc(data: bytes, where: str) -> pd.DataFrame:
     """The frame :func:`to_ipc` wrote, identical.
 

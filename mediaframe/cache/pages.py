@@ -97,9 +97,11 @@ class PageCheckpoints:
             return None  # damage: this page and those after it are fetched again
         return (entry, frame) if len(frame) == entry.rows else None
 
-    def discard(self) -> None:
-        """Drop every page kept (the shard is written, or its offsets have shifted)."""
-        if self._touched:
+    def discard(self, *, kept: bool = False) -> None:
+        """Drop every page kept (the shard is written, or its offsets have shifted); ``kept``:
+        the shard was written by another hand than the one that paged it, so its pages are
+        looked for even if this one saved or read none."""
+        if self._touched or kept:
             self.store.remove_checkpoint(self.folder)
             self._touched = False
 

@@ -46,6 +46,7 @@ from mediaframe.cache.datasets import (
     file_checks,
     filesystem,
     from_ipc,
+    ipc_provenance,
     read_frame,
     refuse_secrets,
     remove_tree,
@@ -405,10 +406,16 @@ class HarvestStore:
         (entry,) = self.write_shards(df, [ShardEntry(id=shard_id, rows=len(df), **facts)])
         return entry
 
-    def write_shards(self, df: pd.DataFrame, entries: Sequence[ShardEntry]) -> list[ShardEntry]:
+    def write_shards(
+        self,
+        df: pd.DataFrame,
+        entries: Sequence[ShardEntry],
+        columns: Sequence[Sequence[str]] | None = None,
+    ) -> list[ShardEntry]:
         """Keep finished shards together: ``df`` holds their rows one after another, in the
         order of ``entries`` (each ``rows`` long). Writes one file, then the batch's entries;
-        returns them, each naming its place in the file.
+        returns them, each naming its place in the file. ``columns`` are each shard's own
+        (all of ``df``'s by default): a shard read back has its own, not its batch's.
 
         The entries are written last: a shard counts as finished only once its entry exists,
         so a crash between the two leaves unfinished shards, never half-written finished ones.
@@ -417,8 +424,14 @@ class HarvestStore:
         """
         if sum(entry.rows for entry in entries) != len(df):
             raise ValueError("the entries' rows do not add up to the frame's")
+        if columns is None:
+            columns = [list(df.columns)] * len(entries)
+        columns = [[str(name) for name in own] for own in columns]
         name = f"b{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        data = to_ipc(df, {"shards": [entry.id for entry in entries]})
+        # the file says which rows are whose (its CRC covers that; the entries' JSON is checked
+        # against it) and each shard's own columns (a batch has the union of its shards')
+        layout = [[entry.id, entry.rows, own] for entry, own in zip(entries, columns, strict=True)]
+        data = to_ipc(df, {"shards": layout})
         self._write_atomic(self._path("shards", f"{name}.arrow"), data)
         crc, start, written = _crc(data), 0, []
         for entry in entries:
@@ -443,9 +456,9 @@ class HarvestStore:
             except (OSError, CacheCorruptError):
                 continue  # a damaged or vanished batch: its shards are simply fetched again
             own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
+            if not _tiles(batch.shards, own):
+                continue  # entries pointing elsewhere, overlapping or repeated: damage too
             for entry in batch.shards:
-                if entry.file != own or entry.start < 0 or entry.rows < 0:
-                    continue  # an entry pointing elsewhere is damage too
                 entries[entry.id] = entry
         return entries
 
@@ -473,26 +486,35 @@ class HarvestStore:
                 raise CacheCorruptError(f"{where} is missing")
             if {entry.crc32 for entry in kept} != {_crc(data)}:
                 raise CacheCorruptError(f"{where} does not match its checksum")
+            layout = _layout(ipc_provenance(data, where))
             whole = from_ipc(data, where)
+            if sum(rows for _, rows, _ in layout.values()) != len(whole):
+                raise CacheCorruptError(f"{where} does not hold the rows it lists")
             for entry in kept:
-                if entry.start + entry.rows > len(whole):
-                    raise CacheCorruptError(f"{where} has the wrong number of rows")
-                part = whole
-                if len(kept) > 1:  # each frame its own: a join may take a frame's columns
-                    stop = entry.start + entry.rows
-                    part = whole.iloc[entry.start : stop].reset_index(drop=True)
-                part.attrs = dict(whole.attrs)
-                frames[entry.id] = part
+                if layout.get(entry.id, (None,))[:2] != (entry.start, entry.rows):
+                    raise CacheCorruptError(f"{where} does not hold shard {entry.id} as listed")
+                part = whole.iloc[entry.start : entry.start + entry.rows]
+                own = layout[entry.id][2]
+                if len(own) != whole.shape[1]:
+                    part = part[[name for name in own if name in part.columns]]
+                frames[entry.id] = part.reset_index(drop=True)
         return frames
 
     def has_shard(self, entry: ShardEntry) -> bool:
-        """Whether a finished shard's file is present and matches its checksum.
+        """Whether a finished shard's file is present, matches its checksum, and holds the
+        shard's rows where its entry says (as the file itself lists them).
 
-        Only the bytes are checked: :meth:`read_shard` parses and checks the rest when the
-        shard is read, so a resume does not parse every kept shard twice.
+        The rows are not decoded: :meth:`read_shard` parses them when the shard is read, so a
+        resume does not parse every kept shard twice.
         """
         data = self._shard_bytes(entry.file)
-        return data is not None and _crc(data) == entry.crc32
+        if data is None or _crc(data) != entry.crc32:
+            return False
+        try:
+            place = _layout(ipc_provenance(data, entry.file)).get(entry.id, (None,))[:2]
+        except CacheCorruptError:
+            return False
+        return place == (entry.start, entry.rows)
 
     def _shard_bytes(self, file: str) -> bytes | None:
         if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
@@ -604,6 +626,31 @@ class HarvestStore:
 
 def _is_version(name: str) -> bool:
     return name.startswith(_DATA_PREFIX) and "/" not in name and ".." not in name
+
+
+def _tiles(entries: Sequence[ShardEntry], file: str) -> bool:
+    """Whether a batch's entries name its own file and lie one after another from row 0, each
+    shard once."""
+    start = 0
+    for entry in entries:
+        if entry.file != file or entry.start != start or entry.rows < 0:
+            return False
+        start += entry.rows
+    return len({entry.id for entry in entries}) == len(entries)
+
+
+def _layout(provenance: Any) -> dict[str, tuple[int, int, list[str]]]:
+    """Where each shard's rows are in a batch file, and its own columns, as the file lists
+    them: ``{id: (start, rows, columns)}``; ``{}`` for a file that lists none."""
+    listed = provenance.get("shards") if isinstance(provenance, dict) else None
+    layout, start = {}, 0
+    for item in listed if isinstance(listed, list) else []:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[1], int)):
+            return {}
+        shard_id, rows, columns = item
+        layout[str(shard_id)] = (start, rows, [str(name) for name in columns or []])
+        start += rows
+    return layout
 
 
 def _crc(data: bytes) -> str:

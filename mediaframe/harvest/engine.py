@@ -193,7 +193,13 @@ def harvest(
                 reading,
             )  # fmt: skip
             planning.learned_cap = learned
-            the_plan, outcomes = planning.run(resume)
+            try:
+                the_plan, outcomes = planning.run(resume)
+            except BaseException:
+                # shards counted whole while planning, their split not proven yet, are kept
+                # for the next run as they were before the joiner kept shards in batches
+                joiner.hold(early.unproven())
+                raise
             _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
             report.total_results, report.cap = the_plan.total, the_plan.cap
             report.capped_engine = the_plan.capped_engine

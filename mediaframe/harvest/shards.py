@@ -320,6 +320,11 @@ class EarlyShards:
         else:
             self.futures[shard.id] = self._pool.submit(task.fetched, entry, frame, total)
 
+    def unproven(self) -> list[tuple[ShardEntry, pd.DataFrame]]:
+        """The shards counted whole whose split is not proven yet (taken: handed on no more)."""
+        held, self._held = list(self._held.values()), {}
+        return held
+
     def forget_all_but(self, planned: set[str]) -> None:
         """Drop shards counted under a split the planner gave up (its parts did not add up)."""
         for found in (self.futures, self.reused, self._held):
@@ -335,9 +340,11 @@ class Joiner:
     that little joining is left once the last page is in; the frames of a batch are held by the
     batch alone, so the join can free them as it goes. A batch of shards to keep is joined
     and written at :data:`_BATCH` shards, or :data:`_KEEP_SHARDS_EVERY` seconds after its first
-    shard came in: a kill loses at most that much finished work. The shards still waiting when
-    paging fails are kept at once; those still waiting when it ends are kept only if the harvest
-    then fails before it publishes them (:meth:`keep_rest`): a success would clear them at once.
+    shard came in (about: keeping shares the thread with the joins), which bounds the finished
+    work a kill loses. A shard's page checkpoints go once it is kept. The shards still waiting
+    when paging fails are kept at once (with those :meth:`hold` was given); those still waiting
+    when it ends are kept only if the harvest then fails before it publishes them
+    (:meth:`keep_rest`): a success would clear them at once.
     """
 
     def __init__(
@@ -359,15 +366,15 @@ class Joiner:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self._stop_timer()
-        if error is not None:
-            # what finished is kept for the next run (a revoked token, a dropped network)
-            with self._lock:
-                unkept, self._unkept = self._unkept, []
+        if error is None:
+            self._thread.shutdown(cancel_futures=True)
+            return
+        # what finished is kept for the next run (a revoked token, a dropped network)
+        with self._lock:
+            unkept, self._unkept, self._rest = self._unkept + self._rest, [], []
             if unkept:
                 self._joins.append(self._thread.submit(self._keep, unkept))
-            self._thread.shutdown(wait=True)
-        else:
-            self._thread.shutdown(cancel_futures=True)
+        self._thread.shutdown(wait=True)
 
     def add(self, entry: ShardEntry, frame: pd.DataFrame) -> None:
         """Take a finished shard's frame (to keep too, if its entry names no file).
@@ -382,31 +389,38 @@ class Joiner:
         with self._lock:
             if entry.file or self.store is None:
                 self._batch.append(frame)
-                if len(self._batch) < _BATCH:
-                    return
-                batch, self._batch = self._batch, []
-                self._joins.append(self._thread.submit(self._join, batch))
+                if len(self._batch) >= _BATCH:
+                    batch, self._batch = self._batch, []
+                    self._joins.append(self._thread.submit(self._join, batch))
                 return
             self._unkept.append((entry, frame))
-            if len(self._unkept) < _BATCH:
-                if self._timer is None:
-                    self._timer = threading.Timer(self._every, self._due)
-                    self._timer.daemon = True
-                    self._timer.start()
-                return
-            unkept, self._unkept = self._unkept, []
-            timer, self._timer = self._timer, None
+            if len(self._unkept) >= _BATCH:
+                self._submit_unkept()
+            elif self._timer is None:
+                self._timer = threading.Timer(self._every, self._due)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def hold(self, finished: list[tuple[ShardEntry, pd.DataFrame]]) -> None:
+        """Take finished shards to keep, not to join: those a harvest that fails had not
+        handed on yet (counted whole while planning, before their split was proven)."""
+        with self._lock:
+            self._rest += finished
+
+    def _submit_unkept(self) -> None:
+        """Keep the shards waiting (under :attr:`_lock`)."""
+        unkept, self._unkept = self._unkept, []
+        timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-        self._joins.append(self._thread.submit(self._keep, unkept))
+        if unkept:
+            self._joins.append(self._thread.submit(self._keep, unkept))
 
     def _due(self) -> None:
-        """The first shard of the batch waited :attr:`_every` seconds: keep what is there."""
-        with self._lock:
-            unkept, self._unkept, self._timer = self._unkept, [], None
-        if unkept:
-            with contextlib.suppress(RuntimeError):  # the joiner was shut down meanwhile
-                self._joins.append(self._thread.submit(self._keep, unkept))
+        """The first shard waiting waited :attr:`_every` seconds: keep what is there."""
+        with self._lock, contextlib.suppress(RuntimeError):  # the joiner was shut down
+            self._timer = None
+            self._submit_unkept()
 
     def _stop_timer(self) -> None:
         with self._lock:
@@ -415,21 +429,25 @@ class Joiner:
             timer.cancel()
 
     def _join(self, batch: list[pd.DataFrame]) -> pd.DataFrame:
-        joined = self._combine(batch)
+        joined = join(batch, self._combine)
         give_back_memory()
         return joined
 
     def _keep(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> pd.DataFrame:
-        """Join ``unkept`` (emptied) and write it as one batch of shards; the joined frame."""
+        """Join ``unkept`` (emptied) and write it as one batch of shards; the joined frame.
+        The page checkpoints of its shards go once it is written."""
         entries = [entry for entry, _ in unkept]
+        columns = [list(frame.columns) for _, frame in unkept]
         joined = self._join([frame for _, frame in unkept])
         unkept.clear()
         assert self.store is not None
         try:
-            self.store.write_shards(joined, entries)
+            self.store.write_shards(joined, entries, columns)
         except BaseException as err:
             self._failed = err
             raise
+        for entry in entries:
+            self.store.pages(entry.id).discard(kept=True)
         return joined
 
     def parts(self) -> list[pd.DataFrame]:
@@ -446,14 +464,15 @@ class Joiner:
             self._rest, self._unkept = self._unkept, []
             rest = self._batch + [frame for _, frame in self._rest]
             self._batch = []
-        joins, self._joins = self._joins, []
+            joins, self._joins = self._joins, []
         return [join.result() for join in joins] + rest
 
     def keep_rest(self) -> None:
         """Keep the shards :meth:`parts` handed out unkept, for a rerun of a harvest that then
         failed (an incomplete result, say); best effort: a failure to keep them is not told
         over the harvest's own."""
-        rest, self._rest = self._rest, []
+        with self._lock:
+            rest, self._rest = self._rest, []
         if rest and self.store is not None:
             with contextlib.suppress(CacheError):
                 self._keep(rest)
@@ -506,7 +525,9 @@ class ShardTask:
                 fault=fault.reason,
             )
         outcome = self._written(entry.id, frame, started, total=total, requests=requests)
-        pages.discard()  # the shard's own checkpoint now holds its pages
+        if outcome.file:
+            pages.discard()  # the shard's own checkpoint now holds its pages
+        # else the joiner discards them once it has kept the shard
         return outcome
 
     def fetched(self, entry: PlannedShard, frame: pd.DataFrame, total: int) -> ShardEntry:

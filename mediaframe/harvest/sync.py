@@ -83,7 +83,8 @@ def sync(
         changed, changed_report = options.harvest(
             page, changed_spec, _scratch(store, "changed"), doing="syncing: changed"
         )
-        keys_options = dataclasses.replace(options, combine=concat_frames)
+        # pages through v2: counted through it too (a decoded count is a v1 search)
+        keys_options = dataclasses.replace(options, combine=concat_frames, count=None)
         keys, keys_report = keys_options.harvest(
             page_keys, spec, _scratch(store, "keys"), doing="syncing: keys"
         )

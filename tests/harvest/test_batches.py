@@ -9,7 +9,7 @@ import pytest
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import ShardEntry
-from mediaframe.exceptions import CacheError
+from mediaframe.exceptions import CacheCorruptError, CacheError
 from mediaframe.harvest import shards
 from mediaframe.harvest.shards import Joiner
 
@@ -186,5 +186,67 @@ def test_an_incomplete_result_keeps_every_shard_for_its_rerun(tmp_path, monkeypa
     store = HarvestStore(str(tmp_path / "h"))
     assert set(store.finished_shards()) == {leaf.id for leaf in store.load_plan().plan}
     monkeypatch.setattr(engine, "_judge", judged)
-    frame, report = run(service, tmp_path, per_page=100)
+    _, report = run(service, tmp_path, per_page=100)
     assert report.complete and report.resumed_shards == len(report.shards)
+
+
+def _with_column(entry_frame: tuple[ShardEntry, pd.DataFrame], name: str):
+    entry, frame = entry_frame
+    return entry, frame.assign(**{name: pd.array(["x"] * len(frame), dtype="string")})
+
+
+def test_a_shard_read_alone_from_its_batch_has_its_own_rows_and_columns(tmp_path):
+    """Read one by one (as a Dask resume reads them, or a resume keeping part of a batch), a
+    shard gives its own rows, not its batch's, and its own columns, not the batch's union."""
+    store = HarvestStore(str(tmp_path / "h"))
+    delivered = [_shard(0, rows=2), _with_column(_shard(1, rows=3), "Country"), _shard(2)]
+    with Joiner(combine, store, every=60) as joiner:
+        for entry, frame in delivered:
+            joiner.add(entry, frame)
+        joiner.parts()
+        joiner.keep_rest()
+    finished = store.finished_shards()
+    assert len(_files(store)) == 1
+    for entry, frame in delivered:
+        assert store.has_shard(finished[entry.id])
+        pd.testing.assert_frame_equal(store.read_shard(finished[entry.id]), frame)
+
+
+def test_a_batch_whose_entries_disagree_with_its_file_is_damage(tmp_path):
+    import json
+
+    store = HarvestStore(str(tmp_path / "h"))
+    frame = pd.concat([_shard(0)[1], _shard(1)[1]], ignore_index=True)
+    a, b = store.write_shards(
+        frame, [ShardEntry(id="a", rows=3, total=3), ShardEntry(id="b", rows=3, total=3)]
+    )
+    batch = tmp_path / "h" / a.file.replace(".arrow", ".json")
+    good = json.loads(batch.read_text())
+    for listed in (
+        [{**good["shards"][0], "rows": 4}, {**good["shards"][1], "start": 4, "rows": 2}],
+        [good["shards"][0], {**good["shards"][1], "start": 2}],  # overlapping
+        [good["shards"][0], {**good["shards"][0]}],  # one shard twice
+    ):
+        batch.write_text(json.dumps({**good, "shards": listed}))
+        kept = store.finished_shards()
+        assert not all(store.has_shard(entry) for entry in kept.values()) or not kept
+    batch.write_text(json.dumps(good))
+    assert store.finished_shards() == {"a": a, "b": b}
+    moved = ShardEntry(id="b", rows=2, total=3, file=b.file, start=4, crc32=b.crc32)
+    assert not store.has_shard(moved)
+    with pytest.raises(CacheCorruptError, match="as listed"):
+        store.read_shard(moved)
+
+
+def test_page_checkpoints_go_only_once_their_shard_is_kept(tmp_path):
+    store = HarvestStore(str(tmp_path / "h"))
+    entry, frame = _shard(0)
+    store.pages(entry.id).save(0, frame.iloc[:2].reset_index(drop=True), 3)
+    pages = tmp_path / "h" / "shards" / f"{entry.id}.pages"
+    assert pages.exists()
+    with Joiner(combine, store, every=60) as joiner:
+        joiner.add(entry, frame)
+        assert pages.exists(), "not kept yet: the pages are still the shard's checkpoint"
+        joiner.parts()
+        joiner.keep_rest()
+    assert not pages.exists() and list(store.finished_shards()) == [entry.id]

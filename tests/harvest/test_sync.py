@@ -74,3 +74,30 @@ def test_sync_declines_when_a_full_harvest_is_needed(tmp_path):
     dated = Spec("records", filters={"date_field": "created_on", "date_min": "2020/01/01"})
     assert not can_sync(dated, manifest)
     assert not can_sync(Spec("records", "other query"), manifest)
+
+
+def test_the_keys_pass_counts_through_the_route_it_pages(tmp_path):
+    """The keys pass pages v2 references: its counts go through v2 too, not through the v1
+    count route the changed pass uses (a server's v1 and v2 may cap differently)."""
+    service = FakeService.build(600, cap=100, days=300)
+    first_harvest(service, tmp_path / "h")
+    service.touch(5, NOW)
+    counted = []
+
+    def count(**params):
+        counted.append(params.get("date_field"))
+        return service.search(**params)
+
+    frame, report = sync(
+        service,
+        service.v2,
+        service.item,
+        Spec("records"),
+        HarvestStore(str(tmp_path / "h")),
+        flatten=flatten,
+        lag=dt.timedelta(minutes=5),
+        options=EngineOptions(combine=combine, count=count, bases=(1, 2, 3), per_page=50),
+    )
+    assert keys(frame) == service.truth() and report.complete
+    assert counted, "the changed pass counts through the count route"
+    assert all(field == "updated_on" for field in counted), "the keys pass does not"
