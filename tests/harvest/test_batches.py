@@ -250,3 +250,28 @@ def test_page_checkpoints_go_only_once_their_shard_is_kept(tmp_path):
         joiner.parts()
         joiner.keep_rest()
     assert not pages.exists() and list(store.finished_shards()) == [entry.id]
+
+
+def test_a_harvest_failing_while_planning_keeps_the_shards_counted_whole(tmp_path):
+    """A count under the cap brings its shard's whole page: such shards are kept when the
+    harvest dies while planning, proven leaves or not, as a resume may take them."""
+    service = FakeService.build(3000, cap=100)
+    whole = []
+
+    def crashing(**params):
+        if service.requests >= 16:
+            raise Crash
+        response, frame = service(**params)
+        if params.get("per_page") == 100 and 0 < len(frame) == response["total_results"]:
+            whole.append(len(frame))
+        return response, frame
+
+    def count(**params):
+        if service.requests >= 16:
+            raise Crash
+        return service.search(**params)
+
+    with pytest.raises(Crash):
+        run(crashing, tmp_path, concurrency=1, per_page=100, count=count)
+    finished = HarvestStore(str(tmp_path / "h")).finished_shards()
+    assert whole and len(finished) == len(whole)
