@@ -219,6 +219,7 @@ def harvest(
             failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
             if not failed:
                 break
+            joiner.settle()  # before planning again clears the shards
             for shard_id in outcomes:
                 shown.fetched(shard_id, 0)  # their rows are not the result's
             resume = False
@@ -230,6 +231,7 @@ def harvest(
         frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
         report.seconds = round(time.monotonic() - started, 3)
         _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+        joiner.settle()  # the batches still being written, before publication clears them
         _publish(store, the_plan, frame, report, spec, shown)
     except BaseException:
         # the last shards, for a rerun (of an incomplete result, say), while their plan is

@@ -357,6 +357,7 @@ class Joiner:
         self._unkept: list[tuple[ShardEntry, pd.DataFrame]] = []
         self._timer: threading.Timer | None = None
         self._joins: list[Future] = []
+        self._writes: list[Future] = []
         self._failed: BaseException | None = None
         self._rest: list[tuple[ShardEntry, pd.DataFrame]] = []  # handed out by parts()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediaframe-join")
@@ -367,7 +368,8 @@ class Joiner:
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self._stop_timer()
         if error is None:
-            self._thread.shutdown(cancel_futures=True)
+            # batches still being written go on (the harvest settles them before publishing)
+            self._thread.shutdown(wait=False)
             return
         # what finished is kept for the next run (a revoked token, a dropped network)
         with self._lock:
@@ -434,12 +436,23 @@ class Joiner:
         return joined
 
     def _keep(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> pd.DataFrame:
-        """Join ``unkept`` (emptied) and write it as one batch of shards; the joined frame.
-        The page checkpoints of its shards go once it is written."""
+        """Join ``unkept`` (emptied); the joined frame, written as one batch of shards next on
+        this thread (a join waited for by :meth:`parts` does not wait for its write)."""
         entries = [entry for entry, _ in unkept]
         columns = [list(frame.columns) for _, frame in unkept]
         joined = self._join([frame for _, frame in unkept])
         unkept.clear()
+        try:
+            with self._lock:
+                self._writes.append(self._thread.submit(self._write, joined, entries, columns))
+        except RuntimeError:  # the joiner is closing (a harvest that failed): write it now
+            self._write(joined, entries, columns)
+        return joined
+
+    def _write(
+        self, joined: pd.DataFrame, entries: list[ShardEntry], columns: list[list[str]]
+    ) -> None:
+        """Write a batch of shards; their page checkpoints go once it is written."""
         assert self.store is not None
         try:
             self.store.write_shards(joined, entries, columns)
@@ -448,7 +461,15 @@ class Joiner:
             raise
         for entry in entries:
             self.store.pages(entry.id).discard(kept=True)
-        return joined
+
+    def settle(self) -> None:
+        """Wait until every batch being kept is written (or could not be: a harvest that goes
+        on to publish says why when it writes its dataset)."""
+        with self._lock:
+            writes, self._writes = self._writes, []
+        for write in writes:
+            with contextlib.suppress(CacheError):
+                write.result()
 
     def parts(self) -> list[pd.DataFrame]:
         """Every frame delivered: the joined batches, then the rest. The rest not kept yet is
@@ -474,8 +495,11 @@ class Joiner:
         with self._lock:
             rest, self._rest = self._rest, []
         if rest and self.store is not None:
+            entries = [entry for entry, _ in rest]
+            columns = [list(frame.columns) for _, frame in rest]
             with contextlib.suppress(CacheError):
-                self._keep(rest)
+                self._write(self._join([frame for _, frame in rest]), entries, columns)
+        self.settle()
 
 
 @dataclasses.dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pandas as pd
@@ -275,3 +276,27 @@ def test_a_harvest_failing_while_planning_keeps_the_shards_counted_whole(tmp_pat
         run(crashing, tmp_path, concurrency=1, per_page=100, count=count)
     finished = HarvestStore(str(tmp_path / "h")).finished_shards()
     assert whole and len(finished) == len(whole)
+
+
+def test_the_end_of_paging_does_not_wait_for_a_batch_being_written(tmp_path, monkeypatch):
+    """The frame is assembled while the last batches are written; publication waits for them
+    (settle), as it clears them."""
+    store = HarvestStore(str(tmp_path / "h"))
+    started, release = threading.Event(), threading.Event()
+    real = HarvestStore.write_shards
+
+    def slow(self, *args, **kwargs):
+        started.set()
+        release.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(HarvestStore, "write_shards", slow)
+    with Joiner(combine, store, every=60) as joiner:
+        for index in range(shards._BATCH):
+            joiner.add(*_shard(index))
+        assert started.wait(10)
+        assert sum(map(len, joiner.parts())) == 3 * shards._BATCH
+        assert store.finished_shards() == {}, "parts() did not wait for the write"
+        release.set()
+        joiner.settle()
+    assert len(store.finished_shards()) == shards._BATCH
