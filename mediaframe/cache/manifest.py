@@ -74,6 +74,8 @@ class ShardEntry:
     stuck: list[str] = dataclasses.field(default_factory=list)
     #: Why its pages could not be trusted, if they could not: never reused by a resume.
     fault: str | None = None
+    #: Pages of it were kept while it was paged: they go once the shard itself is kept.
+    paged: bool = False
     #: How its pages were read, when it was paged in another process (a Dask worker):
     #: ``{"native": n, "decoded": m, "reasons": {...}}``, added to the report's ``page_reads``.
     page_reads: dict[str, Any] | None = None

@@ -97,6 +97,11 @@ class PageCheckpoints:
             return None  # damage: this page and those after it are fetched again
         return (entry, frame) if len(frame) == entry.rows else None
 
+    @property
+    def touched(self) -> bool:
+        """Whether pages of the shard were kept, or read back, through this object."""
+        return self._touched
+
     def discard(self, *, kept: bool = False) -> None:
         """Drop every page kept (the shard is written, or its offsets have shifted); ``kept``:
         the shard was written by another hand than the one that paged it, so its pages are

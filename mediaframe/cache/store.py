@@ -490,13 +490,16 @@ class HarvestStore:
             whole = from_ipc(data, where)
             if sum(rows for _, rows, _ in layout.values()) != len(whole):
                 raise CacheCorruptError(f"{where} does not hold the rows it lists")
+            names = list(whole.columns)
             for entry in kept:
                 if layout.get(entry.id, (None,))[:2] != (entry.start, entry.rows):
                     raise CacheCorruptError(f"{where} does not hold shard {entry.id} as listed")
                 part = whole.iloc[entry.start : entry.start + entry.rows]
                 own = layout[entry.id][2]
-                if len(own) != whole.shape[1]:
-                    part = part[[name for name in own if name in part.columns]]
+                if len(part) != entry.rows or not set(own) <= set(names):
+                    raise CacheCorruptError(f"{where} does not hold shard {entry.id} as listed")
+                if own != names:
+                    part = part[own]
                 frames[entry.id] = part.reset_index(drop=True)
         return frames
 
@@ -645,10 +648,14 @@ def _layout(provenance: Any) -> dict[str, tuple[int, int, list[str]]]:
     listed = provenance.get("shards") if isinstance(provenance, dict) else None
     layout, start = {}, 0
     for item in listed if isinstance(listed, list) else []:
-        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[1], int)):
+        if not (isinstance(item, list) and len(item) == 3):
             return {}
         shard_id, rows, columns = item
-        layout[str(shard_id)] = (start, rows, [str(name) for name in columns or []])
+        if type(rows) is not int or rows < 0 or not isinstance(columns, list):
+            return {}
+        if not all(isinstance(name, str) for name in columns):
+            return {}
+        layout[str(shard_id)] = (start, rows, columns)
         start += rows
     return layout
 

@@ -197,7 +197,8 @@ def harvest(
                 the_plan, outcomes = planning.run(resume)
             except BaseException:
                 # shards counted whole while planning, their split not proven yet, are kept
-                # for the next run as they were before the joiner kept shards in batches
+                # for the next run: once the counts still running are in
+                pool.shutdown(wait=True, cancel_futures=True)
                 joiner.hold(early.unproven())
                 raise
             _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
@@ -219,26 +220,29 @@ def harvest(
             failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
             if not failed:
                 break
-            joiner.settle()  # before planning again clears the shards
+            joiner.restart()  # its writes done before planning again clears the shards
+            joined = []
             for shard_id in outcomes:
                 shown.fetched(shard_id, 0)  # their rows are not the result's
             resume = False
-    shown.writing()
-    report.requests += counter.requests
-    report.page_reads = reads.summary()
-    held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
-    try:
-        frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
-        report.seconds = round(time.monotonic() - started, 3)
-        _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
-        joiner.settle()  # the batches still being written, before publication clears them
-        _publish(store, the_plan, frame, report, spec, shown)
-    except BaseException:
-        # the last shards, for a rerun (of an incomplete result, say), while their plan is
-        # there: a published harvest has cleared it, and its shards with it
-        if store.load_plan() is not None:
-            joiner.keep_rest()
-        raise
+    # still the only writer: the batches being written and the last shards are this harvest's
+    with store.writing():
+        try:
+            shown.writing()
+            report.requests += counter.requests
+            report.page_reads = reads.summary()
+            held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
+            frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
+            report.seconds = round(time.monotonic() - started, 3)
+            _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+            joiner.settle()  # the batches still being written, before publication clears them
+            _publish(store, the_plan, frame, report, spec, shown)
+        except BaseException:
+            # the last shards, for a rerun (of an incomplete result, say), while their plan is
+            # there: a published harvest has cleared it, and its shards with it
+            if store.load_plan() is not None:
+                joiner.keep_rest()
+            raise
     return frame, report
 
 

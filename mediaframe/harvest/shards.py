@@ -421,6 +421,8 @@ class Joiner:
     def _due(self) -> None:
         """The first shard waiting waited :attr:`_every` seconds: keep what is there."""
         with self._lock, contextlib.suppress(RuntimeError):  # the joiner was shut down
+            if self._timer is not threading.current_thread():
+                return  # a timer cancelled too late: a newer one is armed, or none is due
             self._timer = None
             self._submit_unkept()
 
@@ -460,7 +462,9 @@ class Joiner:
             self._failed = err
             raise
         for entry in entries:
-            self.store.pages(entry.id).discard(kept=True)
+            if entry.paged:  # its page checkpoints are its own no more
+                with contextlib.suppress(OSError, CacheError):
+                    self.store.pages(entry.id).discard(kept=True)
 
     def settle(self) -> None:
         """Wait until every batch being kept is written (or could not be: a harvest that goes
@@ -468,18 +472,20 @@ class Joiner:
         with self._lock:
             writes, self._writes = self._writes, []
         for write in writes:
-            with contextlib.suppress(CacheError):
+            with contextlib.suppress(CacheError, OSError):
                 write.result()
+
+    def restart(self) -> None:
+        """Start over (the plan is made again): writes settled, nothing handed out kept, no
+        failure remembered (the shards are cleared, and the disk with them)."""
+        self.settle()
+        with self._lock:
+            self._rest, self._failed = [], None
 
     def parts(self) -> list[pd.DataFrame]:
         """Every frame delivered: the joined batches, then the rest. The rest not kept yet is
-        held (unchanged: joins only read frames) until :meth:`keep_rest` or the joiner goes.
-
-        Raises
-        ------
-        CacheError
-            A batch could not be kept.
-        """
+        held (unchanged: joins only read frames) until :meth:`keep_rest` or the joiner goes;
+        batches still being written go on (:meth:`settle`)."""
         self._stop_timer()
         with self._lock:
             self._rest, self._unkept = self._unkept, []
@@ -548,10 +554,13 @@ class ShardTask:
                 requests=fault.requests,
                 fault=fault.reason,
             )
-        outcome = self._written(entry.id, frame, started, total=total, requests=requests)
+        # the joiner drops the pages kept while it was paged once it has kept the shard
+        touched = pages.touched
+        outcome = self._written(
+            entry.id, frame, started, total=total, requests=requests, paged=touched
+        )
         if outcome.file:
             pages.discard()  # the shard's own checkpoint now holds its pages
-        # else the joiner discards them once it has kept the shard
         return outcome
 
     def fetched(self, entry: PlannedShard, frame: pd.DataFrame, total: int) -> ShardEntry:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -242,6 +243,7 @@ def test_a_batch_whose_entries_disagree_with_its_file_is_damage(tmp_path):
 def test_page_checkpoints_go_only_once_their_shard_is_kept(tmp_path):
     store = HarvestStore(str(tmp_path / "h"))
     entry, frame = _shard(0)
+    entry = dataclasses.replace(entry, paged=True)  # its pages were kept while it was paged
     store.pages(entry.id).save(0, frame.iloc[:2].reset_index(drop=True), 3)
     pages = tmp_path / "h" / "shards" / f"{entry.id}.pages"
     assert pages.exists()
@@ -300,3 +302,27 @@ def test_the_end_of_paging_does_not_wait_for_a_batch_being_written(tmp_path, mon
         release.set()
         joiner.settle()
     assert len(store.finished_shards()) == shards._BATCH
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        [["a", 3, [1, 2]], ["b", 3, []]],  # column names that are not text
+        [["a", 6, []], ["b", -3, []]],  # rows that add up, one of them negative
+        [["a", True, []], ["b", 5, []]],  # a boolean for a number
+        [["a", 3, "databox_id"], ["b", 3, []]],  # columns that are not a list
+    ],
+)
+def test_a_batch_file_listing_hostile_rows_or_columns_is_damage(tmp_path, monkeypatch, listed):
+    from mediaframe.cache import store as store_module
+
+    store = HarvestStore(str(tmp_path / "h"))
+    frame = pd.concat([_shard(0)[1], _shard(1)[1]], ignore_index=True)
+    real = store_module.to_ipc
+    monkeypatch.setattr(store_module, "to_ipc", lambda df, _: real(df, {"shards": listed}))
+    a, b = store.write_shards(
+        frame, [ShardEntry(id="a", rows=3, total=3), ShardEntry(id="b", rows=3, total=3)]
+    )
+    assert not store.has_shard(a) and not store.has_shard(b)
+    with pytest.raises(CacheCorruptError):
+        store.read_shards([a, b])
