@@ -11,34 +11,31 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
 
 from mediaframe.cache import HarvestStore
-from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
+from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
-from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
+from mediaframe.harvest.joiner import Joiner
+from mediaframe.harvest.kept import KeptFrames
 from mediaframe.harvest.plan import (
-    Count,
     CountRoute,
     Page,
     Shard,
     ShardCounter,
     Spec,
     Statuses,
-    padded,
-    plan,
     to_plain,
-    windows,
     windows_failed,
 )
+from mediaframe.harvest.planning import Planning
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
@@ -46,16 +43,8 @@ from mediaframe.harvest.shards import (
     Combine,
     Deliver,
     EarlyShards,
-    Joiner,
     ShardTask,
 )
-
-# With no cap (or everything retrievable) a big result is still cut into shards of this size, so
-# that its pages are fetched several at once.
-_UNCAPPED_SHARD = 10_000
-# Seconds between two checkpoints of the plan while it is being made (and at every failure):
-# a kill loses at most this much planning.
-_CHECKPOINT_EVERY = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,7 +177,7 @@ def harvest(
         learned: int | None = None  # the cap a server that claimed none showed
         for windowing in (concurrency, 0):  # windows in multiples of the threads, then none
             early = EarlyShards(new_task, runner, pool, deliver)
-            planning = _Planning(
+            planning = Planning(
                 counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing,
                 reading,
             )  # fmt: skip
@@ -246,203 +235,6 @@ def harvest(
     return frame, report
 
 
-class _Planning:
-    """The plan of a harvest: an interrupted run's where it still holds, else made (again).
-
-    Made, it is saved as soon as the root is counted and again as splits are proven, so that a
-    run killed while planning is replayed rather than planned again.
-    """
-
-    def __init__(
-        self,
-        counter: ShardCounter,
-        spec: Spec,
-        store: HarvestStore,
-        early: EarlyShards,
-        pool: Executor,
-        bases: Sequence[int],
-        statuses: Statuses | None,
-        provenance: Mapping[str, Any] | None,
-        shown: Progress,
-        windows: int = 0,
-        kept_frames: KeptFrames | None = None,
-    ) -> None:
-        self.counter, self.spec, self.store, self.early = counter, spec, store, early
-        #: Reads the frames of the finished shards a resume keeps (threads only: Dask workers
-        #: leave every frame in the store).
-        self.kept_frames = kept_frames
-        #: With no cap, page by offset windows, a multiple of this many (0: plan filter shards).
-        self.windows = windows
-        #: A cap the server did not tell of, seen when windows came back short: shards are
-        #: planned under it.
-        self.learned_cap: int | None = None
-        self.shown = shown
-        self.pool, self.bases, self.statuses = pool, bases, statuses
-        self.provenance = dict(provenance or {})
-        self._saved_at = 0.0
-        self._lock = threading.Lock()
-
-    def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
-        """The plan, and the shards already finished that it keeps, by id."""
-        saved = _resumable(self.store.load_plan(), self.spec) if resume else None
-        if not resume:
-            self.store.clear_plan()
-        # One count says whether the catalogue kept its size since the saved plan was made.
-        root = self.counter(Shard())
-        self.shown.planning(root.total)
-        unmoved = saved is not None and saved.total == root.total
-        if saved is not None and saved.planned:
-            self.counter.capped_engine = saved.capped_engine
-            if unmoved:
-                return saved, self._read_ahead(kept_shards(self.store, saved))
-            if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
-                valid = still_valid(self.store, saved, self.counter, self.pool)
-                return saved, self._read_ahead(valid)
-            # windows of a search that moved no longer hold what they held: plan again
-        if resume:
-            # Shards finished by a run killed while planning: their counts are trusted if the
-            # whole did not move, else each is checked by a one-hit count.
-            self.early.keep(self._read_ahead(intact_shards(self.store)), trusted=unmoved)
-        else:
-            self.store.clear_shards()
-        trusted = saved if saved is not None and unmoved else None
-        made = self._plan(root, trusted)
-        self.early.forget_all_but({leaf.id for leaf in made.leaves})
-        return made, dict(self.early.reused)
-
-    def _read_ahead(self, kept: dict[str, ShardEntry]) -> dict[str, ShardEntry]:
-        """``kept``, whose frames start being read back while the rest is planned and paged."""
-        if self.kept_frames is not None:
-            self.kept_frames.read(kept)
-        return kept
-
-    def _plan(self, root: Count, saved: PlanFile | None) -> PlanFile:
-        """Count and split the root, starting on each leaf as soon as it is proven; the splits
-        and counts of ``saved`` (an interrupted run's) are taken as they are."""
-        counter = self.counter
-        cap = root.retrievable if root.over_cap else None
-        if cap is None and self.windows and not counter.capped_engine:
-            return self._windowed(root)
-        if cap is None and self.learned_cap is not None and self.learned_cap < root.total:
-            cap = max(1, self.learned_cap)
-        limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
-        counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
-        checkpoint = PlanFile(
-            spec=self.spec.identity(),
-            provenance=self.provenance,
-            total=root.total,
-            cap=cap,
-            capped_engine=counter.capped_engine,
-            splits=dict(saved.splits) if saved else {},
-            counts=dict(saved.counts) if saved else {},
-            days=dict(saved.days) if saved else {},
-        )
-        self._save(checkpoint)
-        known = dict(checkpoint.counts)
-        known_days = dict(checkpoint.days)
-        counting = self.early.counting(counter, limit)
-
-        def bounds(shard: Shard) -> tuple[dt.date, dt.date]:
-            days = known_days.get(shard.id)  # found by the interrupted run
-            if days is None:
-                first, last = counter.days(shard)
-                days = DayBounds(_iso(first), _iso(last))
-                with self._lock:
-                    checkpoint.days[shard.id] = days
-            return padded(_day(days.first), _day(days.last))
-
-        def count(shard: Shard, expected: float | None = None) -> Count:
-            if shard.id in known:  # counted by the interrupted run
-                return Count(known[shard.id], known[shard.id])
-            counted = counting(shard, expected)
-            with self._lock:
-                checkpoint.counts[shard.id] = counted.total
-            return counted
-
-        def proven(shard: Shard, level: int, total: int, kids: list[tuple[Shard, int]]) -> None:
-            children = [_planned(kid, kid_total) for kid, kid_total in kids]
-            with self._lock:
-                checkpoint.splits[shard.id] = ProvenSplit(level, total, children)
-            if time.monotonic() - self._saved_at >= _CHECKPOINT_EVERY:
-                self._save(checkpoint)
-
-        try:
-            leaves, stuck = self._split(root, limit, count, bounds, checkpoint.splits, proven)
-        except BaseException:
-            # a revoked token, a dropped network: what was proven is kept for the next run
-            self._save(checkpoint)
-            raise
-        made = dataclasses.replace(
-            checkpoint,
-            capped_engine=counter.capped_engine,
-            leaves=[_planned(s, n) for s, n in leaves]
-            + [_planned(s, n, stuck=True) for s, n in stuck],
-            planned=True,
-        )
-        self._save(made)
-        return made
-
-    def _windowed(self, root: Count) -> PlanFile:
-        """The plan of a search on a server with no cap: offset windows of the whole."""
-        found = windows(root.total, self.counter.page_size, self.windows, _UNCAPPED_SHARD)
-        made = PlanFile(
-            spec=self.spec.identity(),
-            provenance=self.provenance,
-            total=root.total,
-            cap=None,
-            capped_engine=False,
-            leaves=[_planned(shard, shard.size(root.total)) for shard in found],
-            planned=True,
-        )
-        self._save(made)
-        return made
-
-    def _save(self, checkpoint: PlanFile) -> None:
-        with self._lock:  # counts come in on the pool's threads
-            self.store.save_plan(checkpoint)
-        self._saved_at = time.monotonic()
-
-    def _split(
-        self,
-        root: Count,
-        limit: int,
-        count: Callable[..., Count],
-        bounds: Callable[[Shard], tuple[dt.date, dt.date]],
-        splits: Mapping[str, ProvenSplit],
-        proven: Callable[[Shard, int, int, list[tuple[Shard, int]]], None],
-    ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
-        return plan(
-            count,
-            root=Shard(),
-            root_count=root,
-            cap=limit,
-            spec=self.spec,
-            bases=self.bases,
-            statuses=self.statuses,
-            bounds=bounds,
-            pool=self.pool,
-            on_leaf=_shown_when_found(self.shown, self.early.start),
-            proven={
-                shard_id: (split.level, split.total, [_shard(c) for c in split.children])
-                for shard_id, split in dict(splits).items()
-            },
-            on_split=proven,
-        )
-
-
-def _iso(day: dt.date | None) -> str | None:
-    return None if day is None else day.isoformat()
-
-
-def _day(text: str | None) -> dt.date | None:
-    """The day a plan file holds; one it holds in another shape is not known (the wide
-    default then: bisection finds the days at the cost of a few counts)."""
-    try:
-        return None if text is None else dt.date.fromisoformat(text)
-    except ValueError:
-        return None
-
-
 def _deliver_kept(
     kept: Mapping[str, ShardEntry], frames: KeptFrames | None, deliver: Deliver | None
 ) -> set[str]:
@@ -453,14 +245,6 @@ def _deliver_kept(
     for shard_id, frame in taken.items():
         deliver(kept[shard_id], frame)
     return set(taken)
-
-
-def _planned(shard: Shard, total: int, *, stuck: bool = False) -> PlannedShard:
-    return PlannedShard(id=shard.id, shard=shard.to_dict(), expected=total, stuck=stuck)
-
-
-def _shard(planned: PlannedShard) -> tuple[Shard, int]:
-    return Shard.from_dict(planned.shard), planned.expected
 
 
 def _refuse_stuck(
@@ -511,14 +295,6 @@ def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:
     return delivered
 
 
-def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[..., None]:
-    def found(shard: Shard, *rest: Any) -> None:
-        shown.found(shard.id)
-        start(shard, *rest)
-
-    return found
-
-
 def _publish(
     store: HarvestStore,
     the_plan: PlanFile,
@@ -566,10 +342,6 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
 def _ids(ids: Sequence[str]) -> str:
     names = [str(name) for name in ids[:5]]
     return ", ".join(names) + (", ..." if len(ids) > 5 else "") if names else "none"
-
-
-def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
-    return saved if saved is not None and saved.spec == spec.identity() else None
 
 
 def _judge(

@@ -12,8 +12,8 @@ import pytest
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import ShardEntry
 from mediaframe.exceptions import CacheCorruptError, CacheError
-from mediaframe.harvest import shards
-from mediaframe.harvest.shards import Joiner
+from mediaframe.harvest.joiner import _BATCH as BATCH
+from mediaframe.harvest.joiner import Joiner
 
 from .fake import FakeService, combine, flatten
 from .test_engine import Crash, run
@@ -40,7 +40,7 @@ def _files(store: HarvestStore) -> set[str]:
 
 def test_shards_are_kept_a_batch_a_file_and_read_back_as_they_came(tmp_path):
     store = HarvestStore(str(tmp_path / "h"))
-    delivered = [_shard(index, rows=1 + index % 4) for index in range(shards._BATCH + 4)]
+    delivered = [_shard(index, rows=1 + index % 4) for index in range(BATCH + 4)]
     with Joiner(combine, store, every=60) as joiner:
         for entry, frame in delivered:
             joiner.add(entry, frame)
@@ -167,7 +167,7 @@ def test_a_harvest_keeps_its_shards_in_a_few_files(tmp_path, monkeypatch):
         run(service, tmp_path, per_page=100)
     finished = store.finished_shards()
     assert len(finished) == len(store.load_plan().plan) >= 30
-    assert len(_files(store)) <= len(finished) // shards._BATCH + 2
+    assert len(_files(store)) <= len(finished) // BATCH + 2
 
 
 def test_an_incomplete_result_keeps_every_shard_for_its_rerun(tmp_path, monkeypatch):
@@ -294,14 +294,14 @@ def test_the_end_of_paging_does_not_wait_for_a_batch_being_written(tmp_path, mon
 
     monkeypatch.setattr(HarvestStore, "write_shards", slow)
     with Joiner(combine, store, every=60) as joiner:
-        for index in range(shards._BATCH):
+        for index in range(BATCH):
             joiner.add(*_shard(index))
         assert started.wait(10)
-        assert sum(map(len, joiner.parts())) == 3 * shards._BATCH
+        assert sum(map(len, joiner.parts())) == 3 * BATCH
         assert store.finished_shards() == {}, "parts() did not wait for the write"
         release.set()
         joiner.settle()
-    assert len(store.finished_shards()) == shards._BATCH
+    assert len(store.finished_shards()) == BATCH
 
 
 @pytest.mark.parametrize(

@@ -251,9 +251,9 @@ def test_without_resume_every_shard_is_fetched_again(tmp_path):
 def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
     """Shards are kept in batches, a file each: the shards of a damaged file are fetched
     again, and only they."""
-    from mediaframe.harvest import shards
+    from mediaframe.harvest import joiner
 
-    monkeypatch.setattr(shards, "_BATCH", 2)
+    monkeypatch.setattr(joiner, "_BATCH", 2)
     service = FakeService.build(500, cap=100)
     store = HarvestStore(str(tmp_path / "h"))
 
