@@ -35,18 +35,16 @@ import shutil
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
 from fsspec.implementations.local import LocalFileSystem
 
+from mediaframe.cache.batches import crc32, holds, shards_in, tiles
 from mediaframe.cache.datasets import (
     file_checks,
     filesystem,
-    from_ipc,
-    ipc_provenance,
     read_frame,
     refuse_secrets,
     remove_tree,
@@ -433,7 +431,7 @@ class HarvestStore:
         layout = [[entry.id, entry.rows, own] for entry, own in zip(entries, columns, strict=True)]
         data = to_ipc(df, {"shards": layout})
         self._write_atomic(self._path("shards", f"{name}.arrow"), data)
-        crc, start, written = _crc(data), 0, []
+        crc, start, written = crc32(data), 0, []
         for entry in entries:
             placed = dataclasses.replace(entry, file=f"shards/{name}.arrow", start=start, crc32=crc)
             written.append(placed)
@@ -456,7 +454,7 @@ class HarvestStore:
             except (OSError, CacheCorruptError):
                 continue  # a damaged or vanished batch: its shards are simply fetched again
             own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
-            if not _tiles(batch.shards, own):
+            if not tiles(batch.shards, own):
                 continue  # entries pointing elsewhere, overlapping or repeated: damage too
             for entry in batch.shards:
                 entries[entry.id] = entry
@@ -480,27 +478,10 @@ class HarvestStore:
             by_file.setdefault(entry.file, []).append(entry)
         frames = {}
         for file, kept in by_file.items():
-            where = f"shard file {file or '(none)'}"
             data = self._shard_bytes(file)
             if data is None:
-                raise CacheCorruptError(f"{where} is missing")
-            if {entry.crc32 for entry in kept} != {_crc(data)}:
-                raise CacheCorruptError(f"{where} does not match its checksum")
-            layout = _layout(ipc_provenance(data, where))
-            whole = from_ipc(data, where)
-            if sum(rows for _, rows, _ in layout.values()) != len(whole):
-                raise CacheCorruptError(f"{where} does not hold the rows it lists")
-            names = list(whole.columns)
-            for entry in kept:
-                if layout.get(entry.id, (None,))[:2] != (entry.start, entry.rows):
-                    raise CacheCorruptError(f"{where} does not hold shard {entry.id} as listed")
-                part = whole.iloc[entry.start : entry.start + entry.rows]
-                own = layout[entry.id][2]
-                if len(part) != entry.rows or not set(own) <= set(names):
-                    raise CacheCorruptError(f"{where} does not hold shard {entry.id} as listed")
-                if own != names:
-                    part = part[own]
-                frames[entry.id] = part.reset_index(drop=True)
+                raise CacheCorruptError(f"shard file {file or '(none)'} is missing")
+            frames.update(shards_in(data, kept, f"shard file {file}"))
         return frames
 
     def has_shard(self, entry: ShardEntry) -> bool:
@@ -511,13 +492,7 @@ class HarvestStore:
         resume does not parse every kept shard twice.
         """
         data = self._shard_bytes(entry.file)
-        if data is None or _crc(data) != entry.crc32:
-            return False
-        try:
-            place = _layout(ipc_provenance(data, entry.file)).get(entry.id, (None,))[:2]
-        except CacheCorruptError:
-            return False
-        return place == (entry.start, entry.rows)
+        return data is not None and holds(data, entry)
 
     def _shard_bytes(self, file: str) -> bytes | None:
         if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
@@ -629,39 +604,6 @@ class HarvestStore:
 
 def _is_version(name: str) -> bool:
     return name.startswith(_DATA_PREFIX) and "/" not in name and ".." not in name
-
-
-def _tiles(entries: Sequence[ShardEntry], file: str) -> bool:
-    """Whether a batch's entries name its own file and lie one after another from row 0, each
-    shard once."""
-    start = 0
-    for entry in entries:
-        if entry.file != file or entry.start != start or entry.rows < 0:
-            return False
-        start += entry.rows
-    return len({entry.id for entry in entries}) == len(entries)
-
-
-def _layout(provenance: Any) -> dict[str, tuple[int, int, list[str]]]:
-    """Where each shard's rows are in a batch file, and its own columns, as the file lists
-    them: ``{id: (start, rows, columns)}``; ``{}`` for a file that lists none."""
-    listed = provenance.get("shards") if isinstance(provenance, dict) else None
-    layout, start = {}, 0
-    for item in listed if isinstance(listed, list) else []:
-        if not (isinstance(item, list) and len(item) == 3):
-            return {}
-        shard_id, rows, columns = item
-        if type(rows) is not int or rows < 0 or not isinstance(columns, list):
-            return {}
-        if not all(isinstance(name, str) for name in columns):
-            return {}
-        layout[str(shard_id)] = (start, rows, columns)
-        start += rows
-    return layout
-
-
-def _crc(data: bytes) -> str:
-    return f"{zlib.crc32(data):08x}"
 
 
 def age(provenance: Mapping[str, Any], *, now: dt.datetime | None = None) -> dt.timedelta:

@@ -1,10 +1,11 @@
 """Running a harvest: plan (or resume), page the shards, assemble, prove, publish.
 
-Each finished shard is written to the cache with a checksum, and the plan is saved as it is
-proven, so a harvest killed at any point resumes with only what it lacks. Shard tasks are
-picklable and write their own files, so a Dask cluster (``client.get_executor()``) can run them
-against shared storage. One writer at a time works in a harvest folder (its lock is held from
-the first request to publication); readers keep reading the published dataset meanwhile.
+Finished shards are kept in the cache in batches, with a checksum, and the plan is saved as it
+is proven, so a harvest killed at any point resumes with little more than what it lacks. Shard
+tasks are picklable, so a Dask cluster (``client.get_executor()``) can run them against shared
+storage, each writing its own shard. One writer at a time works in a harvest folder (its lock
+is held from the first request to publication); readers keep reading the published dataset
+meanwhile.
 """
 
 from __future__ import annotations
