@@ -18,11 +18,11 @@ shifted), and once the shard itself is written.
 
 from __future__ import annotations
 
-import zlib
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mediaframe.cache.batches import crc32
 from mediaframe.cache.datasets import from_ipc, to_ipc
 from mediaframe.cache.manifest import PageEntry, decode, encode
 from mediaframe.exceptions import CacheCorruptError
@@ -56,7 +56,7 @@ class PageCheckpoints:
             offset=offset,
             rows=len(frame),
             total=total,
-            crc32=_crc32(data),
+            crc32=crc32(data),
         )
         self.store.write_checkpoint(self._name(offset, "arrow"), data)
         self.store.write_checkpoint(self._name(offset, "json"), encode(entry))
@@ -90,7 +90,7 @@ class PageCheckpoints:
             entry = decode(PageEntry, raw, where)
             if (entry.shard, entry.offset) != (self.shard_id, offset) or entry.rows <= 0:
                 return None
-            if _crc32(data) != entry.crc32:
+            if crc32(data) != entry.crc32:
                 return None
             frame = from_ipc(data, where)
         except CacheCorruptError:
@@ -109,9 +109,3 @@ class PageCheckpoints:
         if self._touched or kept:
             self.store.remove_checkpoint(self.folder)
             self._touched = False
-
-
-def _crc32(data: bytes) -> str:
-    # A check against damage, not tampering (as the dataset's files): a quarter of SHA-256's
-    # cost, paid on every page of a multi-page shard.
-    return f"{zlib.crc32(data):08x}"

@@ -132,9 +132,7 @@ class Joiner:
     def _keep(self, unkept: list[tuple[ShardEntry, pd.DataFrame]]) -> pd.DataFrame:
         """Join ``unkept`` (emptied); the joined frame, written as one batch of shards next on
         this thread (a join waited for by :meth:`parts` does not wait for its write)."""
-        entries = [entry for entry, _ in unkept]
-        columns = [list(frame.columns) for _, frame in unkept]
-        joined = self._join([frame for _, frame in unkept])
+        joined, entries, columns = self._joined(unkept)
         unkept.clear()
         try:
             with self._lock:
@@ -142,6 +140,14 @@ class Joiner:
         except RuntimeError:  # the joiner is closing (a harvest that failed): write it now
             self._write(joined, entries, columns)
         return joined
+
+    def _joined(
+        self, finished: list[tuple[ShardEntry, pd.DataFrame]]
+    ) -> tuple[pd.DataFrame, list[ShardEntry], list[list[str]]]:
+        """A batch to write: its shards joined, their entries, and each one's own columns."""
+        entries = [entry for entry, _ in finished]
+        columns = [list(frame.columns) for _, frame in finished]
+        return self._join([frame for _, frame in finished]), entries, columns
 
     def _write(
         self, joined: pd.DataFrame, entries: list[ShardEntry], columns: list[list[str]]
@@ -193,8 +199,6 @@ class Joiner:
         with self._lock:
             rest, self._rest = self._rest, []
         if rest and self.store is not None:
-            entries = [entry for entry, _ in rest]
-            columns = [list(frame.columns) for _, frame in rest]
             with contextlib.suppress(CacheError):
-                self._write(self._join([frame for _, frame in rest]), entries, columns)
+                self._write(*self._joined(rest))
         self.settle()
