@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import infer_array, render_text, text, to_array, warn_unreadable
@@ -224,6 +226,9 @@ def _text_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:
     """:func:`stable_array` of a text column, the same steps on the array itself (a Series, and
     the Python scalars looked for booleans that text never holds, cost twice the parse);
     ``None`` when the parse gives no nullable numbers, left to the general steps."""
+    plain = _plain_numbers(values, dtype)
+    if plain is not None:
+        return plain
     numbers = pd.to_numeric(values, errors="coerce")  # parsed as a Series of them is
     if not isinstance(numbers, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
         return None
@@ -234,6 +239,29 @@ def _text_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:
     if dtype == "Int64" and not (written == written.round()).all():
         dtype = "Float64"
     return pd.array(numbers, dtype=dtype)
+
+
+def _plain_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:
+    """:func:`_text_numbers` of texts that are all plain numbers, parsed by Arrow's cast (a
+    tenth of ``to_numeric``'s time, the same doubles); ``None`` for anything else — a text that
+    is no number or has spaces around it, NaN, an infinity, a magnitude of 2**53 or more (an
+    integer there keeps its digits in ``to_numeric``), a negative zero (``"-0"`` is an integer
+    zero there) — which takes the general steps."""
+    try:
+        floats = pc.cast(pa.array(values), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    numbers = floats.to_numpy(zero_copy_only=False)
+    absent = np.isnan(numbers)  # nulls, and NaN written as text (refused below)
+    written = numbers[~absent]
+    if absent.sum() != floats.null_count or not (np.abs(written) < _EXACT).all():
+        return None
+    if np.signbit(written[written == 0]).any():
+        return None
+    numbers = np.where(absent, 0.0, numbers)
+    if dtype == "Int64" and (written == np.floor(written)).all():
+        return pd.arrays.IntegerArray(numbers.astype(np.int64), absent)
+    return pd.arrays.FloatingArray(numbers, absent)
 
 
 def nested_rows(values: Sequence[Any], *, path: str, label: Label) -> list[Mapping[str, Any]]:
