@@ -192,9 +192,16 @@ def _declared(present: list[ExtensionArray], dtype: str) -> Any:
 def _categories(present: list[ExtensionArray]) -> pd.Categorical:
     """The categorical :func:`categorical` gives for all values, merged code-wise (no objects)."""
     merged = union_categoricals(present, sort_categories=True)
-    merged = merged.remove_unused_categories()  # a page's placeholder "" goes unless it is used
-    categories = list(merged.categories) or [""]
-    return pd.Categorical.from_codes(merged.codes, categories=pd.Index(categories, dtype="str"))
+    codes, categories = merged.codes, merged.categories
+    # a page's placeholder "" goes unless it is used: the categories no code uses are dropped,
+    # counted in one pass (remove_unused_categories sorts every code to find them)
+    used = np.bincount(codes[codes >= 0], minlength=len(categories)) > 0
+    if not used.all():
+        renumbered = np.cumsum(used) - 1
+        codes = np.where(codes >= 0, renumbered[codes], -1)
+        categories = categories[used]
+    kept = list(categories) or [""]
+    return pd.Categorical.from_codes(codes, categories=pd.Index(kept, dtype="str"))
 
 
 #: Page dtypes whose whole-input type follows from the dtypes alone, and that type.
