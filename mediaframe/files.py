@@ -10,7 +10,7 @@ import posixpath
 import uuid
 from collections.abc import Callable
 
-__all__ = ["flush_tree", "private_dirs", "replace_atomically"]
+__all__ = ["flush_file", "flush_tree", "private_dirs", "replace_atomically"]
 
 
 def private_dirs(path: str) -> None:
@@ -68,16 +68,20 @@ def flush_tree(path: str) -> None:
     0700 and flushed, and the folder holding it flushed."""
     for folder, _, files in os.walk(path, topdown=False):
         for name in files:
-            file = os.path.join(folder, name)
-            os.chmod(file, 0o600)
-            handle = os.open(file, os.O_RDONLY)
-            try:
-                os.fsync(handle)
-            finally:
-                os.close(handle)
+            flush_file(os.path.join(folder, name))
         os.chmod(folder, 0o700)
         fsync_dir(folder)
     fsync_dir(posixpath.dirname(path))
+
+
+def flush_file(path: str) -> None:
+    """Make a written file private (0600) and durable (flushed to disk)."""
+    os.chmod(path, 0o600)
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _write_all(handle: int, data: bytes) -> None:

@@ -4,6 +4,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import warnings
 
@@ -72,6 +73,21 @@ def test_frames_without_partition_columns_are_one_file(tmp_path):
     cache.write_frame(facets, str(tmp_path / "f"), provenance={})
     assert os.listdir(tmp_path / "f") == ["part-0.parquet"]
     pd.testing.assert_frame_equal(cache.read_frame(str(tmp_path / "f"))[0], facets)
+
+
+def test_each_file_is_handed_over_once_written_before_the_swap(frame, tmp_path):
+    # a local cache flushes each file on the thread that wrote it (on_file), not all at the end
+    seen = []
+
+    def written(file):
+        staged = re.match(r".*/ds\.tmp-[0-9a-f]{8}/(.+)$", file)
+        assert staged is not None and os.path.getsize(file) > 0  # staged, not yet swapped in
+        seen.append(staged[1])
+
+    path = tmp_path / "ds"
+    cache.write_frame(frame, str(path), provenance={}, sort_by=KEY, on_file=written)
+    files = [os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs]
+    assert sorted(seen) == sorted(files) and len(files) == 4
 
 
 # dask itself still calls reset_index(inplace=True), which pandas 3 flags; not ours to fix

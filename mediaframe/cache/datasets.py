@@ -147,10 +147,14 @@ def write_frame(
     partition_cols: Iterable[str] = PARTITIONS,
     sort_by: Iterable[str] = (),
     on_written: Callable[[int], object] | None = None,
+    on_file: Callable[[str], object] | None = None,
 ) -> None:
     """Write ``df`` as a parquet dataset at ``path``, replacing what was there atomically.
 
-    ``on_written`` is told the rows of each file as it is written (a progress display).
+    ``on_written`` is told the rows of each file as it is written (a progress display);
+    ``on_file`` is given the path of each file once written, on the thread that wrote it,
+    before the dataset is swapped in (a local cache flushes it there, beside the next file's
+    encoding, rather than every file after the last).
 
     The frame is partitioned by those of ``partition_cols`` it has (hive layout); a frame with
     none of them becomes one file. Partitioning regroups rows, so a frame must be sorted by
@@ -168,10 +172,13 @@ def write_frame(
     staging = f"{root}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         if partitions:
-            _write_partitions(df, fs, staging, partitions, metadata, on_written)
+            _write_partitions(df, fs, staging, partitions, metadata, on_written, on_file)
         else:
             fs.makedirs(staging, exist_ok=True)
-            _write_file(to_table(df, metadata), fs, posixpath.join(staging, "part-0.parquet"))
+            file = posixpath.join(staging, "part-0.parquet")
+            _write_file(to_table(df, metadata), fs, file)
+            if on_file is not None:
+                on_file(file)
             if on_written is not None:
                 on_written(len(df))
         _swap_in(fs, staging, root)
@@ -194,6 +201,7 @@ def _write_partitions(
     partitions: list[str],
     metadata: bytes,
     on_written: Callable[[int], object] | None,
+    on_file: Callable[[str], object] | None,
 ) -> None:
     # Partition by partition, so that only a slice of the frame is ever copied into Arrow; two at
     # a time, as parquet encoding leaves the GIL.
@@ -211,7 +219,10 @@ def _write_partitions(
             part = df.iloc[rows]
         fs.makedirs(posixpath.join(staging, folder), exist_ok=True)
         table = to_table(part.drop(columns=partitions), metadata)
-        _write_file(table, fs, posixpath.join(staging, folder, "part-0.parquet"))
+        file = posixpath.join(staging, folder, "part-0.parquet")
+        _write_file(table, fs, file)
+        if on_file is not None:
+            on_file(file)
         if on_written is not None:
             on_written(len(rows))
 

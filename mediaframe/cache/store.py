@@ -63,7 +63,7 @@ from mediaframe.cache.manifest import (
 )
 from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
-from mediaframe.files import flush_tree, private_dirs, replace_atomically
+from mediaframe.files import flush_file, flush_tree, private_dirs, replace_atomically
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
 
@@ -304,6 +304,7 @@ class HarvestStore:
                 provenance=provenance,
                 sort_by=sort_by,
                 on_written=on_written,
+                on_file=flush_file if self.local else None,
             )
             reached("data-written")
             self._flush_tree(self._path(version))
