@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mediaframe import cache
 from mediaframe.cache import datasets
-from mediaframe.cache.manifest import PlanFile, PlannedShard
+from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
 
@@ -88,6 +88,34 @@ def test_each_file_is_handed_over_once_written_before_the_swap(frame, tmp_path):
     cache.write_frame(frame, str(path), provenance={}, sort_by=KEY, on_file=written)
     files = [os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs]
     assert sorted(seen) == sorted(files) and len(files) == 4
+
+
+def test_raw_values_come_back_as_they_were_written(tmp_path):
+    # Arrow typed them: lists came back as numpy arrays, an object's members unified (4 read
+    # back as 4.0, absent members as None), and an object beside a text could not be cached
+    raw = [{"stars": 4}, "good", [1, {"n": None}], None, 2**70, {"a": [1.5, "x"]}]
+    frame = pd.DataFrame(
+        {
+            "databox_id": pd.array([1] * len(raw), dtype="Int64"),
+            "record_id": pd.array(range(len(raw)), dtype="Int64"),
+            "extra": pd.Series(raw, dtype=object),
+        }
+    )
+    path = str(tmp_path / "ds")
+    cache.write_frame(frame, path, provenance={}, sort_by=KEY)
+    back, _ = cache.read_frame(path)
+    assert back["extra"].dtype == object
+    assert back["extra"].tolist() == raw
+    assert [type(value) for value in back["extra"]] == [type(value) for value in raw]
+    shards = cache.HarvestStore(str(tmp_path / "h"))  # the checkpoints keep them alike
+    (entry,) = shards.write_shards(frame, [ShardEntry(id="s", rows=len(raw), total=len(raw))])
+    assert shards.read_shard(entry)["extra"].tolist() == raw
+
+
+def test_a_column_of_values_that_are_not_json_says_what_to_do(tmp_path):
+    frame = pd.DataFrame({"x": pd.Series([object()], dtype=object)})
+    with pytest.raises(CacheError, match=r"'x'.*not JSON.*astype\(str\)"):
+        cache.write_frame(frame, str(tmp_path / "ds"), provenance={})
 
 
 # dask itself still calls reset_index(inplace=True), which pandas 3 flags; not ours to fix

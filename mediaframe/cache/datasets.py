@@ -13,6 +13,7 @@ import errno
 import io
 import json
 import posixpath
+import threading
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -73,6 +74,7 @@ def frame_metadata(
             "columns": list(df.columns),
             "dtypes": {name: str(dtype) for name, dtype in df.dtypes.items()},
             "categories": categories,
+            "json": [name for name, dtype in df.dtypes.items() if _is_raw(dtype)],
             "rows": len(df),
             "sort_by": list(sort_by),
         },
@@ -90,18 +92,59 @@ def to_table(df: pd.DataFrame, metadata: bytes) -> pa.Table:
     # Column by column rather than Table.from_pandas: our own metadata restores the dtypes, and
     # pandas' metadata cost 2 ms more per shard (a third of writing one). The columns' arrays
     # are taken as they are (:func:`column_arrays`).
-    arrays = [pa.array(array) for array in column_arrays(df)]
+    arrays = [
+        _as_json(name, array) if _is_raw(array.dtype) else pa.array(array)
+        for name, array in zip(df.columns, column_arrays(df), strict=True)
+    ]
     return pa.Table.from_arrays(
         arrays, names=[str(name) for name in df.columns], metadata={META_KEY: metadata}
     )
 
 
+def _is_raw(dtype: Any) -> bool:
+    """Whether a column of this dtype holds raw Python values (numpy's ``object``)."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def _as_json(name: Any, values: Any) -> pa.Array:
+    """A column of raw values (the nested members records() keeps as they came) as JSON text.
+
+    Arrow would type them: lists read back as numpy arrays, the members of objects unified
+    (``{"stars": 4}`` back as ``{"stars": 4.0, "x": None}``), and an object beside a text in
+    one column refused, so that such a harvest could not be cached at all. JSON gives back the
+    very values; DuckDB, Dask and Spark read the column as text (JSON functions apply).
+    """
+    try:
+        texts = [
+            None if value is None or value is pd.NA else json.dumps(value, allow_nan=True)
+            for value in values
+        ]
+    except (TypeError, ValueError) as err:
+        raise CacheError(
+            f"cannot cache column {name!r}: it holds values that are not JSON ({err}); convert "
+            "them (astype(str), say) or drop the column before caching"
+        ) from err
+    return pa.array(texts, pa.large_string())
+
+
+def _from_json(column: pa.ChunkedArray) -> np.ndarray:
+    """The raw values :func:`_as_json` wrote, as an object array (each element set alone:
+    numpy would make rows of lists of one length)."""
+    values = np.empty(len(column), dtype=object)
+    for index, text in enumerate(column.to_pylist()):
+        values[index] = None if text is None else json.loads(text)
+    return values
+
+
 def to_ipc(df: pd.DataFrame, provenance: Mapping[str, Any]) -> bytes:
     """``df`` as one Arrow IPC file: a checkpoint (staging only, no parquet encoding to pay)."""
     buffer = io.BytesIO()
-    table = to_table(df, frame_metadata(df, provenance))
-    with pa.ipc.new_file(buffer, table.schema) as writer:
-        writer.write_table(table)
+    try:
+        table = to_table(df, frame_metadata(df, provenance))
+        with pa.ipc.new_file(buffer, table.schema) as writer:
+            writer.write_table(table)
+    except pa.ArrowException as err:  # a column Arrow cannot hold, told like a write's
+        raise CacheError(f"could not keep the frame in the cache: {err}") from err
     return buffer.getvalue()
 
 
@@ -207,8 +250,18 @@ def _write_partitions(
     # a time, as parquet encoding leaves the GIL.
     groups = df.groupby(partitions, dropna=False, sort=True, observed=True).indices
 
+    failed = threading.Event()  # once a file fails (a full disk), the others are not begun
+
     def write(values: Any, rows: np.ndarray) -> None:
-        values = values if isinstance(values, tuple) else (values,)
+        if failed.is_set():
+            return
+        try:
+            write_one(values if isinstance(values, tuple) else (values,), rows)
+        except BaseException:
+            failed.set()
+            raise
+
+    def write_one(values: tuple[Any, ...], rows: np.ndarray) -> None:
         folder = "/".join(
             f"{name}={_HIVE_NULL if pd.isna(value) else int(value)}"
             for name, value in zip(partitions, values, strict=True)
@@ -442,12 +495,18 @@ def restore_frame(
     names = list(meta["columns"])
     masked = [name for name in names if table.schema.field(name).type in _MASKED]
     converting = {name: run_on(pool, _masked, table.column(name)) for name in masked}
-    rest = table.select([name for name in names if name not in converting])  # no copy
+    raw = set(meta.get("json") or ())  # absent from caches written before raw values were JSON
+    decoded = {name: _from_json(table.column(name)) for name in names if name in raw}
+    rest = table.select([name for name in names if name not in converting and name not in raw])
     del table
     others = rest.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
     del rest
     arrays = {
-        name: converting[name].result() if name in converting else others[name].array
+        name: converting[name].result()
+        if name in converting
+        else decoded[name]
+        if name in decoded
+        else others[name].array
         for name in names
     }
     del others

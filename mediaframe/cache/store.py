@@ -136,8 +136,15 @@ class HarvestStore:
         """
         with self._writer:
             if self._writer_depth == 0:
-                self._writer_file = self._locks.take(WRITER, fcntl.LOCK_EX)
-                self.sweep()
+                handle = self._locks.take(WRITER, fcntl.LOCK_EX)
+                try:
+                    self.sweep()
+                except BaseException as err:
+                    release(handle)  # a writer that cannot start holds nothing
+                    if isinstance(err, OSError):
+                        raise write_error(self.url, err) from err
+                    raise
+                self._writer_file = handle
             self._writer_depth += 1
             try:
                 yield

@@ -3,11 +3,13 @@ readable, leftovers are swept by the next writer, and writer and reader processe
 never see a half-swapped dataset."""
 
 import errno
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pandas as pd
@@ -152,6 +154,34 @@ def test_a_full_disk_says_what_to_do_and_keeps_the_old_dataset(tmp_path, monkeyp
     pd.testing.assert_frame_equal(store.read_data()[0], version(30, "old"))
 
 
+def test_a_full_disk_stops_the_dataset_at_the_first_file_that_fails(tmp_path, monkeypatch):
+    # every partition was still written after the first failed, filling the disk further
+    from mediaframe.cache import datasets
+
+    failed, calls, lock = threading.Event(), [], threading.Lock()
+
+    def write_file(table, fs, path):
+        with lock:
+            calls.append(path)
+            first = len(calls) == 1
+        if first:
+            failed.set()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        failed.wait(10)  # a file begun beside the first may finish; none is begun after it
+
+    monkeypatch.setattr(datasets, "_write_file", write_file)
+    frame = pd.DataFrame(
+        {
+            "databox_id": pd.array([1, 2, 3, 4, 5, 6], dtype="Int64"),
+            "record_id": pd.array([1, 2, 3, 4, 5, 6], dtype="Int64"),
+        }
+    )
+    with pytest.raises(CacheError, match="disk is full"):
+        datasets.write_frame(frame, str(tmp_path / "ds"), provenance={}, sort_by=["databox_id"])
+    assert len(calls) <= 2  # of six partitions
+    assert not (tmp_path / "ds").exists() and list(tmp_path.iterdir()) == []
+
+
 def test_a_read_only_cache_says_what_to_do(tmp_path, monkeypatch):
     store = HarvestStore(str(tmp_path / "h"))
     real_open = os.open
@@ -185,6 +215,40 @@ def test_a_lock_the_sweep_cannot_open_says_what_to_do_and_removes_nothing(tmp_pa
     monkeypatch.undo()
     assert leftover.is_dir()
     pd.testing.assert_frame_equal(store.read_data()[0], version(30, "old"))
+    assert_writer_lock_free(tmp_path / "h")
+
+
+def test_a_leftover_the_sweep_cannot_remove_says_what_to_do_and_frees_the_lock(
+    tmp_path, monkeypatch
+):
+    # the writer that could not start held its lock on: every later writer waited forever
+    store = HarvestStore(str(tmp_path / "h"))
+    publish(store, version(30, "old"))
+    (tmp_path / "h" / "plan.json.tmp-deadbeef").write_bytes(b"{}")
+    real_unlink = os.unlink
+
+    def refused(path, *args, **kwargs):
+        if str(path).endswith(".tmp-deadbeef"):
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(path))
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", refused)
+    with pytest.raises(CacheError, match=r"not writable.*MEDIAFRAME_CACHE_DIR"), store.writing():
+        pass
+    monkeypatch.undo()
+    assert_writer_lock_free(tmp_path / "h")
+    with store.writing():  # once the folder is mended, the same store writes again
+        pass
+    assert not (tmp_path / "h" / "plan.json.tmp-deadbeef").exists()
+
+
+def assert_writer_lock_free(folder):
+    """Another open of the writer lock takes it at once (flock: per open file description)."""
+    handle = os.open(folder / ".writer", os.O_RDWR)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(handle)
 
 
 @pytest.mark.parametrize("blocking", [True, False])
