@@ -10,6 +10,7 @@ meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import time
@@ -22,7 +23,7 @@ import pandas as pd
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
-from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.exceptions import CacheError, IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.joiner import Joiner
 from mediaframe.harvest.kept import KeptFrames
@@ -151,72 +152,75 @@ def harvest(
     )
     if executor is None:
         page = counted
-    report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
-    # The joiner outlives the pool: shards still running when something fails deliver to it.
-    with (
-        store.writing(),
-        Joiner(combine, store if executor is None else None) as joiner,
-        KeptFrames(store) as kept_frames,
-        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
-    ):
-        runner = executor or pool
-        # Threads hand their frames to the joiner; Dask workers leave theirs in the store, and
-        # so the kept shards are read back from it at the end, not ahead.
-        deliver = joiner.add if executor is None else None
-        reading = kept_frames if executor is None else None
-
-        def new_task(deliver: Deliver | None = deliver) -> ShardTask:
-            # a shard's rows are shown once written, even before the planner proves it a leaf
-            if deliver is not None:
-                deliver = _shown_on_delivery(shown, deliver)
-            task = ShardTask(page, spec, store, per_page, counter.capped_engine, combine, deliver)
-            return dataclasses.replace(task, count_reads=executor is not None, resume=resume)
-
-        # With no cap the search is paged by offset windows, with no planning counts; windows
-        # that do not come back whole (a cap after all, a search that moved) are given up for
-        # filter shards, planned from scratch.
-        learned: int | None = None  # the cap a server that claimed none showed
-        for windowing in (concurrency, 0):  # windows in multiples of the threads, then none
-            early = EarlyShards(new_task, runner, pool, deliver)
-            planning = Planning(
-                counter, spec, store, early, pool, bases, statuses, provenance, shown, windowing,
-                reading,
-            )  # fmt: skip
-            planning.learned_cap = learned
-            try:
-                the_plan, outcomes = planning.run(resume)
-            except BaseException:
-                # shards counted whole while planning, their split not proven yet, are kept
-                # for the next run: once the counts still running are in
-                pool.shutdown(wait=True, cancel_futures=True)
-                joiner.hold(early.unproven())
-                raise
-            _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
-            report.total_results, report.cap = the_plan.total, the_plan.cap
-            report.capped_engine = the_plan.capped_engine
-            report.resumed_shards = len(outcomes)
-            shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
-            for shard_id, outcome in outcomes.items():
-                shown.fetched(shard_id, outcome.rows)
-            todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
-            paging = _start(todo, early, runner, new_task())
-            # kept shards read back meanwhile are joined while the rest is paged
-            read_back = _deliver_kept(outcomes, reading, deliver)
-            outcomes.update(_finished(todo, paging, shown))
-            report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
-            for leaf in todo:
-                reads.merge(outcomes[leaf.id].page_reads)
-            joined = joiner.parts()
-            failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
-            if not failed:
-                break
-            joiner.restart()  # its writes done before planning again clears the shards
-            joined = []
-            for shard_id in outcomes:
-                shown.fetched(shard_id, 0)  # their rows are not the result's
-            resume = False
-    # still the only writer: the batches being written and the last shards are this harvest's
+    # One writer of the folder from the first request to publication: a second harvest of
+    # the same search waits, rather than resume or clear this one's plan while its batches land.
     with store.writing():
+        report = HarvestReport(kind=spec.kind, query=spec.query, filters=to_plain(spec.filters))
+        # The joiner outlives the pool: shards still running when something fails deliver to it.
+        with (
+            Joiner(combine, store if executor is None else None) as joiner,
+            KeptFrames(store) as kept_frames,
+            ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
+        ):
+            runner = executor or pool
+            # Threads hand their frames to the joiner; Dask workers leave theirs in the store, and
+            # so the kept shards are read back from it at the end, not ahead.
+            deliver = joiner.add if executor is None else None
+            reading = kept_frames if executor is None else None
+
+            def new_task(deliver: Deliver | None = deliver) -> ShardTask:
+                # a shard's rows are shown once written, even before the planner proves it a leaf
+                if deliver is not None:
+                    deliver = _shown_on_delivery(shown, deliver)
+                task = ShardTask(
+                    page, spec, store, per_page, counter.capped_engine, combine, deliver
+                )
+                return dataclasses.replace(task, count_reads=executor is not None, resume=resume)
+
+            # With no cap the search is paged by offset windows, with no planning counts; windows
+            # that do not come back whole (a cap after all, a search that moved) are given up for
+            # filter shards, planned from scratch.
+            learned: int | None = None  # the cap a server that claimed none showed
+            for windowing in (concurrency, 0):  # windows in multiples of the threads, then none
+                early = EarlyShards(new_task, runner, pool, deliver)
+                planning = Planning(
+                    counter, spec, store, early, pool, bases, statuses, provenance, shown,
+                    windowing, reading,
+                )  # fmt: skip
+                planning.learned_cap = learned
+                try:
+                    the_plan, outcomes = planning.run(resume)
+                except BaseException:
+                    # shards counted whole while planning, their split not proven yet, are kept
+                    # for the next run: once the counts still running are in
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    joiner.hold(early.unproven())
+                    raise
+                _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+                report.total_results, report.cap = the_plan.total, the_plan.cap
+                report.capped_engine = the_plan.capped_engine
+                report.resumed_shards = len(outcomes)
+                shown.paging(the_plan.total, shards=[leaf.id for leaf in the_plan.leaves])
+                for shard_id, outcome in outcomes.items():
+                    shown.fetched(shard_id, outcome.rows)
+                todo = [leaf for leaf in the_plan.leaves if leaf.id not in outcomes]
+                paging = _start(todo, early, runner, new_task())
+                # kept shards read back meanwhile are joined while the rest is paged
+                read_back = _deliver_kept(outcomes, reading, deliver)
+                outcomes.update(_finished(todo, paging, shown))
+                report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
+                for leaf in todo:
+                    reads.merge(outcomes[leaf.id].page_reads)
+                joined = joiner.parts()
+                failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
+                if not failed:
+                    break
+                joiner.restart()  # its writes done before planning again clears the shards
+                joined = []
+                for shard_id in outcomes:
+                    shown.fetched(shard_id, 0)  # their rows are not the result's
+                resume = False
+        # the batches still being written and the last shards are this harvest's alone
         try:
             shown.writing()
             report.requests += counter.requests
@@ -230,10 +234,12 @@ def harvest(
         except BaseException:
             # the last shards, for a rerun (of an incomplete result, say), while their plan is
             # there: a published harvest has cleared it, and its shards with it
-            if store.load_plan() is not None:
-                joiner.keep_rest()
+            # (a plan that cannot be read is no reason to tell another error than the harvest's)
+            with contextlib.suppress(CacheError):
+                if store.load_plan() is not None:
+                    joiner.keep_rest()
             raise
-    return frame, report
+        return frame, report
 
 
 def _deliver_kept(

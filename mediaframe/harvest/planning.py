@@ -3,6 +3,7 @@ as it is proven (see :class:`Planning`)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
+from mediaframe.exceptions import CacheError
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
@@ -160,8 +162,10 @@ class Planning:
         try:
             leaves, stuck = self._split(root, limit, count, bounds, checkpoint.splits, proven)
         except BaseException:
-            # a revoked token, a dropped network: what was proven is kept for the next run
-            self._save(checkpoint)
+            # a revoked token, a dropped network: what was proven is kept for the next run (best
+            # effort: a full disk is no reason to tell another error than the planning's)
+            with contextlib.suppress(CacheError):
+                self._save(checkpoint)
             raise
         made = dataclasses.replace(
             checkpoint,

@@ -1,9 +1,13 @@
 """The harvest engine retrieves every hit under a cap, proves it, and resumes after a crash."""
 
+import functools
+
+import orjson
 import pytest
 
 from mediaframe.cache import HarvestStore
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.frames import concat_records, records_json
 from mediaframe.harvest import HarvestReport, Spec, harvest
 
 from .fake import FakeService, combine
@@ -15,13 +19,8 @@ def run(service, tmp_path, spec=None, **options):
     options.setdefault("bases", (1, 2, 3))
     options.setdefault("statuses", STATUSES)
     options.setdefault("per_page", 40)
-    return harvest(
-        service,
-        spec or Spec("records"),
-        HarvestStore(str(tmp_path / "h")),
-        combine=combine,
-        **options,
-    )
+    options.setdefault("combine", combine)
+    return harvest(service, spec or Spec("records"), HarvestStore(str(tmp_path / "h")), **options)
 
 
 def keys(frame):
@@ -230,6 +229,32 @@ def test_a_crash_while_planning_keeps_the_shards_it_finished(tmp_path):
     assert report.requests < fresh.requests
 
 
+def test_a_plan_that_cannot_be_kept_does_not_hide_why_planning_stopped(tmp_path, monkeypatch):
+    # keeping the proven splits after a failure is best effort: a disk that filled up then
+    # raised its CacheError over the failure itself (a revoked token; here a crash)
+    from mediaframe.exceptions import CacheError
+
+    service, full, calls = FakeService.build(2000, cap=100), [], []
+    real_save = HarvestStore.save_plan
+
+    def save_plan(self, plan):
+        if full:
+            raise CacheError("could not write the cache: the disk is full")
+        real_save(self, plan)
+
+    def flaky(**params):
+        calls.append(params)
+        if len(calls) == 5:  # still planning: the disk is full by now
+            full.append(True)
+            raise Crash
+        return service(**params)
+
+    monkeypatch.setattr(HarvestStore, "save_plan", save_plan)
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1, per_page=100)
+    assert not HarvestStore(str(tmp_path / "h")).load_plan().planned
+
+
 def test_a_shard_kept_from_planning_is_fetched_again_if_it_changed(tmp_path):
     service = FakeService.build(2000, cap=100)
     finished = crash_while_planning(service, tmp_path)
@@ -308,6 +333,49 @@ def test_finished_harvest_leaves_only_the_dataset_and_manifest(tmp_path):
     assert cached.equals(frame)
     assert provenance["complete"] is True and provenance["report"]["fetched"] == 500
     assert store.manifest().complete is True
+
+
+def test_the_writer_lock_is_held_once_from_the_first_request_to_publication(tmp_path, monkeypatch):
+    # it was let go between paging and publication: a second writer of the folder got in
+    # while the plan and the last batches were still this harvest's
+    from mediaframe.cache import locks
+
+    taken, real_take = [], locks.LockFiles.take
+
+    def take(self, name, mode, **kwargs):
+        handle = real_take(self, name, mode, **kwargs)
+        if name == locks.WRITER:
+            taken.append(handle)
+        return handle
+
+    monkeypatch.setattr(locks.LockFiles, "take", take)
+    service = FakeService.build(2000, cap=100)
+    frame, report = run(service, tmp_path)
+    assert report.complete and keys(frame) == service.truth()
+    assert len(taken) == 1
+
+
+def test_a_member_that_is_an_object_in_one_record_and_text_in_another_is_harvested(tmp_path):
+    # Arrow refused such a column: the shards could not be kept, the dataset not written, and
+    # the harvest raised (a bare pyarrow error, over its own) instead of giving the frame
+    service = FakeService.build(300, cap=100)
+    service.records[0]["rating"] = {"stars": 4}
+    for record in service.records[1:]:
+        record["rating"] = "good"
+
+    def page(**params):  # the answers read as the client reads them
+        return records_json(orjson.dumps({"meta": {}, "response": service.search(**params)}))
+
+    frame, report = run(page, tmp_path, combine=functools.partial(concat_records, consume=True))
+    assert report.complete and keys(frame) == service.truth()
+    by_key = dict(
+        zip(zip(frame.databox_id, frame.record_id, strict=True), frame.rating, strict=True)
+    )
+    first = service.records[0]
+    assert by_key[(first["databox_id"], first["record_id"])] == {"stars": 4}
+    assert sorted(map(str, by_key.values())).count("good") == 299
+    cached, _ = HarvestStore(str(tmp_path / "h")).read_data()
+    assert cached["rating"].tolist() == frame["rating"].tolist()
 
 
 def test_report_travels_with_the_frame(tmp_path):
