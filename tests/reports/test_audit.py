@@ -204,6 +204,18 @@ def test_fixity_drift_never_matches_rows_without_an_id_and_lists_them_apart():
     assert fixity.fixity_drift(before, now).counts["changed"] == 1
 
 
+def test_rows_without_an_id_are_never_taken_for_copies_of_one_record():
+    # two zero-byte files without a record_id were read as one record listed twice: one went
+    records = _listed([(1, None), (1, None), (1, 5)], ["1f" * 32, "2f" * 32, "2f" * 32])
+    records["FileSize"] = pd.array([0, 0, 3], dtype="Int64")
+    assert len(checks.latest_copies(records)) == 3
+    result = audit(records)
+    assert result.checks["zero_byte"].found == 2
+    assert result.checks["duplicates"].counts["extra copies"] == 1
+    twice = pd.concat([records, records.iloc[[2]]], ignore_index=True)
+    assert checks.latest_copies(twice).index.tolist() == [0, 1, 3]  # (1, 5) once, the last
+
+
 def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
     # a record changed while the harvest was read: its pages hold the old and the new checksum
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]
