@@ -156,6 +156,10 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
         raise ExportError(f"{target} is a file: give a folder for one CSV per table")
     if not target.is_dir():
         return
+    if target.samefile(Path.cwd()):  # replaced, it would leave this process in a removed folder
+        raise ExportError(
+            f"{path} is the working folder: give a folder for the export, e.g. {Path('export')}"
+        )
     listed = _listed(target)
     try:
         entries = sorted(os.scandir(target), key=lambda entry: entry.name)
@@ -184,8 +188,8 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
 def _folder_target(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     # a link to the export folder (latest -> 2024-11) stays a link: the folder it names is the
-    # one replaced
-    return Path(os.path.realpath(target)) if target.is_symlink() else target
+    # one replaced; "." and ".." by their names, to put the new folder beside
+    return Path(os.path.realpath(target) if target.is_symlink() else os.path.abspath(target))
 
 
 def _listed(folder: Path) -> set[str]:

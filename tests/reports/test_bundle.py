@@ -145,7 +145,7 @@ def test_an_export_killed_at_any_step_leaves_the_earlier_folder_or_the_new_one_w
     assert all(p.name.startswith(".audit-csv.") for p in tmp_path.iterdir() if p != folder)
 
 
-def test_a_folder_holding_other_files_is_refused_before_anything_is_written(tmp_path):
+def test_a_folder_holding_other_files_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "mine.txt").write_text("a file of the user's")
@@ -155,6 +155,13 @@ def test_a_folder_holding_other_files_is_refused_before_anything_is_written(tmp_
         _Tables.check_export(folder)  # before the work, as the command line checks it
     assert [p.name for p in tmp_path.iterdir()] == ["notes"]
     assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+    # the working folder, even empty, is not replaced under the process working in it
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    with pytest.raises(ExportError, match="is the working folder"):
+        _Tables("run", tables=2).to_csv(".")
+    assert list(empty.iterdir()) == [] and Path.cwd() == empty
 
 
 def test_an_empty_folder_or_an_earlier_export_is_replaced_and_keeps_its_permissions(tmp_path):
