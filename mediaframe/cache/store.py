@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import errno
 import fcntl
 import hashlib
 import json
@@ -52,6 +51,7 @@ from mediaframe.cache.datasets import (
     write_error,
     write_frame,
 )
+from mediaframe.cache.locks import READERS, WRITER, LockFiles, release
 from mediaframe.cache.manifest import (
     Manifest,
     PlanFile,
@@ -62,7 +62,7 @@ from mediaframe.cache.manifest import (
     is_current,
 )
 from mediaframe.cache.pages import PageCheckpoints
-from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+from mediaframe.exceptions import CacheCorruptError, CacheMissError
 from mediaframe.files import flush_file, flush_tree, private_dirs, replace_atomically
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
@@ -72,8 +72,6 @@ D = TypeVar("D")
 _MANIFEST = "manifest.json"
 _PLAN = "plan.json"
 _DATA_PREFIX = "data-"
-_WRITER_LOCK = ".writer"
-_READERS_LOCK = ".readers"
 
 
 def dataset_key(**identity: Any) -> str:
@@ -110,6 +108,7 @@ class HarvestStore:
         self._writer_file: int | None = None
         self._retiring: set[str] = set()  # being removed on a thread of this store's
         self._removers: list[threading.Thread] = []
+        self._locks = LockFiles(self.root, self.url, local=self.local, make_root=self._make_root)
 
     def __repr__(self) -> str:
         return f"HarvestStore({self.url!r})"
@@ -137,7 +136,7 @@ class HarvestStore:
         """
         with self._writer:
             if self._writer_depth == 0:
-                self._writer_file = self._lock(_WRITER_LOCK, fcntl.LOCK_EX)
+                self._writer_file = self._locks.take(WRITER, fcntl.LOCK_EX)
                 self.sweep()
             self._writer_depth += 1
             try:
@@ -145,47 +144,17 @@ class HarvestStore:
             finally:
                 self._writer_depth -= 1
                 if self._writer_depth == 0:
-                    self._unlock(self._writer_file)
+                    release(self._writer_file)
                     self._writer_file = None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         """Hold a reader's share: no version is removed while any reader holds one."""
-        handle = self._lock(_READERS_LOCK, fcntl.LOCK_SH, create=False)
+        handle = self._locks.take(READERS, fcntl.LOCK_SH, create=False)
         try:
             yield
         finally:
-            self._unlock(handle)
-
-    def _lock(self, name: str, mode: int, *, create: bool = True) -> int | None:
-        """The lock ``name`` taken with ``mode``: its open handle (closing it releases it).
-
-        ``None`` when a non-blocking ``mode`` finds it held elsewhere, on a remote cache (no
-        locks), and without ``create`` when there is nothing to protect (no folder, or a
-        read-only one). The one place the store opens a lock file, so that one it cannot open
-        reaches the user as a :class:`CacheError` saying what to do, never a bare ``OSError``,
-        and a lock file unlinked while this waited for it (the harvest was removed) is never
-        taken for the folder that replaced it.
-        """
-        if not self.local:
-            return None
-        while True:
-            if create:
-                self._make_root()
-            elif not os.path.isdir(self.root):
-                return None  # nothing to read, so nothing to protect
-            try:
-                handle = os.open(self._path(name), os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError as err:
-                if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not create:
-                    return None  # a read-only cache can still be read; nothing removes from it
-                raise write_error(self.url, err) from err
-            if not self._flock(handle, mode):
-                return None
-            if os.fstat(handle).st_nlink:
-                return handle
-            # the harvest was removed (remove_unused) while this waited: lock its new folder
-            os.close(handle)
+            release(handle)
 
     def remove_unused(self, *, wait: bool = False) -> bool:
         """Remove this harvest unless a writer (harvest, sync) or a reader holds it.
@@ -199,11 +168,11 @@ class HarvestStore:
             self.remove()
             return True
         flags = 0 if wait else fcntl.LOCK_NB
-        writer = self._lock(_WRITER_LOCK, fcntl.LOCK_EX | flags)
+        writer = self._locks.take(WRITER, fcntl.LOCK_EX | flags)
         if writer is None:
             return False
         try:
-            readers = self._lock(_READERS_LOCK, fcntl.LOCK_EX | flags)
+            readers = self._locks.take(READERS, fcntl.LOCK_EX | flags)
             if readers is None:
                 return False
             try:
@@ -213,29 +182,6 @@ class HarvestStore:
         finally:
             os.close(writer)
         return True
-
-    def _flock(self, handle: int, mode: int) -> bool:
-        """Lock the open ``handle``; ``False`` (handle closed) if a non-blocking ``mode`` finds
-        it held. A filesystem that cannot lock (``ENOLCK`` on some network mounts) is a
-        :class:`CacheError` saying what to do: two writers there could break the cache."""
-        try:
-            fcntl.flock(handle, mode)
-        except BlockingIOError:
-            os.close(handle)
-            return False
-        except OSError as err:
-            os.close(handle)
-            raise CacheError(
-                f"could not lock the cache at {self.url} ({err.strerror or err}): its "
-                "filesystem does not support locks; point cache_dir (MEDIAFRAME_CACHE_DIR) at a "
-                "local disk"
-            ) from err
-        return True
-
-    @staticmethod
-    def _unlock(handle: int | None) -> None:
-        if handle is not None:
-            os.close(handle)  # closing releases the flock
 
     # published dataset ------------------------------------------------------
 
@@ -354,14 +300,14 @@ class HarvestStore:
             return
         readers = None  # a remote cache takes no locks
         if self.local:
-            readers = self._lock(_READERS_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            readers = self._locks.take(READERS, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if readers is None:
                 return  # someone is reading: a later writer sweeps
         try:
             for name in old:
                 self._remove(name)
         finally:
-            self._unlock(readers)
+            release(readers)
 
     def _remove(self, name: str) -> None:
         path = self._path(name)
