@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,7 +12,7 @@ import pandas as pd
 from mediaframe.exceptions import ExportError
 from mediaframe.reports.excel import to_excel
 from mediaframe.reports.exports import to_csv
-from mediaframe.reports.files import writable
+from mediaframe.reports.files import atomic_folder, check_folder, writable
 
 __all__ = ["Bundle"]
 
@@ -44,30 +42,25 @@ class Bundle:
         return to_excel({"README": self.readme(), **self.tables}, path)
 
     def to_csv(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """One CSV per table in ``folder`` (created), and ``README.csv``; returns the paths."""
-        root = Path(folder)
-        if root.exists() and not root.is_dir():
-            raise ExportError(f"{root} is a file: give a folder for one CSV per table")
-        root.mkdir(parents=True, exist_ok=True)
-        # Every file is written first, in a hidden folder inside, then all are renamed into place
-        # at once: a failure or a kill while writing leaves the earlier files, none of them
-        # mixed with new ones (the folder itself is not replaced: it may hold other files).
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
-        try:
-            frames = {"README": self.readme(), **self.tables}
-            for name in frames:
-                if not _FILE_NAME.fullmatch(name):
-                    raise ExportError(f"a table named {name!r} cannot be a file name")
-            written = [to_csv(frame, staging / f"{name}.csv") for name, frame in frames.items()]
-            paths = []
-            for file in written:
-                os.replace(file, root / file.name)
-                paths.append(root / file.name)
-        except OSError as err:
-            raise ExportError(f"cannot write into {root}: {err.strerror or err}") from err
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return paths
+        """One CSV per table and ``README.csv``, in ``folder``; returns the paths.
+
+        The folder is written whole beside ``folder`` and put in its place in one step
+        (:func:`~mediaframe.reports.files.atomic_folder`): whoever reads it, and however many
+        exports run at once (notebooks, threads, processes), sees one export's files, all of
+        them, never a mix of two; a failed or killed export leaves the earlier folder as it was.
+        An existing folder is replaced whole, so it may hold only what an export wrote there:
+        a folder holding other files is refused (:class:`ExportError`) before anything is
+        written.
+        """
+        frames = {"README": self.readme(), **self.tables}
+        for name in frames:
+            if not _FILE_NAME.fullmatch(name):
+                raise ExportError(f"a table named {name!r} cannot be a file name")
+        names = [f"{name}.csv" for name in frames]
+        with atomic_folder(folder, names) as staging:
+            for name, frame in frames.items():
+                to_csv(frame, staging / f"{name}.csv")
+        return [Path(folder) / name for name in names]
 
     def export(self, path: str | os.PathLike[str]) -> Path | list[Path]:
         """By the extension: ``.html``, ``.xlsx``; a name without one is a folder of CSV files."""
@@ -89,6 +82,6 @@ class Bundle:
             )
         if suffix:
             writable(path)
-        elif Path(path).exists() and not Path(path).is_dir():
-            raise ExportError(f"{path} is a file: give a folder for one CSV per table")
+        else:
+            check_folder(path)  # the tables' names are not known yet: any CSV file may go
         return suffix

@@ -108,14 +108,17 @@ def utc_dates(column: pd.Series) -> pd.Series:
 def latest_copies(records: pd.DataFrame) -> pd.DataFrame:
     """``records`` with one row per record: of the copies of a record listed more than once
     (two overlapping searches, a harvest read while it changed), the most recently updated, the
-    last listed of equals."""
-    if not records.duplicated(KEY).any():
+    last listed of equals. Every row without a ``databox_id`` or ``record_id`` is kept: no two
+    are known to be one record."""
+    # a missing id equals another to duplicated: rows without one would be taken for copies
+    keyless = records[KEY].isna().any(axis=1)
+    if not (records.duplicated(KEY) & ~keyless).any():
         return records
     if "updated_on" in records.columns:
         when = pd.to_datetime(records["updated_on"], utc=True, errors="coerce")
         order = when.reset_index(drop=True).sort_values(kind="stable", na_position="first")
-        records = records.iloc[order.index]
-    return records.drop_duplicates(KEY, keep="last")
+        records, keyless = records.iloc[order.index], keyless.iloc[order.index]
+    return records[keyless | ~records.duplicated(KEY, keep="last")]
 
 
 def text_of(column: pd.Series) -> pd.Series:

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import errno
+import functools
 import os
+import shutil
+import stat
 import uuid
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from mediaframe.exceptions import ExportError
+from mediaframe.exceptions import ExportError, MediaframeWarning
 
-__all__ = ["atomic_path", "writable"]
+__all__ = ["MANIFEST", "atomic_folder", "atomic_path", "check_folder", "writable"]
 
 _NAME_BYTES = 200
+#: The file an exported folder lists its files in, so that the next export into it knows what
+#: it may replace.
+MANIFEST = ".mediaframe-export"
+# renameat2(2): AT_FDCWD and RENAME_EXCHANGE
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
 
 
 @contextlib.contextmanager
@@ -82,3 +95,191 @@ def _resolved(target: Path) -> tuple[Path, bool]:
         # the one replaced
         target = Path(os.path.realpath(target))
     return target, target.exists() and not target.is_file() and not target.is_dir()
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Iterator[Path]:
+    """A private folder beside ``path``, published as ``path`` in one step once the body has
+    written ``names`` into it.
+
+    A reader of ``path`` sees the earlier folder or the new one, each whole, never a mix of two
+    exports nor half of one, however many run at once (threads, notebooks, processes): each
+    writes its own folder and publishes it with one rename, the last one published wins. A
+    failure leaves the earlier folder as it was; a kill too, at worst beside a hidden
+    ``.NAME.partial-*`` folder to delete.
+
+    An existing ``path`` is replaced whole: its files go, so it may hold nothing but what an
+    export wrote there (the files its :data:`MANIFEST` lists, or those named ``names``); a folder
+    holding anything else is refused, before anything is written. On Linux the two folders are
+    swapped in one step; where the system cannot swap them, the earlier folder is moved aside
+    first, so that for an instant there is none.
+
+    Raises
+    ------
+    ExportError
+        ``path`` is a file, holds files of its own, or cannot be written.
+    """
+    target = _folder_target(path)
+    check_folder(target, names)
+    stem = target.name.encode()[:_NAME_BYTES].decode(errors="ignore")
+    staging = target.with_name(f".{stem}.partial-{uuid.uuid4().hex[:8]}")
+    published = False
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()  # the user's umask, as a folder made in place would have
+        yield staging
+        (staging / MANIFEST).write_text(
+            "# written by mediaframe: the next export into this folder replaces these files\n"
+            + "".join(f"{name}\n" for name in sorted(names)),
+            encoding="utf-8",
+        )
+        published = _publish(staging, target, names)
+    except OSError as err:
+        raise ExportError(f"cannot write into {target}: {err.strerror or err}") from err
+    finally:
+        if not published:  # once swapped, the staging name holds the earlier folder: _publish's
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = None) -> None:
+    """Refuse a folder an export cannot replace: a file, or a folder that holds anything but
+    what an export wrote there (its :data:`MANIFEST`'s files, or ``names``; with ``names``
+    ``None``, any CSV file, as a check before the work, when the names are not known yet).
+
+    Raises
+    ------
+    ExportError
+        What is in the way, and what to do.
+    """
+    target = _folder_target(path)
+    if target.exists() and not target.is_dir():
+        raise ExportError(f"{target} is a file: give a folder for one CSV per table")
+    if not target.is_dir():
+        return
+    if target.samefile(Path.cwd()):  # replaced, it would leave this process in a removed folder
+        raise ExportError(
+            f"{path} is the working folder: give a folder for the export, e.g. {Path('export')}"
+        )
+    listed = _listed(target)
+    try:
+        entries = sorted(os.scandir(target), key=lambda entry: entry.name)
+    except OSError as err:
+        raise ExportError(f"cannot read {target}: {err.strerror or err}") from err
+    ours = [
+        entry.name == MANIFEST
+        or (
+            not entry.is_dir(follow_symlinks=False)
+            and (
+                entry.name in listed
+                or (entry.name.endswith(".csv") if names is None else entry.name in names)
+            )
+        )
+        for entry in entries
+    ]
+    foreign = [entry.name for entry, mine in zip(entries, ours, strict=True) if not mine]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3:,} more" if foreign[3:] else "")
+        raise ExportError(
+            f"{target} holds {shown}, which no export wrote: an export replaces its folder "
+            "whole, so give a new or empty folder (or move those files out)"
+        )
+
+
+def _folder_target(path: str | os.PathLike[str]) -> Path:
+    target = Path(path)
+    # a link to the export folder (latest -> 2024-11) stays a link: the folder it names is the
+    # one replaced; "." and ".." by their names, to put the new folder beside
+    return Path(os.path.realpath(target) if target.is_symlink() else os.path.abspath(target))
+
+
+def _listed(folder: Path) -> set[str]:
+    """The files ``folder``'s :data:`MANIFEST` lists (none without one)."""
+    try:
+        lines = (folder / MANIFEST).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {line for line in lines if line and not line.startswith("#")}
+
+
+def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
+    """Put ``staging`` in place of ``target`` in one step (True once done); the earlier folder
+    is removed."""
+    aside: list[Path] = []  # earlier folders, replaced
+    try:
+        while True:
+            try:
+                os.rename(staging, target)  # none there, or an empty folder: one step
+                break
+            except OSError as err:
+                if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+            # another export's folder (or an earlier one): checked again, as it may have changed
+            check_folder(target, names)
+            with contextlib.suppress(OSError):  # a replaced folder keeps its permissions
+                staging.chmod(stat.S_IMODE(target.stat().st_mode))
+            if _exchange(staging, target):
+                aside.append(staging)  # which now holds the earlier folder
+                break
+            # no swap here: the earlier folder is moved aside, then the new one put in its place
+            moved = staging.with_name(f"{staging.name}.replaced-{len(aside)}")
+            try:
+                os.rename(target, moved)
+            except FileNotFoundError:
+                continue  # another export moved it aside first
+            aside.append(moved)
+    except (OSError, ExportError):
+        if aside and not target.exists():  # the earlier folder back in place, else kept aside
+            earlier = aside.pop()
+            with contextlib.suppress(OSError):
+                os.rename(earlier, target)
+        for folder in aside:  # each replaced by another export, whole
+            _remove(folder, names)
+        raise
+    for folder in aside:
+        _remove(folder, names)
+    return True
+
+
+def _remove(folder: Path, names: Collection[str]) -> None:
+    """Delete a replaced export folder: only the files an export wrote, and the folder once
+    empty; a file someone put there while it was replaced is kept, and said so."""
+    for name in {*_listed(folder), *names, MANIFEST}:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (folder / name).unlink()
+    try:
+        folder.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        warnings.warn(
+            f"the replaced export folder {folder} was kept: files were put in it while it "
+            "was replaced; move them out and delete it",
+            MediaframeWarning,
+            stacklevel=2,
+        )
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders in one step (Linux's ``renameat2`` with ``RENAME_EXCHANGE``); False
+    where the system or its file system cannot."""
+    swap = _renameat2()
+    if swap is None:
+        return False
+    if swap(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False  # an old kernel, or a file system without it (EINVAL, or EPERM on some)
+    raise OSError(code, os.strerror(code), str(second))
+
+
+@functools.cache
+def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
+    """glibc's ``renameat2``, or ``None`` where the C library has none (macOS, musl, Windows)."""
+    try:
+        swap = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    swap.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    swap.restype = ctypes.c_int
+    return swap

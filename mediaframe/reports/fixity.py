@@ -22,6 +22,11 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
     out of the user's rights) and *untracked* (new since). A record listed more than once (in
     two baskets, or on two pages of a harvest read while it changed) is compared once, and the
     check's note says how many were.
+
+    A row without a ``databox_id`` or ``record_id`` (a baseline edited by hand, a frame
+    joined with another) is no record that can be followed: two such rows are not the same
+    record, so none is compared. Each is listed as *unkeyed*, with the checksum it holds on the
+    side it comes from, counted, and named in the check's note.
     """
     columns = [
         "databox_id",
@@ -57,8 +62,10 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
         for c in (*KEY, "sha256", "updated_on", "title")
         if c in now.columns or c in before.columns
     ]
-    old, repeated_before, differing_before = _one_per_record(before, keep, "earlier harvest")
-    new, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
+    old, unkeyed_before, repeated_before, differing_before = _one_per_record(
+        before, keep, "earlier harvest"
+    )
+    new, unkeyed_now, repeated_now, differing_now = _one_per_record(now, keep, "harvest")
     merged = old.merge(new, on=KEY, how="outer", suffixes=("_before", "_now"), indicator=True)
     sha_before, sha_now = merged["sha256_before"], merged["sha256_now"]
     state = pd.Series(pd.NA, index=merged.index, dtype="string")
@@ -71,39 +78,68 @@ def fixity_drift(before: pd.DataFrame | None, now: pd.DataFrame) -> Check:
         titles = merged["title_now"].astype("string")
         merged["title"] = titles.fillna(merged["title_before"].astype("string"))
     frame = merged[state.notna()]
-    frame = frame[[c for c in columns if c in frame.columns]].sort_values(
-        ["state", *KEY], ignore_index=True
-    )
+    frame = frame[[c for c in columns if c in frame.columns]]
+    unkeyed = [
+        _unkeyed(rows, side)
+        for rows, side in ((unkeyed_before, "before"), (unkeyed_now, "now"))
+        if len(rows)
+    ]
+    if unkeyed:  # empty frames left out: their all-missing columns would decide no dtype
+        parts = [part for part in (frame, *unkeyed) if len(part)]
+        frame = pd.concat(parts, ignore_index=True).reindex(columns=frame.columns)
+    frame = frame.sort_values(["state", *KEY], ignore_index=True)
     counts = frame["state"].value_counts()
+    found = {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")}
+    if len(unkeyed_before) or len(unkeyed_now):  # said only when there are some
+        found["unkeyed"] = len(unkeyed_before) + len(unkeyed_now)
+    notes = [
+        _unkeyed_note(len(unkeyed_now), len(unkeyed_before)),
+        _repeats_note(repeated_now, repeated_before, differing_now + differing_before),
+    ]
     return Check(
         "fixity_drift",
         "Fixity drift",
         "Records whose SHA-256 changed since the last cached harvest of the same search "
-        "(changed), that are gone (missing) or new (untracked).",
+        "(changed), that are gone (missing) or new (untracked); rows without an id, which "
+        "cannot be compared, apart (unkeyed).",
         frame,
-        {state: int(counts.get(state, 0)) for state in ("changed", "missing", "untracked")},
-        note=_repeats_note(repeated_now, repeated_before, differing_now + differing_before),
+        found,
+        note="; ".join(note for note in notes if note),
     )
+
+
+def _unkeyed(rows: pd.DataFrame, side: str) -> pd.DataFrame:
+    """Rows without an id as rows of the check: state ``unkeyed``, their values on ``side``."""
+    out = rows.rename(
+        columns={name: f"{name}_{side}" for name in ("sha256", "updated_on") if name in rows}
+    )
+    out.insert(len(KEY), "state", pd.Series("unkeyed", index=out.index, dtype="string"))
+    if "title" in out.columns:
+        out["title"] = out["title"].astype("string")
+    return out
 
 
 def _one_per_record(
     frame: pd.DataFrame, keep: list[str], what: str
-) -> tuple[pd.DataFrame, int, int]:
+) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
     """``frame``'s ``keep`` columns, one row per record, its ids as numbers and its checksum
-    normalised (lower case, blank as missing); with how many records it listed more than once,
-    and how many of those with differing checksums. Of differing copies the most recently
-    updated one is kept (the last listed of equals): the record changed while the harvest was
-    read."""
+    normalised (lower case, blank as missing); the rows without an id apart (every one kept:
+    no two are known to be one record); how many records it listed more than once, and how
+    many of those with differing checksums. Of differing copies the most recently updated one
+    is kept (the last listed of equals): the record changed while the harvest was read."""
     frame = frame.reindex(columns=keep)  # a copy
     for name in KEY:  # a frame read back as text (read_csv(dtype=str)) has ids as text
         frame[name] = _numbers(frame[name], f"the {what}'s {name}")
     sha = text_of(frame["sha256"]).str.lower()
     frame["sha256"] = sha.mask(sha == "")
+    # a missing id equals another to merge and duplicated: those rows would be matched
+    keyless = frame[KEY].isna().any(axis=1)
+    unkeyed, frame = frame[keyless], frame[~keyless]
     repeated = frame.duplicated(KEY, keep=False)
     if not repeated.any():
-        return frame, 0, 0
-    copies = frame[repeated].groupby(KEY, dropna=False)["sha256"].nunique(dropna=False)
-    return latest_copies(frame), len(copies), int((copies > 1).sum())
+        return frame, unkeyed, 0, 0
+    copies = frame[repeated].groupby(KEY)["sha256"].nunique(dropna=False)
+    return latest_copies(frame), unkeyed, len(copies), int((copies > 1).sum())
 
 
 def _numbers(column: pd.Series, what: str) -> pd.Series:
@@ -120,6 +156,16 @@ def _numbers(column: pd.Series, what: str) -> pd.Series:
         return numbers.astype("Int64")
     except (TypeError, ValueError):  # a fraction: kept, and matched against nothing
         return numbers.astype("Float64")
+
+
+def _unkeyed_note(now: int, before: int) -> str:
+    if not now and not before:
+        return ""
+    return (
+        f"row(s) without a databox_id or record_id: {now:,} in this harvest, {before:,} in "
+        "the baseline; not compared, as no two of them are known to be one record (listed as "
+        "unkeyed: give every row its ids to follow it)"
+    )
 
 
 def _repeats_note(now: int, before: int, differing: int) -> str:

@@ -15,6 +15,7 @@ import hashlib
 import numbers
 import os
 import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ from mediaframe.reports.files import atomic_path
 
 __all__ = [
     "MAX_CELLS",
+    "MAX_CELL_CHARS",
     "MAX_ROWS",
     "Section",
     "clean_svg",
@@ -48,6 +50,13 @@ MAX_ROWS = 10_000
 #: Cells a table of a page shows at most: a frame of thousands of columns (caption fields, or
 #: technical keys a server made up) shows fewer rows, so that its page still opens.
 MAX_CELLS = 1_000_000
+#: Characters a cell of a page shows at most unless told otherwise (``max_cell_chars=``): one
+#: 50 MB caption would make a 50 MB page. Two thousand are a long description, several
+#: paragraphs; a cell cut ends in an ellipsis and says how many characters it left out, which
+#: the CSV, Excel or parquet export holds.
+MAX_CELL_CHARS = 2_000
+# How far a cut moves back so as not to part a letter from its accents, or an emoji sequence
+_CLUSTER = 32
 
 _SORT_SCRIPT = """
 document.querySelectorAll("table.mf-sortable th").forEach(function (th) {
@@ -125,6 +134,7 @@ def render_html(
     figures: Mapping[str, Any] | None = None,
     notes: Iterable[str] = (),
     max_rows: int | None = MAX_ROWS,
+    max_cell_chars: int | None = MAX_CELL_CHARS,
 ) -> str:
     """The page as text.
 
@@ -141,6 +151,10 @@ def render_html(
         table so wide that they would be more than :data:`MAX_CELLS` cells; the page says under
         each table it cuts how many rows were left out and how to get them all. ``None`` shows
         every row, however large the page.
+    max_cell_chars : characters shown per cell, :data:`MAX_CELL_CHARS` (2,000) by default; a
+        longer text is cut (before it is escaped, never inside a character or between a letter
+        and its accent) and ends in "…" with how many characters were left out. ``None`` shows
+        every cell whole.
     """
     from jinja2 import Environment, PackageLoader
 
@@ -149,6 +163,15 @@ def render_html(
     ):
         raise InvalidParameterError(
             f"max_rows is a number of rows (0 or more), or None for all; not {max_rows!r}"
+        )
+    if max_cell_chars is not None and (
+        not isinstance(max_cell_chars, int)
+        or isinstance(max_cell_chars, bool)
+        or max_cell_chars < 1
+    ):
+        raise InvalidParameterError(
+            "max_cell_chars is a number of characters (1 or more), or None for whole cells; "
+            f"not {max_cell_chars!r}"
         )
     sections = _sections(frames)
     if provenance is None:
@@ -164,7 +187,7 @@ def render_html(
     )
     from markupsafe import Markup
 
-    rendered = [_rendered(s, _anchor(s.title, anchors), max_rows) for s in sections]
+    rendered = [_rendered(s, _anchor(s.title, anchors), max_rows, max_cell_chars) for s in sections]
     shown_notes = page_notes(notes)
     if any(section["hidden"] for section in rendered):
         shown_notes.append(
@@ -176,6 +199,12 @@ def render_html(
             )
             + ": the note under each says how many were left out. Every row is in the CSV, "
             "Excel or parquet export."
+        )
+    if any(section["cut_cells"] for section in rendered):
+        shown_notes.append(
+            f"Cells longer than {max_cell_chars:,} characters show their first {max_cell_chars:,}"
+            ", then … and how many were left out. Every character is in the CSV, Excel or "
+            "parquet export; max_cell_chars=None puts whole cells on the page."
         )
     context = {
         "title": title,
@@ -351,16 +380,28 @@ def _limit(frame: pd.DataFrame, max_rows: int | None) -> int:
     return min(len(frame), max_rows, max(1, MAX_CELLS // max(1, frame.shape[1])))
 
 
-def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, Any]:
+def _rendered(
+    section: Section, anchor: str, max_rows: int | None, max_cell_chars: int | None
+) -> dict[str, Any]:
     frame = indexed(section.frame)
     shown = frame.head(_limit(frame, max_rows))
     numeric = [
         pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
         for dtype in frame.dtypes
     ]
-    columns = [[_text(v) for v in column.astype(object)] for _, column in shown.items()]
+    columns = [
+        [_cut(_text(v), max_cell_chars) for v in column.astype(object)]
+        for _, column in shown.items()
+    ]
+    # each cell: its text, the characters left out ("" if none) and whether it is a number
     rows = (
-        [list(zip(cells, numeric, strict=True)) for cells in zip(*columns, strict=True)]
+        [
+            [
+                (text, left_out, number)
+                for (text, left_out), number in zip(cells, numeric, strict=True)
+            ]
+            for cells in zip(*columns, strict=True)
+        ]
         if columns
         else []
     )
@@ -372,6 +413,7 @@ def _rendered(section: Section, anchor: str, max_rows: int | None) -> dict[str, 
         "columns": [str(name) for name in frame.columns],
         "rows": rows,
         "hidden": len(shown) < len(frame),
+        "cut_cells": any(left_out for row in rows for _, left_out, _ in row),
         "narrowed": max_rows is not None and len(shown) < min(len(frame), max_rows),
         "shown": f"{len(shown):,}",
         "total": f"{len(frame):,}",
@@ -392,6 +434,35 @@ def _text(value: Any) -> str:
             return f"{value:.0f}"
         return f"{value:.15g}"
     return str(plain_text(value))
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, str]:
+    """``text`` cut to ``limit`` characters, and how many it left out (``""`` if none).
+
+    Cut as text, before it is escaped, so that no escape (``&amp;``) is cut in two, and on a
+    character, so that no UTF-8 sequence is; moved back to the start of a cluster, so that an
+    accent or an emoji's modifier is not shown without what it belongs to.
+    """
+    if limit is None or len(text) <= limit:
+        return text, ""
+    end = limit
+    while end > max(0, limit - _CLUSTER) and _continues(text, end):
+        end -= 1
+    if end == 0 or _continues(text, end):  # accents longer than any cluster: cut where asked
+        end = limit
+    return text[:end], f"{len(text) - end:,}"
+
+
+def _continues(text: str, at: int) -> bool:
+    """Whether ``text[at]`` belongs to the character before it: an accent, a joiner or what
+    follows one, a variation selector, a skin tone."""
+    char = text[at]
+    return (
+        unicodedata.category(char) in ("Mn", "Mc", "Me")
+        or char in "\u200d\ufe0e\ufe0f"
+        or (at > 0 and text[at - 1] == "\u200d")
+        or "\U0001f3fb" <= char <= "\U0001f3ff"
+    )
 
 
 def _missing(value: Any) -> bool:

@@ -185,6 +185,37 @@ def test_fixity_drift_compares_each_record_once_however_often_it_is_listed():
     assert fixity.fixity_drift(blank, none).found == 0
 
 
+def test_fixity_drift_never_matches_rows_without_an_id_and_lists_them_apart():
+    # a baseline edited by hand: two different records without a record_id (and one without a
+    # databox_id) looked like one record, changed; two in one harvest like one listed twice
+    before = _listed([(1, 1), (1, None), (None, 3)], [SHA[0], SHA[0], SHA[0]])
+    now = _listed([(1, 1), (1, None), (1, None), (None, 3)], [SHA[0], SHA[1], SHA[2], SHA[1]])
+    check = fixity.fixity_drift(before, now)
+    assert check.counts == {"changed": 0, "missing": 0, "untracked": 0, "unkeyed": 5}
+    assert set(check.frame["state"]) == {"unkeyed"} and check.found == 5
+    # each row kept with the checksum of its side, none dropped or merged
+    assert sorted(check.frame["sha256_before"].dropna()) == [SHA[0], SHA[0]]
+    assert sorted(check.frame["sha256_now"].dropna()) == [SHA[1], SHA[1], SHA[2]]
+    assert check.frame[["sha256_before", "sha256_now"]].notna().sum(axis=1).eq(1).all()
+    assert "without a databox_id or record_id: 3 in this harvest, 2 in the baseline" in check.note
+    assert "more than once" not in check.note  # (1, None) twice: two rows, not one record
+    # the records with their ids are still compared
+    now.loc[0, "sha256"] = SHA[2]
+    assert fixity.fixity_drift(before, now).counts["changed"] == 1
+
+
+def test_rows_without_an_id_are_never_taken_for_copies_of_one_record():
+    # two zero-byte files without a record_id were read as one record listed twice: one went
+    records = _listed([(1, None), (1, None), (1, 5)], ["1f" * 32, "2f" * 32, "2f" * 32])
+    records["FileSize"] = pd.array([0, 0, 3], dtype="Int64")
+    assert len(checks.latest_copies(records)) == 3
+    result = audit(records)
+    assert result.checks["zero_byte"].found == 2
+    assert result.checks["duplicates"].counts["extra copies"] == 1
+    twice = pd.concat([records, records.iloc[[2]]], ignore_index=True)
+    assert checks.latest_copies(twice).index.tolist() == [0, 1, 3]  # (1, 5) once, the last
+
+
 def test_fixity_drift_takes_the_latest_of_copies_that_disagree_and_says_so():
     # a record changed while the harvest was read: its pages hold the old and the new checksum
     updated = ["2024-01-02", "2024-01-01", "2024-01-01"]

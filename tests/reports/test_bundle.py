@@ -1,0 +1,194 @@
+"""A bundle's folder of CSV files: published whole, whatever runs at once or is killed."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mediaframe.exceptions import ExportError
+from mediaframe.reports import files
+from mediaframe.reports.bundle import Bundle
+
+TABLES = 30
+
+
+class _Tables(Bundle):
+    """A bundle whose every file says which export wrote it."""
+
+    def __init__(self, run: str, tables: int = TABLES) -> None:
+        self.run, self.count = run, tables
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {f"t{n:02d}": pd.DataFrame({"run": [self.run]}) for n in range(self.count)}
+
+    def readme(self) -> pd.DataFrame:
+        return pd.DataFrame({"run": [self.run]})
+
+
+def _export_many(folder: str, who: str, times: int, start: multiprocessing.synchronize.Event):
+    start.wait()
+    for n in range(times):
+        _Tables(f"{who}-{n}").to_csv(folder)
+
+
+def _runs_seen(folder: Path) -> tuple[int, set[bytes]] | None:
+    """How many CSV files one look at ``folder`` finds, and the exports that wrote them; None
+    when they were replaced while read. Read through one handle on the folder, as a reader
+    listing it and then opening its files reads one folder."""
+    try:
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return None
+    try:
+        names = [name for name in os.listdir(handle) if name.endswith(".csv")]
+        runs = set()
+        for name in names:
+            with open(os.open(name, os.O_RDONLY, dir_fd=handle), "rb") as file:
+                runs.add(file.read().split(b"\r\n")[1])
+        return len(names), runs
+    except FileNotFoundError:  # an earlier export's folder, removed once replaced
+        return None
+    finally:
+        os.close(handle)
+
+
+def test_processes_exporting_into_one_folder_never_show_a_mix_of_two(tmp_path):
+    # three notebooks re-exporting an audit into one folder while a fourth reads it: each look
+    # finds one export's files (the old code renamed them in one by one: a mix)
+    folder = tmp_path / "audit-csv"
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    writers = [
+        context.Process(target=_export_many, args=(str(folder), who, 15, start))
+        for who in ("first", "second", "third")
+    ]
+    for writer in writers:
+        writer.start()
+    mixed, looks = [], 0
+    try:
+        start.set()
+        while any(writer.is_alive() for writer in writers):
+            seen = _runs_seen(folder)
+            if seen is not None:
+                looks += 1
+                if len(seen[1]) > 1:
+                    mixed.append(seen[1])
+        assert [writer.exitcode for writer in writers] == [0, 0, 0]
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.join()
+    assert not mixed, f"{len(mixed)} of {looks} looks found files of two exports: {mixed[:3]}"
+    count, runs = _runs_seen(folder) or (0, set())
+    assert count == TABLES + 1 and len(runs) == 1  # the last export published, whole
+    # nothing left behind: no staging folder, no replaced one
+    assert [p.name for p in tmp_path.iterdir()] == ["audit-csv"]
+    assert sorted(p.name for p in folder.iterdir())[0] == files.MANIFEST
+
+
+def _dies_at_step(folder: str, step: int) -> None:
+    """Export into ``folder``, killed at its ``step``-th rename or swap (SIGKILL: no cleanup)."""
+    calls = [0]
+
+    def dying(real):
+        def call(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == step:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args, **kwargs)
+
+        return call
+
+    os.rename, os.replace = dying(os.rename), dying(os.replace)
+    files._exchange = dying(files._exchange)
+    _Tables("newer", tables=3).to_csv(folder)
+
+
+def test_an_export_killed_at_any_step_leaves_the_earlier_folder_or_the_new_one_whole(tmp_path):
+    folder = tmp_path / "audit-csv"
+    context = multiprocessing.get_context("spawn")
+    outcomes = []
+    for step in range(1, 30):
+        _Tables("earlier", tables=3).to_csv(folder)
+        child = context.Process(target=_dies_at_step, args=(str(folder), step))
+        child.start()
+        child.join()
+        seen = _runs_seen(folder)
+        if seen is None:
+            # no swap on this system: killed between moving the earlier folder aside and
+            # putting the new one in, there is none, and the earlier one lies aside, whole
+            (aside,) = tmp_path.glob(".audit-csv.partial-*.replaced-*")
+            seen = _runs_seen(aside)
+            aside.rename(tmp_path / f".audit-csv.kept-{step}")
+        assert seen is not None and seen[0] == 4, f"killed at step {step}: {seen}"
+        assert len(seen[1]) == 1, f"killed at step {step}: files of two exports, {seen[1]}"
+        outcomes.append((child.exitcode, seen[1].pop()))
+        if child.exitcode == 0:
+            break
+    # killed before the new folder was in place: the earlier one; after: the new one
+    assert outcomes[0] == (-signal.SIGKILL, b"earlier") and outcomes[-1] == (0, b"newer")
+    assert {run for _, run in outcomes} == {b"earlier", b"newer"}
+    # what the kills left are hidden folders beside it, never a file in it
+    assert sorted(p.name for p in folder.iterdir()) == [
+        files.MANIFEST,
+        "README.csv",
+        "t00.csv",
+        "t01.csv",
+        "t02.csv",
+    ]
+    assert all(p.name.startswith(".audit-csv.") for p in tmp_path.iterdir() if p != folder)
+
+
+def test_a_folder_holding_other_files_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("a file of the user's")
+    with pytest.raises(ExportError, match=r"holds mine.txt, which no export wrote"):
+        _Tables("run", tables=2).to_csv(folder)
+    with pytest.raises(ExportError, match="give a new or empty folder"):
+        _Tables.check_export(folder)  # before the work, as the command line checks it
+    assert [p.name for p in tmp_path.iterdir()] == ["notes"]
+    assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+    # the working folder, even empty, is not replaced under the process working in it
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    with pytest.raises(ExportError, match="is the working folder"):
+        _Tables("run", tables=2).to_csv(".")
+    assert list(empty.iterdir()) == [] and Path.cwd() == empty
+
+
+def test_an_empty_folder_or_an_earlier_export_is_replaced_and_keeps_its_permissions(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    _Tables("first", tables=3).to_csv(folder)
+    folder.chmod(0o750)
+    # an earlier export with more tables: the ones it listed go too
+    paths = _Tables("second", tables=1).to_csv(folder)
+    assert paths == [folder / "README.csv", folder / "t00.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == [files.MANIFEST, "README.csv", "t00.csv"]
+    assert pd.read_csv(folder / "t00.csv")["run"].tolist() == ["second"]
+    assert (folder.stat().st_mode & 0o777) == 0o750
+    # a link to the folder stays a link: the folder it names is replaced
+    link = tmp_path / "latest"
+    link.symlink_to(folder)
+    _Tables("third", tables=1).to_csv(link)
+    assert link.is_symlink() and pd.read_csv(folder / "t00.csv")["run"].tolist() == ["third"]
+
+
+def test_where_folders_cannot_be_swapped_the_earlier_one_is_moved_aside_first(
+    tmp_path, monkeypatch
+):
+    # macOS, Windows, a file system without RENAME_EXCHANGE: still never a mix
+    monkeypatch.setattr(files, "_exchange", lambda first, second: False)
+    folder = tmp_path / "out"
+    _Tables("first", tables=2).to_csv(folder)
+    _Tables("second", tables=2).to_csv(folder)
+    assert _runs_seen(folder) == (3, {b"second"})
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
