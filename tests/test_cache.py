@@ -112,6 +112,13 @@ def test_raw_values_come_back_as_they_were_written(tmp_path):
     assert shards.read_shard(entry)["extra"].tolist() == raw
 
 
+def test_numpy_scalars_among_raw_values_are_kept_as_their_python_values(tmp_path):
+    raw = [[np.int64(3), np.float64(1.5)], {"k": np.bool_(True)}, None]
+    frame = pd.DataFrame({"x": pd.Series(raw, dtype=object)})
+    cache.write_frame(frame, str(tmp_path / "ds"), provenance={})
+    assert cache.read_frame(str(tmp_path / "ds"))[0]["x"].tolist() == [[3, 1.5], {"k": True}, None]
+
+
 def test_a_column_of_values_that_are_not_json_says_what_to_do(tmp_path):
     frame = pd.DataFrame({"x": pd.Series([object()], dtype=object)})
     with pytest.raises(CacheError, match=r"'x'.*not JSON.*astype\(str\)"):

@@ -116,7 +116,7 @@ def _as_json(name: Any, values: Any) -> pa.Array:
     """
     try:
         texts = [
-            None if value is None or value is pd.NA else json.dumps(value, allow_nan=True)
+            None if value is None or value is pd.NA else json.dumps(value, default=_scalar)
             for value in values
         ]
     except (TypeError, ValueError) as err:
@@ -125,6 +125,13 @@ def _as_json(name: Any, values: Any) -> pa.Array:
             "them (astype(str), say) or drop the column before caching"
         ) from err
     return pa.array(texts, pa.large_string())
+
+
+def _scalar(value: Any) -> Any:
+    """A numpy scalar as the Python one JSON writes (other objects are no JSON)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _from_json(column: pa.ChunkedArray) -> np.ndarray:
