@@ -8,6 +8,7 @@ import ctypes.util
 import errno
 import functools
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -106,7 +107,9 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
     exports nor half of one, however many run at once (threads, notebooks, processes): each
     writes its own folder and publishes it with one rename, the last one published wins. A
     failure leaves the earlier folder as it was; a kill too, at worst beside a hidden
-    ``.NAME.partial-*`` folder to delete.
+    ``.NAME.partial-*`` folder, an unfinished export to delete. (Where folders cannot be
+    swapped, a kill between the two renames leaves no folder at ``path``: the earlier export
+    is then the hidden ``.NAME.partial-*.replaced-*`` beside it, to rename back.)
 
     An existing ``path`` is replaced whole: its files go, so it may hold nothing but what an
     export wrote there (the files its :data:`MANIFEST` lists, or those named ``names``); a folder
@@ -160,13 +163,15 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
         raise ExportError(
             f"{path} is the working folder: give a folder for the export, e.g. {Path('export')}"
         )
-    listed = _listed(target)
     try:
-        entries = sorted(os.scandir(target), key=lambda entry: entry.name)
+        listed, entries = _contents(target)
+    except FileNotFoundError:
+        return  # replaced by another export meanwhile: that one is checked when met
     except OSError as err:
         raise ExportError(f"cannot read {target}: {err.strerror or err}") from err
     ours = [
         entry.name == MANIFEST
+        or _LEFTOVER.fullmatch(entry.name) is not None
         or (
             not entry.is_dir(follow_symlinks=False)
             and (
@@ -185,20 +190,51 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
         )
 
 
+#: A file an interrupted export of an earlier version left in its folder (see atomic_path).
+_LEFTOVER = re.compile(r"\..+\.[0-9a-f]{8}\.partial")
+
+
 def _folder_target(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     # a link to the export folder (latest -> 2024-11) stays a link: the folder it names is the
     # one replaced; "." and ".." by their names, to put the new folder beside
-    return Path(os.path.realpath(target) if target.is_symlink() else os.path.abspath(target))
-
-
-def _listed(folder: Path) -> set[str]:
-    """The files ``folder``'s :data:`MANIFEST` lists (none without one)."""
     try:
-        lines = (folder / MANIFEST).read_text(encoding="utf-8").splitlines()
+        return Path(os.path.realpath(target) if target.is_symlink() else os.path.abspath(target))
+    except (OSError, ValueError) as err:  # a name too long, a NUL in it
+        raise ExportError(
+            f"cannot write into {path}: {getattr(err, 'strerror', None) or err}"
+        ) from err
+
+
+def _contents(folder: Path) -> tuple[set[str], list[os.DirEntry[str]]]:
+    """What ``folder``'s :data:`MANIFEST` lists, and its entries, read from one opening of it:
+    an export that replaced it meanwhile cannot pair one folder's list with another's files."""
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        listed = _listed(folder, handle)
+        return listed, sorted(os.scandir(handle), key=lambda entry: entry.name)
+    finally:
+        os.close(handle)
+
+
+def _listed(folder: Path, handle: int | None = None) -> set[str]:
+    """The files ``folder``'s :data:`MANIFEST` lists (none without one): plain names only, so
+    that a list written by someone else cannot name a file outside the folder (``../x``)."""
+
+    def opener(name: str, flags: int) -> int:
+        return os.open(name if handle is not None else folder / name, flags, dir_fd=handle)
+
+    try:
+        with open(MANIFEST, encoding="utf-8", opener=opener) as manifest:
+            lines = manifest.read().splitlines()
     except (OSError, UnicodeDecodeError):
         return set()
-    return {line for line in lines if line and not line.startswith("#")}
+    return {line for line in lines if _plain_name(line) and not line.startswith("#")}
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` names a file right in a folder (no folder, no parent, no NUL)."""
+    return name not in ("", ".", "..") and not any(part in name for part in ("/", "\\", "\0"))
 
 
 def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
@@ -207,6 +243,8 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
     aside: list[Path] = []  # earlier folders, replaced
     try:
         while True:
+            with contextlib.suppress(OSError):  # a replaced folder, even empty, keeps its mode
+                staging.chmod(stat.S_IMODE(target.stat().st_mode))
             try:
                 os.rename(staging, target)  # none there, or an empty folder: one step
                 break
@@ -215,8 +253,6 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
                     raise
             # another export's folder (or an earlier one): checked again, as it may have changed
             check_folder(target, names)
-            with contextlib.suppress(OSError):  # a replaced folder keeps its permissions
-                staging.chmod(stat.S_IMODE(target.stat().st_mode))
             if _exchange(staging, target):
                 aside.append(staging)  # which now holds the earlier folder
                 break
@@ -241,10 +277,14 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
 
 
 def _remove(folder: Path, names: Collection[str]) -> None:
-    """Delete a replaced export folder: only the files an export wrote, and the folder once
-    empty; a file someone put there while it was replaced is kept, and said so."""
-    for name in {*_listed(folder), *names, MANIFEST}:
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+    """Delete a replaced export folder: only the files an export wrote (and the leftovers of
+    one interrupted), and the folder once empty; a file someone put there while it was
+    replaced is kept, and said so."""
+    leftovers: list[str] = []
+    with contextlib.suppress(OSError):
+        leftovers = [name for name in os.listdir(folder) if _LEFTOVER.fullmatch(name)]
+    for name in {*_listed(folder), *names, MANIFEST, *leftovers}:
+        with contextlib.suppress(OSError):  # one it cannot remove keeps the folder (said below)
             (folder / name).unlink()
     try:
         folder.rmdir()

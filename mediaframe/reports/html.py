@@ -158,14 +158,15 @@ def render_html(
     """
     from jinja2 import Environment, PackageLoader
 
+    # numpy's integers are numbers.Integral too (a count taken from a frame)
     if max_rows is not None and (
-        not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0
+        not isinstance(max_rows, numbers.Integral) or isinstance(max_rows, bool) or max_rows < 0
     ):
         raise InvalidParameterError(
             f"max_rows is a number of rows (0 or more), or None for all; not {max_rows!r}"
         )
     if max_cell_chars is not None and (
-        not isinstance(max_cell_chars, int)
+        not isinstance(max_cell_chars, numbers.Integral)
         or isinstance(max_cell_chars, bool)
         or max_cell_chars < 1
     ):
@@ -173,6 +174,8 @@ def render_html(
             "max_cell_chars is a number of characters (1 or more), or None for whole cells; "
             f"not {max_cell_chars!r}"
         )
+    max_rows = None if max_rows is None else int(max_rows)
+    max_cell_chars = None if max_cell_chars is None else int(max_cell_chars)
     sections = _sections(frames)
     if provenance is None:
         provenance = provenance_of(sections[0].frame if sections else None)

@@ -192,3 +192,59 @@ def test_where_folders_cannot_be_swapped_the_earlier_one_is_moved_aside_first(
     _Tables("second", tables=2).to_csv(folder)
     assert _runs_seen(folder) == (3, {b"second"})
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_list_of_files_naming_others_outside_the_folder_removes_none_of_them(tmp_path):
+    # the list an export leaves is read by the next: one naming ../x or /x made it delete them
+    folder, outside = tmp_path / "out", tmp_path / "precious.txt"
+    _Tables("first", tables=1).to_csv(folder)
+    outside.write_text("not an export's")
+    listed = folder / files.MANIFEST
+    listed.write_text(listed.read_text() + f"../precious.txt\n{outside}\nt00.csv\0x\n")
+    _Tables("second", tables=1).to_csv(folder)
+    assert outside.read_text() == "not an export's"
+    assert pd.read_csv(folder / "t00.csv")["run"].tolist() == ["second"]
+
+
+def test_an_empty_private_folder_stays_private(tmp_path):
+    folder = tmp_path / "private"
+    folder.mkdir()
+    folder.chmod(0o700)
+    _Tables("first", tables=1).to_csv(folder)
+    assert (folder.stat().st_mode & 0o777) == 0o700
+
+
+def test_exports_of_different_tables_at_once_are_never_refused_as_foreign(tmp_path):
+    # a folder's list of files was read, then its files listed: another export swapping the
+    # folder in between paired one export's list with another's files, and refused it
+    import threading
+
+    folder, errors = tmp_path / "out", []
+
+    def export(who):
+        for n in range(15):
+            try:
+                _Tables(f"{who}-{n}", tables=1 + (n + who) % 4).to_csv(folder)
+            except ExportError as err:
+                errors.append(err)
+
+    threads = [threading.Thread(target=export, args=(who,)) for who in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert _runs_seen(folder)[0] >= 2
+
+
+def test_a_leftover_of_an_earlier_interrupted_export_is_no_foreign_file(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / ".t00.csv.0123abcd.partial").write_text("half a file")  # atomic_path's, killed
+    _Tables("run", tables=1).to_csv(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [files.MANIFEST, "README.csv", "t00.csv"]
+
+
+def test_a_name_too_long_is_an_export_error(tmp_path):
+    with pytest.raises(ExportError, match="cannot write into"):
+        _Tables("run", tables=1).to_csv(tmp_path / ("x" * 300) / "y")

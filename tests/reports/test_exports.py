@@ -381,6 +381,9 @@ def test_a_cell_is_cut_where_asked_and_never_between_a_letter_and_its_accent(tmp
     for bad in (0, -1, "10", 2.5, True):
         with pytest.raises(InvalidParameterError, match="max_cell_chars"):
             render_html(frame, max_cell_chars=bad)
+    # a count taken from a frame is a numpy integer: as good as an int
+    counted = render_html(frame, max_cell_chars=np.int64(4), max_rows=np.int64(9))
+    assert _page_cells(counted) == _page_cells(page)
 
 
 def test_html_embeds_figures_as_inline_svg_without_outside_links(tmp_path):
