@@ -123,6 +123,20 @@ def test_a_column_of_values_that_are_not_json_says_what_to_do(tmp_path):
     frame = pd.DataFrame({"x": pd.Series([object()], dtype=object)})
     with pytest.raises(CacheError, match=r"'x'.*not JSON.*astype\(str\)"):
         cache.write_frame(frame, str(tmp_path / "ds"), provenance={})
+    assert list(tmp_path.iterdir()) == []  # its staging folder went with it
+
+
+def test_lists_read_back_from_an_older_cache_are_cached_again(tmp_path, monkeypatch):
+    # an earlier version kept lists as Arrow lists, read back as numpy arrays: a sync merging
+    # them into new rows could not write its cache any more
+    frame = pd.DataFrame({"tags": pd.Series([["a", "b"], ["c"]], dtype=object)})
+    monkeypatch.setattr(datasets, "_is_raw", lambda dtype: False)  # the earlier way
+    cache.write_frame(frame, str(tmp_path / "old"), provenance={})
+    monkeypatch.undo()
+    older, _ = cache.read_frame(str(tmp_path / "old"))
+    assert [type(v).__name__ for v in older["tags"]] == ["ndarray", "ndarray"]
+    cache.write_frame(older, str(tmp_path / "new"), provenance={})
+    assert cache.read_frame(str(tmp_path / "new"))[0]["tags"].tolist() == [["a", "b"], ["c"]]
 
 
 # dask itself still calls reset_index(inplace=True), which pandas 3 flags; not ours to fix

@@ -128,9 +128,10 @@ def _as_json(name: Any, values: Any) -> pa.Array:
 
 
 def _scalar(value: Any) -> Any:
-    """A numpy scalar as the Python one JSON writes (other objects are no JSON)."""
-    if isinstance(value, np.generic):
-        return value.item()
+    """A numpy scalar or array as the Python value JSON writes (an array read back from a cache
+    of an earlier version, which kept lists as Arrow lists); other objects are no JSON."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -240,6 +241,10 @@ def write_frame(
         with contextlib.suppress(OSError):
             remove_tree(fs, staging)
         raise CacheError(f"could not write the cache at {path}: {err}") from err
+    except BaseException:  # a column that cannot be cached, an interrupt: nothing left behind
+        with contextlib.suppress(OSError):
+            remove_tree(fs, staging)
+        raise
     finally:
         give_back_memory(heap=False)
 
