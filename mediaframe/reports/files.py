@@ -136,12 +136,15 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
             + "".join(f"{name}\n" for name in sorted(names)),
             encoding="utf-8",
         )
-        published = _publish(staging, target, names)
+        replaced = _publish(staging, target, names)
+        published = True
     except OSError as err:
         raise ExportError(f"cannot write into {target}: {err.strerror or err}") from err
     finally:
-        if not published:  # once swapped, the staging name holds the earlier folder: _publish's
+        if not published:  # once swapped, the staging name holds the earlier folder: kept
             shutil.rmtree(staging, ignore_errors=True)
+    for folder in replaced:  # only the files an export wrote: a warning may be an error here
+        _remove(folder, names)
 
 
 def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = None) -> None:
@@ -237,9 +240,9 @@ def _plain_name(name: str) -> bool:
     return name not in ("", ".", "..") and not any(part in name for part in ("/", "\\", "\0"))
 
 
-def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
-    """Put ``staging`` in place of ``target`` in one step (True once done); the earlier folder
-    is removed."""
+def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
+    """Put ``staging`` in place of ``target`` in one step; the earlier folders it replaced, for
+    :func:`_remove` (the staging name holds the last one once they are swapped)."""
     aside: list[Path] = []  # earlier folders, replaced
     try:
         while True:
@@ -271,9 +274,7 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> bool:
         for folder in aside:  # each replaced by another export, whole
             _remove(folder, names)
         raise
-    for folder in aside:
-        _remove(folder, names)
-    return True
+    return aside
 
 
 def _remove(folder: Path, names: Collection[str]) -> None:

@@ -248,3 +248,32 @@ def test_a_leftover_of_an_earlier_interrupted_export_is_no_foreign_file(tmp_path
 def test_a_name_too_long_is_an_export_error(tmp_path):
     with pytest.raises(ExportError, match="cannot write into"):
         _Tables("run", tables=1).to_csv(tmp_path / ("x" * 300) / "y")
+
+
+def test_a_file_put_in_the_replaced_folder_meanwhile_survives_a_warning_taken_as_error(
+    tmp_path, monkeypatch
+):
+    # the warning that the replaced folder was kept, raised as an error, made the export
+    # delete that folder whole, the user's file in it too
+    import warnings
+
+    from mediaframe.exceptions import MediaframeWarning
+
+    folder = tmp_path / "out"
+    _Tables("first", tables=1).to_csv(folder)
+    real = files._exchange
+
+    def exchange(first, second):
+        swapped = real(first, second)
+        if swapped:
+            (first / "notes.txt").write_text("put there meanwhile")  # in the earlier folder
+        return swapped
+
+    monkeypatch.setattr(files, "_exchange", exchange)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(MediaframeWarning, match="was kept"):
+            _Tables("second", tables=1).to_csv(folder)
+    kept = [p for p in tmp_path.iterdir() if p.name != "out"]
+    assert [p.name for p in kept[0].iterdir()] == ["notes.txt"]
+    assert pd.read_csv(folder / "t00.csv")["run"].tolist() == ["second"]
