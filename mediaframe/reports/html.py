@@ -179,7 +179,11 @@ def render_html(
     sections = _sections(frames)
     if provenance is None:
         provenance = provenance_of(sections[0].frame if sections else None)
-    meta = {str(k): _text(v) for k, v in provenance.items() if not _missing(v)}
+    meta = {
+        _label(str(k), max_cell_chars): _label(_text(v), max_cell_chars)
+        for k, v in provenance.items()
+        if not _missing(v)
+    }
     meta.setdefault("generated at", _now())
     meta["mediaframe version"] = __version__
     anchors: set[str] = set()
@@ -210,7 +214,7 @@ def render_html(
             "parquet export; max_cell_chars=None puts whole cells on the page."
         )
     context = {
-        "title": title,
+        "title": _label(str(title), max_cell_chars),
         "intro": intro,
         "csp": CSP,
         "provenance": meta,
@@ -218,7 +222,7 @@ def render_html(
         "sections": rendered,
         "figures": [
             {
-                "title": name,
+                "title": _label(str(name), max_cell_chars),
                 "anchor": _anchor(f"figure {name}", anchors),
                 "svg": Markup(clean_svg(f) if isinstance(f, str) else svg_of(f)),
             }
@@ -409,11 +413,11 @@ def _rendered(
         else []
     )
     return {
-        "title": section.title,
+        "title": _label(section.title, max_cell_chars),
         "anchor": anchor,
         "explanation": section.explanation,
         "summary": section.summary,
-        "columns": [str(name) for name in frame.columns],
+        "columns": [_label(str(name), max_cell_chars) for name in frame.columns],
         "rows": rows,
         "hidden": len(shown) < len(frame),
         "cut_cells": any(left_out for row in rows for _, left_out, _ in row),
@@ -456,6 +460,13 @@ def _cut(text: str, limit: int | None) -> tuple[str, str]:
     return text[:end], f"{len(text) - end:,}"
 
 
+def _label(text: str, limit: int | None) -> str:
+    """A title, column name or provenance value cut as a cell is (:func:`_cut`): one 50 MB
+    column name made a 50 MB page."""
+    shown, left_out = _cut(text, limit)
+    return f"{shown}… ({left_out} more characters)" if left_out else shown
+
+
 def _continues(text: str, at: int) -> bool:
     """Whether ``text[at]`` belongs to the character before it: an accent, a joiner or what
     follows one, a variation selector, a skin tone."""
@@ -478,13 +489,17 @@ def _missing(value: Any) -> bool:
 
 
 def _anchor(title: str, used: set[str]) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+    # from the title's first words: a title of megabytes made an anchor of as many
+    base = re.sub(r"[^a-z0-9]+", "-", title[:_ANCHOR_CHARS].lower()).strip("-") or "section"
     anchor, number = base, 1
     while anchor in used:
         number += 1
         anchor = f"{base}-{number}"
     used.add(anchor)
     return anchor
+
+
+_ANCHOR_CHARS = 64
 
 
 def _quoted_query(query: Any) -> Any:

@@ -1026,3 +1026,16 @@ def test_a_complex_column_is_an_excel_export_error_without_a_numpy_warning(tmp_p
         with pytest.raises(ExportError, match="complex"):
             to_excel(pd.DataFrame({"a": [1 + 2j, 3j]}), tmp_path / "c.xlsx")
     assert [str(w.message) for w in caught] == []
+
+
+def test_titles_column_names_and_provenance_are_cut_like_cells():
+    # only cells were capped: one huge column name, title or provenance value made a huge page
+    huge = "n" * 50_000
+    frame = pd.DataFrame({huge: [1]})
+    page = render_html({huge: frame}, title=huge, provenance={"server": huge}, max_cell_chars=100)
+    assert len(page) < 40_000
+    # the page title (title, h1), the table title (contents, h2), the column, the provenance
+    assert page.count("n" * 100 + "… (49,900 more characters)") == 6
+    assert "n" * 101 not in page
+    whole = render_html({huge: frame}, title="t", provenance={"server": huge}, max_cell_chars=None)
+    assert huge in whole
