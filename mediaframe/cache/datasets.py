@@ -32,7 +32,7 @@ from mediaframe import __version__
 from mediaframe._process import give_back_memory, reader_threads
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 from mediaframe.frames.arrays import column_arrays
-from mediaframe.futures import run_on
+from mediaframe.futures import finished, run_on
 
 __all__ = ["PARTITIONS", "SCHEMA_VERSION", "read_frame", "write_frame"]
 
@@ -508,17 +508,13 @@ def restore_frame(
     masked = [name for name in names if table.schema.field(name).type in _MASKED]
     converting = {name: run_on(pool, _masked, table.column(name)) for name in masked}
     raw = set(meta.get("json") or ())  # absent from caches written before raw values were JSON
-    decoded = {name: _from_json(table.column(name)) for name in names if name in raw}
-    rest = table.select([name for name in names if name not in converting and name not in raw])
+    converting.update((n, finished(_from_json(table.column(n)))) for n in names if n in raw)
+    rest = table.select([name for name in names if name not in converting])  # no copy
     del table
     others = rest.to_pandas(types_mapper=_nullable_types.get, self_destruct=True)
     del rest
     arrays = {
-        name: converting[name].result()
-        if name in converting
-        else decoded[name]
-        if name in decoded
-        else others[name].array
+        name: converting[name].result() if name in converting else others[name].array
         for name in names
     }
     del others
