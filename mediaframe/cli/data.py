@@ -103,7 +103,9 @@ def harvest_options(command: F) -> F:
             help="Keep what the server's cap lets through instead of failing.",
         ),
         click.option(
-            "--concurrency", type=click.IntRange(min=1), help="Shards paged at once (default 4)."
+            "--concurrency",
+            type=click.IntRange(min=1),
+            help="Requests in flight at once (default 4).",
         ),
     ]
     for option in reversed(options):

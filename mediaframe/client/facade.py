@@ -212,8 +212,9 @@ class Client:
             order the result (key order otherwise). How to collect: ``refresh``, ``offline``,
             ``ttl`` (seconds or timedelta), ``allow_incomplete``, ``progress`` (``True`` for a
             bar, ``False`` for none, or a function called about four times a second with a
-            :class:`mediaframe.harvest.Snapshot`), ``concurrency``, ``per_page``, ``dask`` (a
-            ``distributed.Client`` or scheduler address), ``cache_dir``.
+            :class:`mediaframe.harvest.Snapshot`), ``concurrency`` (requests in flight at once,
+            default 4), ``per_page``, ``dask`` (a ``distributed.Client`` or scheduler address),
+            ``cache_dir``.
 
         Raises
         ------
