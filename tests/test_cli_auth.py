@@ -151,3 +151,53 @@ def test_client_secret_alone_prompts_with_hidden_input(run, emulator):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "Client secret:" in result.output and emulator.client_secret not in result.output
+
+
+# --- the group's options -----------------------------------------------------------------------
+
+
+def test_profile_before_the_command_is_the_one_login_and_logout_act_on(run, emulator, tmp_path):
+    store = TokenStore(tmp_path)
+    run("login", "--url", emulator.base_url, "--token-stdin", input=emulator.token_for("demo"))
+    login = run(
+        "--profile", "work", "login", "--url", emulator.base_url, "--token-stdin",
+        input=emulator.token_for("auditor"),
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert "profile 'work'" in login.output
+    assert store.names() == ["default", "work"]
+    assert run("whoami").output.startswith("demo"), "the default login was overwritten"
+    assert run("--profile", "work", "whoami").output.startswith("auditor")
+    logout = run("--profile", "work", "logout")
+    assert logout.exit_code == 0 and "profile 'work' removed" in logout.output
+    assert store.names() == ["default"], "logout removed another profile than the one named"
+
+
+@pytest.mark.parametrize("command", ["login", "logout", "whoami"])
+def test_two_different_profiles_are_refused_and_nothing_changes(run, emulator, tmp_path, command):
+    token = emulator.token_for("demo")
+    for name in ("a", "b"):
+        run("login", "--url", emulator.base_url, "--token-stdin", "--profile", name, input=token)
+    extra = ["--url", emulator.base_url, "--token-stdin"] if command == "login" else []
+    result = run("--profile", "a", command, "--profile", "b", *extra, input=token)
+    assert result.exit_code == 2
+    assert "two profiles" in result.output and "--profile a" in result.output
+    assert TokenStore(tmp_path).names() == ["a", "b"]
+    same = run("--profile", "a", command, "--profile", "a", *extra, input=token)
+    assert same.exit_code == 0, same.output
+
+
+def test_login_takes_the_address_and_token_stdin_given_before_the_command(run, emulator, tmp_path):
+    login = run(
+        "--base-url", emulator.base_url, "--token-stdin", "--profile", "g", "login",
+        input=emulator.token,
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert TokenStore(tmp_path).load("g").base_url == emulator.base_url
+    both = run(
+        "--base-url", "https://other.example.org", "login", "--url", emulator.base_url,
+        "--token-stdin", input=emulator.token,
+    )  # fmt: skip
+    assert both.exit_code == 2 and "two service addresses" in both.output
+    neither = run("login", "--token-stdin", input=emulator.token)
+    assert neither.exit_code == 2 and "--url" in neither.output
