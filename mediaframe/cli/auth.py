@@ -131,6 +131,9 @@ def login(
         )
     if not token_stdin and not client_id:
         raise click.UsageError("--client-id (or MEDIAFRAME_CLIENT_ID) is needed for this login")
+    # Before any flow: a token the service issues cannot be taken back from here, and a name or
+    # a folder refused only afterwards would throw away a login the person has just completed.
+    TokenStore(settings.config_dir).check_writable(name)
     if username:
         if password_stdin:
             password = _stdin_line("password")
