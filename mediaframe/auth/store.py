@@ -212,8 +212,8 @@ class TokenStore:
 
 
 _WRITABLE_ADVICE = (
-    "make that folder writable for this user (or free space on its disk), or set "
-    "MEDIAFRAME_CONFIG_DIR to a folder you can write"
+    "make it a folder this user can write in (no file in its place or its parents', space on "
+    "its disk, not read-only), or set MEDIAFRAME_CONFIG_DIR to a folder you can write"
 )
 
 
