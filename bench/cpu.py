@@ -67,7 +67,9 @@ def main() -> None:
     args = parsed(parser)
     versions = {"this": HERE, "other": args.against.resolve()}
     cpu: dict[str, list[float]] = {name: [] for name in versions}
-    with served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server:
+    with served(
+        args.records, cap=args.cap, seed=args.seed, flavour=args.flavour, delay_ms=args.delay_ms
+    ) as server:
         for _ in range(args.runs):
             for name, source in versions.items():
                 cpu[name] += harvest_cpu(server, source, args.per_page)

@@ -221,7 +221,9 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
     """The 100,000-record measures; returns whether the harvest was complete and exact."""
     folder.mkdir(parents=True)
     truth = ground_truth(args.records, seed=args.seed, folder=folder)
-    with served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server:
+    with served(
+        args.records, cap=args.cap, seed=args.seed, flavour=args.flavour, delay_ms=args.delay_ms
+    ) as server:
         client = connect(server, folder, args)
         # Both sides take the best of --rounds, interleaved (the first harvest gives the pages)
         harvest_s, frame = timed(lambda: client.records(refresh=True))
@@ -269,7 +271,9 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
 def measure_large(args: argparse.Namespace, folder: Path) -> bool:
     """The memory measure on ``--large`` records; returns whether that harvest was complete."""
     folder.mkdir(parents=True)
-    with served(args.large, cap=args.cap, seed=args.seed, flavour=args.flavour) as server:
+    with served(
+        args.large, cap=args.cap, seed=args.seed, flavour=args.flavour, delay_ms=args.delay_ms
+    ) as server:
         result = in_fresh_process(harvest_memory, server, str(folder), args)
     mib = 2**20
     print(f"large     {result['seconds']:8.2f} s   {result['summary']}")

@@ -35,7 +35,9 @@ from mediaframe.harvest import Snapshot
 
 def measure(args: argparse.Namespace) -> bool:
     with (
-        served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server,
+        served(
+            args.records, cap=args.cap, seed=args.seed, flavour=args.flavour, delay_ms=args.delay_ms
+        ) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
         # who the user is is asked here, as by any first call: the display starts before it

@@ -94,7 +94,9 @@ def main() -> None:
     args = parsed(parser)
     with (
         tempfile.TemporaryDirectory(prefix="mediaframe-bench-") as folder,
-        served(args.records, cap=args.cap, seed=args.seed, flavour=args.flavour) as server,
+        served(
+            args.records, cap=args.cap, seed=args.seed, flavour=args.flavour, delay_ms=args.delay_ms
+        ) as server,
     ):
         fresh = finished(child(server, Path(folder) / "fresh", args.per_page))
         cache = Path(folder) / "killed"

@@ -40,11 +40,17 @@ def mediaframe_command() -> str:
 
 @contextlib.contextmanager
 def served(
-    records: int, *, cap: int, seed: int, flavour: str = "contract"
+    records: int, *, cap: int, seed: int, flavour: str = "contract", delay_ms: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """The emulator serving in a child process; yields its JSON line (base_url, token, ...)."""
+    """The emulator serving in a child process; yields its JSON line (base_url, token, ...).
+
+    ``delay_ms`` (``"MIN-MAX"``) makes it wait that long before each answer, as a server across
+    a network does: the wait leaves the CPU to the client, where the emulator's own work does not.
+    """
     command = [mediaframe_command(), "emulator", "serve", "--flavour", flavour]
     command += ["--records", str(records), "--cap", str(cap), "--seed", str(seed)]
+    if delay_ms:
+        command += ["--delay-ms", delay_ms]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -78,6 +84,12 @@ def options(
         "--flavour", default="contract", choices=FLAVOURS, help="the server generation spoken"
     )
     described = ", ".join(f"{name.replace('_', '-')} {value}" for name, value in quick.items())
+    parser.add_argument(
+        "--delay-ms",
+        default=None,
+        metavar="MIN-MAX",
+        help="the emulator waits this long before each answer (a server across a network)",
+    )
     parser.add_argument("--quick", action="store_true", help=f"a smoke test: {described}")
     parser.set_defaults(quick_values=quick)
     return parser
@@ -95,9 +107,10 @@ def parsed(parser: argparse.ArgumentParser) -> argparse.Namespace:
 def catalogue(args: argparse.Namespace) -> str:
     """One line naming what a run measured against."""
     paging = f", per_page {args.per_page}" if hasattr(args, "per_page") else ""
+    delay = f", delay {args.delay_ms} ms an answer" if args.delay_ms else ""
     return (
         f"records {args.records:,}, cap {args.cap}{paging}, seed {args.seed}, "
-        f"flavour {args.flavour}"
+        f"flavour {args.flavour}{delay}"
     )
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -30,7 +33,7 @@ from mediaframe.exceptions import (
     TokenRejectedError,
 )
 from mediaframe.frames.fastjson import read_records
-from mediaframe.http import Transport, decode_envelope
+from mediaframe.http import Transport, decode_envelope, slots
 from mediaframe.http import answers as answers_module
 
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -559,3 +562,72 @@ def test_jsonp_status_given_as_a_string_is_read(settings):
     fake = FakeService(golden("jsonp_string_status"))
     with pytest.raises(ForbiddenError):
         transport(fake, settings, representation="jsonp").get("/api/v1/records/1/5/")
+
+
+# --- requests in flight (mediaframe.http.slots) -----------------------------------------------
+
+
+class _Counting:
+    """A server behaviour answering the envelope after ``hold`` seconds, counting how many
+    requests it holds at once; ``arrived`` is set when the ``nth`` request comes in."""
+
+    def __init__(self, hold: float, nth: int = 0) -> None:
+        self.hold, self.nth = hold, nth
+        self.now = self.most = self.seen = 0
+        self.arrived = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, sock) -> None:  # type: ignore[no-untyped-def]
+        with self._lock:
+            self.now += 1
+            self.seen += 1
+            self.most = max(self.most, self.now)
+            if self.seen == self.nth:
+                self.arrived.set()
+        try:
+            time.sleep(self.hold)
+            servers.answering("200 OK", servers.ENVELOPE)(sock)
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+def test_threads_given_slots_keep_that_many_requests_in_flight(settings):
+    """Six threads sharing two slots never have more than two requests at the server."""
+    server = _Counting(hold=0.05)
+    with servers.serving(server) as url:
+        sender = Transport(url, token=SECRET, settings=settings)
+        pool = ThreadPoolExecutor(6, initializer=slots.limit, initargs=(threading.Semaphore(2),))
+        with pool:
+            list(pool.map(lambda _: sender.get("/api/v1/me/"), range(12)))
+    assert server.seen == 12
+    assert server.most == 2
+
+
+def test_a_slot_is_given_back_before_the_answer_is_read_into_a_frame(settings):
+    """With one slot and two threads, the second request goes out while the first answer is
+    still being read (``decode``): a thread reading a page holds no connection idle."""
+    server = _Counting(hold=0.0, nth=2)
+    seen_while_reading: list[bool] = []
+
+    def decode(body: bytes) -> object:
+        if not seen_while_reading:  # the first answer waits here for the second request
+            seen_while_reading.append(server.arrived.wait(timeout=10))
+        return decode_envelope(body)
+
+    with servers.serving(server) as url:
+        sender = Transport(url, token=SECRET, settings=settings)
+        pool = ThreadPoolExecutor(2, initializer=slots.limit, initargs=(threading.Semaphore(1),))
+        with pool:
+            list(pool.map(lambda _: sender.request("GET", "/api/v1/me/", decode=decode), range(2)))
+    assert seen_while_reading == [True]
+    assert server.most == 1
+
+
+def test_threads_without_slots_send_as_many_requests_as_they_are(settings):
+    server = _Counting(hold=0.2)
+    with servers.serving(server) as url:
+        sender = Transport(url, token=SECRET, settings=settings)
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda _: sender.get("/api/v1/me/"), range(3)))
+    assert server.most == 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,11 @@ from mediaframe.harvest.shards import (
     EarlyShards,
     ShardTask,
 )
+from mediaframe.http import slots
+
+# Threads beyond the ``concurrency`` requests in flight: they read answers into frames while
+# the others' requests are out, so that no connection waits for a read (mediaframe.http.slots).
+_READERS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +166,12 @@ def harvest(
         with (
             Joiner(combine, store if executor is None else None) as joiner,
             KeptFrames(store) as kept_frames,
-            ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mediaframe") as pool,
+            ThreadPoolExecutor(
+                max_workers=concurrency + _READERS,
+                thread_name_prefix="mediaframe",
+                initializer=slots.limit,  # yet never more than concurrency requests out at once
+                initargs=(threading.BoundedSemaphore(concurrency),),
+            ) as pool,
         ):
             runner = executor or pool
             # Threads hand their frames to the joiner; Dask workers leave theirs in the store, and

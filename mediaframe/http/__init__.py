@@ -5,7 +5,9 @@
 - ``wire.py``: one request on the wire — no redirect followed, the body streamed under the size
   limit and the attempt's deadline, library failures translated without a secret;
 - ``answers.py``: what an answer says — the envelope in JSON, YAML or JSONP
-  (:func:`decode_envelope`), and the error an answer stands for (status → exception).
+  (:func:`decode_envelope`), and the error an answer stands for (status → exception);
+- ``slots.py``: requests in flight bounded apart from the threads that send them (a slot is
+  held only while a request is on the wire, not while its answer is read into a frame).
 """
 
 from __future__ import annotations

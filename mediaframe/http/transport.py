@@ -16,6 +16,7 @@ from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, TokenRejectedError
 from mediaframe.http import deadline
 from mediaframe.http.answers import REPRESENTATIONS, Decode, HeaderRefused, Retry, read_answer
+from mediaframe.http.slots import slot
 from mediaframe.http.wire import read_body, release, send
 from mediaframe.tokens import TOKEN_PARAM, Token, check_base_url, install_redaction
 from mediaframe.tokens import token_header as _token_header
@@ -251,8 +252,6 @@ class Transport:
             # One place only: the form body of a v1 POST, else the query string.
             (data if isinstance(data, list) else query).append((TOKEN_PARAM, token.access_token))
         log.debug("%s (token placement: %s)", line, placement if token else "no token")
-        started = time.monotonic()
-        deadline = started + self.settings.timeout
         request = requests.Request(
             method,
             self.base_url + path,
@@ -261,24 +260,30 @@ class Transport:
             headers=headers,
             auth=_no_automatic_auth,
         )
-        response = send(
-            self.session,
-            self.session.prepare_request(request),
-            base_url=self.base_url,
-            line=line,
-            timeout=self.settings.timeout,
-            deadline=deadline,
-        )
-        try:
-            content = read_body(
-                response,
+        prepared = self.session.prepare_request(request)
+        # A slot, where the thread has them, only while on the wire: the answer is read into a
+        # frame after it is given back. The attempt's time starts once it has one.
+        with slot():
+            started = time.monotonic()
+            deadline = started + self.settings.timeout
+            response = send(
+                self.session,
+                prepared,
+                base_url=self.base_url,
                 line=line,
-                limit=self.settings.max_response_bytes,
                 timeout=self.settings.timeout,
                 deadline=deadline,
             )
-        finally:
-            release(response)
+            try:
+                content = read_body(
+                    response,
+                    line=line,
+                    limit=self.settings.max_response_bytes,
+                    timeout=self.settings.timeout,
+                    deadline=deadline,
+                )
+            finally:
+                release(response)
         log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
         result = read_answer(
             response, content, line, representation, placement if token else None, decode

@@ -2,11 +2,14 @@
 
 import logging
 import math
+import threading
+import time
 
 import pandas as pd
 import pytest
 
 import mediaframe as mf
+import mediaframe.http.transport as transport
 import mediaframe.routes
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
@@ -222,3 +225,54 @@ def test_shards_of_one_page_give_the_frame_shards_of_many_pages_give(
         frames.append(client.records(extended=True))
         assert mf.HarvestReport.from_frame(frames[-1]).complete
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
+
+
+def test_pages_are_read_while_as_many_requests_as_allowed_are_out(
+    fresh_emulator, flavour, settings, monkeypatch
+):
+    """``concurrency`` bounds the requests in flight, not the threads: a page is read into its
+    frame while ``concurrency`` other requests are out, and never more than that are out."""
+    if flavour == "current":
+        pytest.skip("no cap: a small search is paged in `concurrency` windows, one a thread")
+    lock = threading.Lock()
+    out = [0, 0]  # requests out now, most ever
+    out_while_reading: list[int] = []
+    send, read_body, read_records = (
+        transport.send,
+        transport.read_body,
+        mediaframe.routes.read_records,
+    )
+
+    def counted_send(*args, **kwargs):
+        with lock:
+            out[0] += 1
+            out[1] = max(out)
+        try:
+            return send(*args, **kwargs)
+        except BaseException:
+            with lock:
+                out[0] -= 1
+            raise
+
+    def counted_read_body(*args, **kwargs):
+        try:
+            return read_body(*args, **kwargs)
+        finally:
+            with lock:
+                out[0] -= 1
+
+    def slow_read(*args, **kwargs):
+        time.sleep(0.01)  # a page that takes a while to read: the others' requests go out
+        with lock:
+            out_while_reading.append(out[0])
+        return read_records(*args, **kwargs)
+
+    monkeypatch.setattr(transport, "send", counted_send)
+    monkeypatch.setattr(transport, "read_body", counted_read_body)
+    monkeypatch.setattr(mediaframe.routes, "read_records", slow_read)
+    # a server a network away: each answer takes longer than reading it
+    emu = fresh_emulator(records=1500, seed=5, cap=150, delay_ms=(30, 30))
+    frame = connect(emu, settings).records(refresh=True, concurrency=2, per_page=100)
+    assert keys(frame) == keys(emu.ground_truth())
+    assert out[1] == 2  # never more out than allowed
+    assert max(out_while_reading) == 2  # yet two out while a page was read
