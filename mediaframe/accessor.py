@@ -9,9 +9,10 @@ Importing this module registers the accessor (and ``%load_ext mediaframe`` impor
     >>> df.media.to_excel("sunset.xlsx")                 # doctest: +SKIP
 
 It works on records frames — any frame keyed by ``databox_id`` and ``record_id``, as
-``client.records()`` and ``client.feed_items()`` return — and raises ``AttributeError`` on
-others. It keeps no state: everything is read from the frame (and ``df.attrs``) at each call,
-so a filtered or copied frame behaves the same.
+``client.records()``, ``client.feed_items()``, ``client.story_records()`` and
+``client.basket_records()`` return — and raises ``AttributeError`` on others. It keeps no
+state: everything is read from the frame (and ``df.attrs``) at each call, so a filtered or
+copied frame behaves the same.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from mediaframe import plots, reports
-from mediaframe.frames.schema import RECORDS
+from mediaframe.frames.schema import (
+    BASKET_RECORDS,
+    FEED_ITEMS,
+    RECORDS,
+    STORY_MEMBERS,
+    STORY_RECORDS,
+)
 from mediaframe.harvest import HarvestReport
 
 if TYPE_CHECKING:
@@ -33,9 +40,17 @@ if TYPE_CHECKING:
 __all__ = ["Gallery", "MediaAccessor"]
 
 _KEY = ("databox_id", "record_id")
+#: The columns of the frames the accessor works on (records, feed items, story members, basket
+#: records, the story-to-record links) that are the frame's own, never technical values.
+_DECLARED = frozenset(
+    name
+    for frame in (RECORDS, FEED_ITEMS, STORY_MEMBERS, BASKET_RECORDS, STORY_RECORDS)
+    for name in frame.names
+)
 #: Columns of a records frame that are not technical values even though the schema does not
-#: declare them: thumbnails, captions and status bits of extended harvests, names added by users.
-_NOT_TECHNICAL = ("thumbnail_", "caption_", "status_")
+#: declare them: thumbnails, captions and status bits of extended harvests, and the say of each
+#: participant of a validation basket (``agreement_<login>``, ``note_<login>``).
+_NOT_TECHNICAL = ("thumbnail_", "caption_", "status_", "agreement_", "note_")
 
 
 @pd.api.extensions.register_dataframe_accessor("media")
@@ -111,11 +126,10 @@ class MediaAccessor:
 
     def technical_columns(self) -> list[str]:
         """The technical value columns (``ISO``, ``FileSize``, ``CameraModel`` …) of the frame."""
-        declared = set(RECORDS.names)
         return [
             str(name)
             for name in self._frame.columns
-            if name not in declared
+            if name not in _DECLARED
             and isinstance(name, str)
             and not name.startswith(_NOT_TECHNICAL)
             and name != "collection"

@@ -50,9 +50,10 @@ def run(
     """
     from mediaframe.reports import audit, report, to_csv, to_parquet
 
-    out.mkdir(parents=True, exist_ok=True)
-    settings = Settings.from_env().replace(cache_dir=out / "cache", progress=progress)
+    # the emulator first: it refuses a bad size or cap before anything is written
     emu = Emulator(records=records, seed=seed, cap=cap)
+    settings = Settings.from_env().replace(cache_dir=out / "cache", progress=progress)
+    out.mkdir(parents=True, exist_ok=True)
     echo(
         f"Emulator of {records:,} records (retrieval cap {cap:,}, seed {seed}), reached "
         f"in-process at {emu.inprocess_url}: every request goes through the HTTP client, "

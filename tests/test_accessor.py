@@ -108,6 +108,18 @@ def test_technical_long_is_the_frames_values_in_long_form(
     ]
 
 
+@pytest.mark.parametrize("kind", ["feed_items", "story_records", "basket_records"])
+def test_bookkeeping_columns_are_not_technical_values(client: mf.Client, kind: str) -> None:
+    frame = getattr(client, kind)()
+    own = {"entry_id", "item_id", "story_databox_id", "story_id", "position", "basket_id"}
+    own |= {"basket_element_id", "order", "validation_item", "agreement", "note"}
+    own |= {c for c in frame.columns if c.startswith(("agreement_", "note_"))}
+    assert own & set(frame.columns), "the frame has columns of its own"
+    assert not own & set(frame.media.technical_columns())
+    names = set(frame.media.technical_long()["name"])
+    assert "ISO" in names and not own & names
+
+
 def test_report_and_safe_exports(records: pd.DataFrame, tmp_path: Path) -> None:
     assert records.media.report().complete
     assert records.head(3).media.report().kind == "records"  # attrs travel, state does not

@@ -255,10 +255,10 @@ def test_store_leaves_the_old_profile_when_a_write_fails(tmp_path, monkeypatch):
     store.save("p", Profile(BASE, Token("old-token")))
 
     def broken(*args):
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(store_module.os, "replace", broken)
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigurationError, match=r"cannot write profile 'p' .*No space left"):
         store.save("p", Profile(BASE, Token("new-token")))
     assert store.load("p").token.access_token == "old-token"
     assert store.names() == ["p"] and len(list(store.directory.iterdir())) == 1
@@ -301,6 +301,38 @@ def test_store_refuses_a_profile_that_is_no_readable_file(tmp_path, kind):
 def test_store_refuses_names_that_are_paths(tmp_path, name):
     with pytest.raises(ConfigurationError, match="not valid"):
         TokenStore(tmp_path).path(name)
+
+
+def test_store_says_what_to_do_when_its_folder_cannot_be_written(tmp_path):
+    blocked = tmp_path / "config"
+    blocked.write_text("a file where the configuration folder should be")
+    store = TokenStore(blocked)
+    advice = r"\(Not a directory\): .*MEDIAFRAME_CONFIG_DIR"
+    with pytest.raises(ConfigurationError, match="cannot create the profile folder .*" + advice):
+        store.save("p", Profile(BASE, Token(SECRET)))
+    with pytest.raises(ConfigurationError, match="cannot create the profile folder"):
+        store.check_writable("p")
+    with (
+        pytest.raises(ConfigurationError, match="cannot create the profile folder"),
+        store.locked("p"),
+    ):
+        pass
+    with pytest.raises(ConfigurationError, match=r"cannot remove profile 'p' .*Not a directory"):
+        store.delete("p")
+
+
+def test_store_says_what_to_do_when_a_folder_has_the_profiles_name(tmp_path):
+    store = TokenStore(tmp_path)
+    (store.directory / "p.json").mkdir(parents=True)
+    with pytest.raises(ConfigurationError, match="a folder has the profile's name"):
+        store.check_writable("p")
+    with pytest.raises(ConfigurationError, match="cannot write profile 'p'"):
+        store.save("p", Profile(BASE, Token(SECRET)))
+    with pytest.raises(ConfigurationError, match="cannot remove profile 'p'"):
+        store.delete("p")
+    assert TokenStore(tmp_path).check_writable("q") == store.directory / "q.json"
+    with pytest.raises(ConfigurationError, match="not valid"):
+        store.check_writable("my work")
 
 
 def test_store_delete(tmp_path):

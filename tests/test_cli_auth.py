@@ -151,3 +151,98 @@ def test_client_secret_alone_prompts_with_hidden_input(run, emulator):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "Client secret:" in result.output and emulator.client_secret not in result.output
+
+
+# --- the group's options, and refusals before any token is issued -------------------------------
+
+
+def test_profile_before_the_command_is_the_one_login_and_logout_act_on(run, emulator, tmp_path):
+    store = TokenStore(tmp_path)
+    run("login", "--url", emulator.base_url, "--token-stdin", input=emulator.token_for("demo"))
+    login = run(
+        "--profile", "work", "login", "--url", emulator.base_url, "--token-stdin",
+        input=emulator.token_for("auditor"),
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert "profile 'work'" in login.output
+    assert store.names() == ["default", "work"]
+    assert run("whoami").output.startswith("demo"), "the default login was overwritten"
+    assert run("--profile", "work", "whoami").output.startswith("auditor")
+    logout = run("--profile", "work", "logout")
+    assert logout.exit_code == 0 and "profile 'work' removed" in logout.output
+    assert store.names() == ["default"], "logout removed another profile than the one named"
+
+
+@pytest.mark.parametrize("command", ["login", "logout", "whoami"])
+def test_two_different_profiles_are_refused_and_nothing_changes(run, emulator, tmp_path, command):
+    token = emulator.token_for("demo")
+    for name in ("a", "b"):
+        run("login", "--url", emulator.base_url, "--token-stdin", "--profile", name, input=token)
+    extra = ["--url", emulator.base_url, "--token-stdin"] if command == "login" else []
+    result = run("--profile", "a", command, "--profile", "b", *extra, input=token)
+    assert result.exit_code == 2
+    assert "two profiles" in result.output and "--profile a" in result.output
+    assert TokenStore(tmp_path).names() == ["a", "b"]
+    same = run("--profile", "a", command, "--profile", "a", *extra, input=token)
+    assert same.exit_code == 0, same.output
+
+
+def test_login_takes_the_address_and_token_stdin_given_before_the_command(run, emulator, tmp_path):
+    login = run(
+        "--base-url", emulator.base_url, "--token-stdin", "--profile", "g", "login",
+        input=emulator.token,
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert TokenStore(tmp_path).load("g").base_url == emulator.base_url
+    both = run(
+        "--base-url", "https://other.example.org", "login", "--url", emulator.base_url,
+        "--token-stdin", input=emulator.token,
+    )  # fmt: skip
+    assert both.exit_code == 2 and "two service addresses" in both.output
+    neither = run("login", "--token-stdin", input=emulator.token)
+    assert neither.exit_code == 2 and "--url" in neither.output
+
+
+@pytest.fixture
+def flows(monkeypatch):
+    """The login flows the command started (each would have the service issue a token)."""
+    started: list[str] = []
+
+    def record(name):
+        def flow(*args, **kwargs):
+            started.append(name)
+            raise AssertionError(f"{name} started")
+
+        return flow
+
+    monkeypatch.setattr(cli, "connect", record("connect"))
+    monkeypatch.setattr(cli, "_flow_login", record("flow"))
+    return started
+
+
+@pytest.mark.parametrize("way", [["--username", "demo", "--password-stdin"], ["--oob"]])
+@pytest.mark.parametrize("name", ["my work", "a/b"])
+def test_a_bad_profile_name_is_refused_before_any_login_flow(run, emulator, flows, way, name):
+    result = run(
+        "login", "--url", emulator.base_url, *way, "--profile", name, input=emulator.password
+    )
+    assert result.exit_code == 2
+    assert "is not valid" in result.output
+    assert flows == []
+
+
+def test_an_unwritable_profile_folder_is_refused_before_the_login_and_logout_says_so(
+    run, emulator, flows, tmp_path
+):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the configuration folder should be")
+    login = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--password-stdin",
+        input=emulator.password, MEDIAFRAME_CONFIG_DIR=str(blocked),
+    )  # fmt: skip
+    assert login.exit_code == 2 and flows == []
+    assert "Error: cannot create the profile folder" in login.output
+    assert "MEDIAFRAME_CONFIG_DIR" in login.output and "Traceback" not in login.output
+    logout = run("logout", MEDIAFRAME_CONFIG_DIR=str(blocked))
+    assert logout.exit_code == 2
+    assert "Error: cannot remove profile 'default'" in logout.output

@@ -57,6 +57,22 @@ def test_connect_with_a_password_stores_the_profile_when_named(settings):
     assert fake.requests[1].headers["Authorization"] == f"OAuth {SECRET}"
 
 
+@pytest.mark.parametrize("name", ["my work", "a/b"])
+def test_connect_with_a_password_refuses_a_bad_profile_name_before_the_grant(settings, name):
+    fake = FakeService(golden("token_ok"), golden("me"))
+    with pytest.raises(ConfigurationError, match="is not valid"):
+        mf.connect(
+            BASE,
+            client_id="app",
+            username="ada",
+            password="pw",
+            profile=name,
+            settings=settings,
+            session=fake.session(),
+        )
+    assert fake.requests == [], "the service issued a token the client then threw away"
+
+
 def test_connect_with_a_password_stores_nothing_unnamed(settings):
     fake = FakeService(golden("token_ok"))
     mf.connect(

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import openpyxl
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 import mediaframe as mf
 from mediaframe.cli import main
+from mediaframe.demo import run
 
 
 def test_demo_runs_end_to_end_and_keeps_one_cache_folder(tmp_path, monkeypatch):
@@ -37,3 +39,10 @@ def test_demo_runs_end_to_end_and_keeps_one_cache_folder(tmp_path, monkeypatch):
     assert again.exit_code == 0, again.output
     assert sorted(p.name for p in (out / "cache" / "records").iterdir()) == folders
     assert len(folders) == 1
+
+
+def test_a_demo_its_emulator_refuses_writes_nothing(tmp_path):
+    out = tmp_path / "demo"
+    with pytest.raises(ValueError, match="cap"):
+        run(out, records=10, cap=-1, echo=lambda _: None, progress=False)
+    assert not out.exists()

@@ -34,6 +34,7 @@ from mediaframe.exceptions import (
 )
 from mediaframe.frames.fastjson import read_records
 from mediaframe.http import Transport, decode_envelope, slots
+from mediaframe.http import answers as answers_module
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -218,6 +219,30 @@ def test_a_body_that_is_not_the_envelope_is_a_format_error(settings, name):
         assert caught.value.status_code == 200
         assert "Single sign-on" in caught.value.snippet
     assert len(fake.requests) == 1
+
+
+# the first window of bytes the snippet is made from; whitespace makes its text shorter
+_WINDOW = answers_module._SNIPPET + answers_module._SECRET_ROOM
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "<html><body>" + "x" * 126 + " Bearer? ",  # the token starts at byte 147, the cut is 160
+        # the token across the end of the first window, yet near the start once collapsed
+        "<p>" + " " * (_WINDOW - 27) + "invalid token ",
+    ],
+    ids=["across-the-cut", "across-the-window"],
+)
+def test_a_page_quoting_the_token_across_the_cut_shows_none_of_it(settings, before):
+    page = (before + SECRET + " was presented</body></html>").encode()
+    fake = FakeService(Answer(200, {"Content-Type": "text/html"}, page))
+    with pytest.raises(ResponseFormatError) as caught:
+        transport(fake, settings).get("/api/v1/me/")
+    snippet = caught.value.snippet
+    assert snippet.startswith(before.split()[0]) and len(snippet) <= 160
+    for shown in (snippet, str(caught.value)):
+        assert SECRET[:6] not in shown, "the first bytes of a token cut in two were shown"
 
 
 def test_a_body_the_parser_refuses_says_why(settings):

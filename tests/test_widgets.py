@@ -275,6 +275,37 @@ def test_rich_display_shows_state_and_the_widget(client: mf.Client) -> None:
     assert bundle["text/plain"] == repr(picker)  # not the widget's "VBox(children=(…"
 
 
+def test_displaying_a_filter_right_after_a_change_shows_its_answer(
+    client: mf.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The usual cell `picker.select(...); picker`: the display waits for the debounced refresh,
+    # which needs the filter's lock to apply its answer; waiting under that lock hung the kernel.
+    picker = FacetFilter(client, debounce=0.3)
+    picker.select("Type_Name", "image")  # the refresh is pending on the debounce timer
+    waiting = threading.Event()
+    ask, wait = facet_filter_module.ask, picker.wait
+
+    def ask_once_the_display_waits(c: mf.Client, selection: Selection):
+        waiting.wait(30)  # however loaded the machine, the refresh comes while the display waits
+        return ask(c, selection)
+
+    def noted_wait() -> None:
+        waiting.set()
+        wait()
+
+    monkeypatch.setattr(facet_filter_module, "ask", ask_once_the_display_waits)
+    monkeypatch.setattr(picker, "wait", noted_wait)
+    bundle: dict = {}
+    display = threading.Thread(target=lambda: bundle.update(picker._repr_mimebundle_()))
+    display.daemon = True  # left behind if it hangs, so that the run still ends
+    display.start()
+    display.join(60)  # a guard against hanging for ever, not a measure of speed
+    assert not display.is_alive(), "displaying the filter hung"
+    assert picker.total == _facet(client, "Type_Name")["image"]
+    assert f">{picker.total:,}<" in bundle["text/html"]
+    assert f"{picker.total:,}</span> records" in picker._view.total.value
+
+
 # --- the widgets, driven like a user would ------------------------------------------------------
 
 

@@ -136,9 +136,30 @@ class TokenStore:
         path = self.path(name)
         self._make_directory()
         payload = json.dumps(profile.to_dict(), indent=2).encode()
-        # created 0600 from the first byte, flushed, renamed over the old one, and the rename
-        # flushed too: a crash cannot bring back a refresh token the service has since retired
-        replace_atomically(str(path), payload, durable=True)
+        try:
+            # created 0600 from the first byte, flushed, renamed over the old one, and the rename
+            # flushed too: a crash cannot bring back a refresh token the service has since retired
+            replace_atomically(str(path), payload, durable=True)
+        except OSError as err:  # a full or read-only disk, a folder in the file's place
+            raise ConfigurationError(
+                f"cannot write profile {name!r} in {self.directory} ({_reason(err)}): "
+                f"{_WRITABLE_ADVICE}, then run `mediaframe login --profile {name}` again"
+            ) from err
+        return path
+
+    def check_writable(self, name: str) -> Path:
+        """Refuse now, before a login spends a token, a profile :meth:`save` could not write.
+
+        Checks the name, creates the folder and asks the system whether this user may write in
+        it; returns the profile's path. A full disk still shows only when :meth:`save` writes.
+        """
+        path = self.path(name)
+        self._make_directory()
+        if path.is_dir() or not os.access(self.directory, os.W_OK | os.X_OK):
+            why = "a folder has the profile's name" if path.is_dir() else "not writable"
+            raise ConfigurationError(
+                f"cannot write profile {name!r} in {self.directory} ({why}): {_WRITABLE_ADVICE}"
+            )
         return path
 
     @contextlib.contextmanager
@@ -166,13 +187,35 @@ class TokenStore:
 
     def delete(self, name: str) -> bool:
         """Remove profile ``name``; whether there was one."""
+        path = self.path(name)
         try:
-            self.path(name).unlink()
+            path.unlink()
         except FileNotFoundError:
             return False
+        except OSError as err:  # a read-only disk, a folder of another user, a folder named so
+            raise ConfigurationError(
+                f"cannot remove profile {name!r} from {self.directory} ({_reason(err)}): check "
+                f"what {path} is and who owns that folder, or remove the file yourself"
+            ) from err
         return True
 
     def _make_directory(self) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if os.name == "posix" and self.directory.stat().st_mode & 0o077:
-            os.chmod(self.directory, 0o700)
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if os.name == "posix" and self.directory.stat().st_mode & 0o077:
+                os.chmod(self.directory, 0o700)
+        except OSError as err:  # a file in the folder's place, a read-only disk, another owner
+            raise ConfigurationError(
+                f"cannot create the profile folder {self.directory} ({_reason(err)}): "
+                f"{_WRITABLE_ADVICE}"
+            ) from err
+
+
+_WRITABLE_ADVICE = (
+    "make it a folder this user can write in (no file in its place or its parents', space on "
+    "its disk, not read-only), or set MEDIAFRAME_CONFIG_DIR to a folder you can write"
+)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or type(err).__name__

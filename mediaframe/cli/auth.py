@@ -39,9 +39,22 @@ def _stdin_line(what: str) -> str:
     return line
 
 
+def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
+    """The profile a command acts on: ``--profile`` after the command or before it (the two
+    must agree), else ``MEDIAFRAME_PROFILE``, else ``default``."""
+    if profile and state.profile and profile != state.profile:
+        raise click.UsageError(
+            f"two profiles given: --profile {state.profile} before the command and --profile "
+            f"{profile} after it; give one"
+        )
+    return profile or state.profile or settings.profile
+
+
 @main.command()
 @click.option(
-    "--url", "base_url", required=True, help="Service root, e.g. https://assets.example.org"
+    "--url",
+    "base_url",
+    help="Service root, e.g. https://assets.example.org (or --base-url before the command).",
 )
 @click.option("--profile", help="Profile name to store (default: MEDIAFRAME_PROFILE or 'default').")
 @click.option("--username", help="Log in with the password grant as this user.")
@@ -68,9 +81,11 @@ def _stdin_line(what: str) -> str:
     callback=lambda ctx, _, value: _no_plain_argument(ctx, "client_secret", value),
 )
 @click.option("--redirect-uri", help="Registered callback (--browser: http://127.0.0.1:PORT/...).")
+@click.pass_obj
 @reported
 def login(
-    base_url: str,
+    state: State,
+    base_url: str | None,
     profile: str | None,
     username: str | None,
     password_stdin: bool,
@@ -95,9 +110,18 @@ def login(
     Example:
       mediaframe login --url https://assets.example.org --username ada --profile work
     """
-    settings = Settings.from_env()
-    name = profile or settings.profile
+    settings = state.settings
+    name = _profile_name(state, profile, settings)
+    if base_url and state.base_url and base_url != state.base_url:
+        raise click.UsageError(
+            f"two service addresses given: --base-url {state.base_url} and --url {base_url}; "
+            "give one"
+        )
+    base_url = base_url or state.base_url
+    if not base_url:
+        raise click.UsageError("give the service's address: --url https://assets.example.org")
     base_url = auth.check_base_url(base_url)
+    token_stdin = token_stdin or state.token_stdin
     chosen = (username and "--username", flow and f"--{flow}", token_stdin and "--token-stdin")
     ways = [way for way in chosen if way]
     if len(ways) != 1:
@@ -107,6 +131,9 @@ def login(
         )
     if not token_stdin and not client_id:
         raise click.UsageError("--client-id (or MEDIAFRAME_CLIENT_ID) is needed for this login")
+    # Before any flow: a token the service issues cannot be taken back from here, and a name or
+    # a folder refused only afterwards would throw away a login the person has just completed.
+    TokenStore(settings.config_dir).check_writable(name)
     if username:
         if password_stdin:
             password = _stdin_line("password")
@@ -125,7 +152,9 @@ def login(
             token = Token(_stdin_line("token"))
         else:
             assert client_id is not None and flow is not None
-            token = _flow_login(base_url, settings, flow, client_id, client_secret, redirect_uri)
+            token = _flow_login(
+                state, base_url, settings, flow, client_id, client_secret, redirect_uri
+            )
         client = connect(
             base_url,
             token=token,
@@ -141,6 +170,7 @@ def login(
 
 
 def _flow_login(
+    state: State,
     base_url: str,
     settings: Settings,
     flow: str,
@@ -157,7 +187,7 @@ def _flow_login(
     if not redirect_uri:
         raise click.UsageError(f"--{flow} needs --redirect-uri, the application's registered one")
     if flow == "browser":
-        click.echo("Opening the browser; waiting for the login to come back ...", err=True)
+        state.say("Opening the browser; waiting for the login to come back ...")
         return auth.login_browser(
             base_url,
             client_id=client_id,
@@ -185,16 +215,17 @@ def _who(user: dict[str, Any]) -> str:
 
 @main.command()
 @click.option("--profile", help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').")
+@click.pass_obj
 @reported
-def logout(profile: str | None) -> None:
+def logout(state: State, profile: str | None) -> None:
     """Forget a stored profile (the token stays valid until revoked in the service).
 
     \b
     Example:
       mediaframe logout --profile work
     """
-    settings = Settings.from_env()
-    name = profile or settings.profile
+    settings = state.settings
+    name = _profile_name(state, profile, settings)
     store = TokenStore(settings.config_dir)
     if store.delete(name):
         click.echo(
@@ -218,7 +249,7 @@ def whoami(state: State, profile: str | None, as_json: bool) -> None:
       mediaframe whoami --profile work
     """
     if profile:
-        state.profile = profile
+        state.profile = _profile_name(state, profile, state.settings)
     with state.connect() as client:
         user = client.whoami()
         if as_json:

@@ -130,9 +130,19 @@ def _written(state: State, result: Any, output: Path | None, limit: int) -> None
 
 @main.command()
 @click.option(
-    "--records", default=20_000, show_default=True, help="Size of the emulated catalogue."
+    "--records",
+    default=20_000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Size of the emulated catalogue.",
 )
-@click.option("--cap", default=1000, show_default=True, help="The emulator's retrieval cap.")
+@click.option(
+    "--cap",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="The emulator's retrieval cap.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the synthetic catalogue.")
 @click.option(
     "--out",

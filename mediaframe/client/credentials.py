@@ -122,6 +122,9 @@ def _connect_with_password(
         raise ConfigurationError(
             "the password grant needs base_url, client_id, username and password together"
         )
+    if profile is not None:
+        # before the grant: a token the service issues cannot be taken back from here
+        TokenStore(settings.config_dir).check_writable(profile)
     token = auth.password_grant(
         base_url,
         client_id=client_id,

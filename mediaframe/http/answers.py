@@ -51,6 +51,9 @@ _ENVELOPE_START = re.compile(rb"\s*(\{|/\*\*/|[A-Za-z_$][\w$.]*\s*\()")
 #: A whole JSON string (an escaped quote does not end it).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SNIPPET = 160
+#: Read past the quoted part, so that a secret it ends in is redacted whole: more than any
+#: token or secret is long (a JWT is some hundreds of bytes to 2 KB).
+_SECRET_ROOM = 4096
 
 #: Reads a successful JSON body in place of the envelope decoding (``None``: the envelope).
 Decode = Callable[[bytes], Any] | None
@@ -385,5 +388,12 @@ def _is_number(text: str | None) -> TypeGuard[str]:
 
 
 def _snippet(content: bytes) -> str:
-    text = content[:_SNIPPET].decode("utf-8", "replace")
-    return redact(" ".join(text.split()))
+    # Redacted whole, then cut: a secret the cut went through would not be recognised, and its
+    # first bytes would be shown. So read on until the text (its whitespace collapsed, which
+    # shrinks it) runs past the cut by more than any secret is long, or to the end.
+    size = _SNIPPET + _SECRET_ROOM
+    while True:
+        text = " ".join(content[:size].decode("utf-8", "replace").split())
+        if len(text) >= _SNIPPET + _SECRET_ROOM or size >= len(content):
+            return redact(text)[:_SNIPPET]
+        size *= 2

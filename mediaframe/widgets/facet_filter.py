@@ -240,14 +240,19 @@ class FacetFilter:
     @property
     def widget(self) -> Any:
         """The ipywidgets box (built on first use)."""
+        # Waited for outside the lock: the refresh it waits for takes the lock to apply its
+        # answer, so waiting under it would hang for ever (the first display right after a change).
+        self.wait()
         with self._lock:
             if self._view is None:
                 from mediaframe.widgets.view import View  # imports ipywidgets
 
                 self._view = View(self)
-                self.wait()
-                # no answer yet (the server refused or is down): the widget shows why and retries
+                # no answer yet (the server refused or is down): the widget shows why and retries;
+                # a refresh still to come (a change since the wait) shows its answer here itself
                 self._view.show(self._answer, self.error)
+                if self._timer is not None:
+                    self._view.pending(self)
             return self._view.box
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import openpyxl
+from click.testing import CliRunner
 
+from mediaframe.cli import main
 from tests.cli.conftest import runner_for
 
 
@@ -57,3 +59,13 @@ def test_a_job_refuses_an_output_it_cannot_write_before_it_harvests(fresh_emulat
     # nothing was harvested: the fixity baseline is still to be made by the first real audit
     first = run("audit", "-o", str(tmp_path / "a.html"))
     assert first.exit_code == 0 and "baseline" in first.stderr
+
+
+def test_demo_refuses_a_negative_size_or_cap_before_it_writes_anything(tmp_path):
+    out = tmp_path / "demo"
+    for bad in (["--cap", "-1", "--records", "10"], ["--records", "-5"]):
+        result = CliRunner().invoke(main, ["demo", *bad, "--out", str(out), "--no-progress"])
+        assert result.exit_code == 2, result.output
+        assert f"Invalid value for '{bad[0]}'" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert not out.exists(), "the output folder was made for a demo that never ran"
