@@ -99,6 +99,10 @@ class _RequestHandler(WSGIRequestHandler):
                 self._handle()
         except TimeoutError:
             self.close_connection = True  # the client went quiet: free the thread
+        except ConnectionError:
+            # a reset or a broken pipe between two requests: a killed client (its kernel resets
+            # its connections), let go as a deployed server does, without a traceback
+            self.close_connection = True
 
     def _handle(self) -> None:
         self.raw_requestline = self.rfile.readline(65537)

@@ -265,3 +265,24 @@ def test_kept_connections_send_answers_without_waiting_for_acknowledgements(monk
         sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
         _answer(sock)
     assert seen and all(seen)
+
+
+def test_a_client_that_resets_a_kept_alive_connection_is_let_go_quietly(capfd):
+    """A killed client resets its kept-alive connections: the server lets the thread go, as
+    a deployed server does, without a traceback on stderr (the benchmarks kill harvests)."""
+    import struct
+
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    with serving(server) as address:
+        sock = socket.create_connection(address, timeout=5)
+        sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        _answer(sock)
+        # closed with a zero linger: a reset, as the kernel sends for a killed process
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        time.sleep(0.3)  # the server's thread meets the reset while waiting for a request
+        with socket.create_connection(address, timeout=5) as again:  # still serving
+            again.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert _answer(again)[0].startswith(b"HTTP/1.1 ")
+    assert "Traceback" not in capfd.readouterr().err
