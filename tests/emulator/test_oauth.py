@@ -217,6 +217,16 @@ def test_unknown_client_and_foreign_redirect_are_not_redirected(oauth) -> None:
     assert foreign.status_code == 400 and "Location" not in foreign.headers
 
 
+@pytest.mark.parametrize("response_type", ["code", "token", "code-and-token"])
+@pytest.mark.parametrize("fragment", ["#/after-login", "#"])
+def test_a_redirect_uri_with_a_fragment_is_refused_not_redirected(oauth, response_type, fragment):
+    """RFC 6749 3.1.2: the code or token would land in (or after) the fragment."""
+    emu = oauth.emu
+    answer = authorize(emu, redirect_uri=emu.redirect_uri + fragment, response_type=response_type)
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert answer.json() == {"error": "invalid_request"}
+
+
 def test_login_and_consent_page_without_auto_approve(fresh_emulator) -> None:
     emu = fresh_emulator(records=50, auto_approve=False)
     page = authorize(emu, state="st")
