@@ -165,9 +165,7 @@ def positions(frame: pd.DataFrame, *, ax: Axes | None = None, **style: Any) -> A
 
 def _degrees(values: pd.Series) -> pd.Series:
     """``values`` as numbers; text that is not one (the column keeps a server's text) is NA."""
-    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
-        values.dtype
-    ):
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return values.astype("Float64")
     return pd.to_numeric(values.astype(object), errors="coerce").astype("Float64")
 
