@@ -17,6 +17,7 @@ import pandas as pd
 from mediaframe.client import connect
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
+from mediaframe.exceptions import InvalidParameterError
 from mediaframe.harvest import HarvestReport
 
 __all__ = ["run"]
@@ -50,6 +51,10 @@ def run(
     """
     from mediaframe.reports import audit, report, to_csv, to_parquet
 
+    if cap < 1:  # the emulator takes 0 (to test clients with it); a harvest could not begin
+        raise InvalidParameterError(
+            f"cap must be 1 or more, got {cap}: with 0 the search lets no hit be retrieved"
+        )
     # the emulator first: it refuses a bad size or cap before anything is written
     emu = Emulator(records=records, seed=seed, cap=cap)
     settings = Settings.from_env().replace(cache_dir=out / "cache", progress=progress)

@@ -142,10 +142,12 @@ def technical(
 def positions(frame: pd.DataFrame, *, ax: Axes | None = None, **style: Any) -> Axes:
     """Where records were taken: a scatter of ``Longitude`` (x) against ``Latitude`` (y).
 
-    Records without both coordinates, or with coordinates outside the globe, are left out.
+    Records without both coordinates, with one that is not a number (a server may send text
+    such as ``"48 deg 51' N"``: the column is then text), or with coordinates outside the
+    globe, are left out and counted in the title.
     """
-    longitude = _column(frame, "Longitude").astype("Float64")
-    latitude = _column(frame, "Latitude").astype("Float64")
+    longitude = _degrees(_column(frame, "Longitude"))
+    latitude = _degrees(_column(frame, "Latitude"))
     keep = (
         longitude.notna() & latitude.notna() & longitude.abs().le(180) & latitude.abs().le(90)
     ).fillna(False)
@@ -159,6 +161,13 @@ def positions(frame: pd.DataFrame, *, ax: Axes | None = None, **style: Any) -> A
     y = latitude[keep].to_numpy(dtype=float)
     ax.scatter(x, y, **{"s": 8, "alpha": 0.6, **style})
     return ax
+
+
+def _degrees(values: pd.Series) -> pd.Series:
+    """``values`` as numbers; text that is not one (the column keeps a server's text) is NA."""
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        return values.astype("Float64")
+    return pd.to_numeric(values.astype(object), errors="coerce").astype("Float64")
 
 
 def status_usage(
@@ -373,7 +382,9 @@ def _names(names: Names) -> dict[int, str]:
     if isinstance(names, Mapping):
         return {int(k): str(v) for k, v in names.items()}
     table = names if isinstance(names, pd.DataFrame) else names.collections  # or client.me()
-    return {int(b): str(n) for b, n in zip(table["base_id"], table["name"], strict=True)}
+    pairs = zip(table["base_id"], table["name"], strict=True)
+    # a collection without base_id (older servers send only coll_id) names no base
+    return {int(b): str(n) for b, n in pairs if pd.notna(b) and pd.notna(n)}
 
 
 def _bit_label(bit: int, statuses: pd.DataFrame | None) -> str:

@@ -46,3 +46,11 @@ def test_a_demo_its_emulator_refuses_writes_nothing(tmp_path):
     with pytest.raises(ValueError, match="cap"):
         run(out, records=10, cap=-1, echo=lambda _: None, progress=False)
     assert not out.exists()
+
+
+def test_a_demo_refuses_a_cap_of_zero_before_it_writes_anything(tmp_path):
+    """No hit could be retrieved: the harvest would have nothing to do but fail."""
+    out = tmp_path / "demo"
+    with pytest.raises(mf.InvalidParameterError, match="cap must be 1 or more, got 0"):
+        run(out, records=10, cap=0, echo=lambda _: None, progress=False)
+    assert not out.exists()

@@ -132,6 +132,54 @@ def test_positions_scatter_every_record_with_coordinates(records: pd.DataFrame) 
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("longitude (°)", "latitude (°)")
 
 
+def _technical(**values: object) -> list[dict[str, object]]:
+    return [{"name": name, "value": value} for name, value in values.items()]
+
+
+def test_positions_leave_out_a_coordinate_sent_as_text() -> None:
+    """Text stays text in records(): the Latitude column is then a string column."""
+    frame = mf.frames.records(
+        [
+            {
+                "databox_id": 1,
+                "record_id": 1,
+                "technical_informations": _technical(Latitude=48.85, Longitude=2.35),
+            },
+            {
+                "databox_id": 1,
+                "record_id": 2,
+                "technical_informations": _technical(Latitude="48 deg 51' N", Longitude=2.35),
+            },
+        ]
+    )
+    assert frame["Latitude"].dtype == "string"
+    ax = plots.positions(frame)
+    (points,) = ax.collections
+    assert points.get_offsets().tolist() == [[2.35, 48.85]]
+    assert ax.get_title() == "Record positions (1 without a value)"
+
+
+def test_collections_named_by_collections_some_without_a_base_id() -> None:
+    """/me/ collections of older servers carry coll_id and no base_id."""
+    mine = mf.frames.collections(
+        [
+            {"databox_id": 1, "coll_id": 1, "name": "Press photos", "rights": ["actif"]},
+            {"databox_id": 1, "base_id": 2, "collection_id": 2, "name": "Events"},
+        ]
+    )
+    assert mine["base_id"].isna().any()
+    frame = mf.frames.records(
+        [
+            {"databox_id": 1, "record_id": 1, "base_id": 2},
+            {"databox_id": 1, "record_id": 2, "base_id": 3},
+        ]
+    )
+    assert _bars(plots.collections(frame, names=mine)) == {"Events": 1.0, "base 3": 1.0}
+    extended = frame.assign(status_4=pd.array([True, False], dtype="boolean"))
+    ax = plots.status_usage(extended, names=mine)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Events", "base 3"]
+
+
 def test_rights_heat_map_of_me(client: mf.Client) -> None:
     me = client.me()
     ax = plots.rights(me)

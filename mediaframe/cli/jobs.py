@@ -140,8 +140,8 @@ def _written(state: State, result: Any, output: Path | None, limit: int) -> None
     "--cap",
     default=1000,
     show_default=True,
-    type=click.IntRange(min=0),
-    help="The emulator's retrieval cap.",
+    type=click.IntRange(min=1),
+    help="The emulator's retrieval cap (1 or more: with 0 no hit could be retrieved).",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the synthetic catalogue.")
 @click.option(

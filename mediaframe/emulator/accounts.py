@@ -143,7 +143,10 @@ class Accounts:
     def check_password(self, login: str, password: str) -> User | None:
         """The user with these credentials, or None."""
         user = self.users.get(login)
-        if user is None or not secrets.compare_digest(user.password, password):
+        # compared as bytes: compare_digest refuses str holding anything but ASCII
+        if user is None or not secrets.compare_digest(
+            user.password.encode("utf-8"), password.encode("utf-8", "surrogatepass")
+        ):
             return None
         return user
 

@@ -75,6 +75,8 @@ class App:
 
     def handle(self, request: Request) -> Response:
         """Answer one request (raises DropConnection when a fault drops it)."""
+        if request.body_error is not None:  # an HTTP-level fault, refused as servers do first
+            return self._envelope(request, ApiError(400, request.body_error))
         if request.path in OAUTH_ROUTES:
             allowed = OAUTH_ROUTES[request.path]
             if request.method not in allowed:
@@ -165,9 +167,7 @@ class App:
     def _params(self, request: Request) -> dict[str, list[str]]:
         params = {k: list(v) for k, v in request.query.items()}
         if isinstance(request.body_json, ValueError):
-            raise ApiError(
-                400, "the request body is not valid JSON; send a JSON object or form fields"
-            )
+            raise ApiError(400, str(request.body_json))
         body: dict[str, Any] = (
             flatten(request.body_json) if isinstance(request.body_json, dict) else {}
         )

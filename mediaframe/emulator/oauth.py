@@ -109,6 +109,10 @@ class OAuthEndpoints:
         redirect_uri = _last(params, "redirect_uri") or app.redirect_uri
         if redirect_uri != OOB and not redirect_uri.lower().startswith(app.redirect_uri.lower()):
             return _error("redirect_uri_mismatch")
+        if "#" in redirect_uri:
+            # RFC 6749 3.1.2: a redirect URI has no fragment; the code would land in it, which
+            # the browser never sends to the client's server. Refused, never redirected.
+            return _error("invalid_request")
         state = _last(params, "state")
         response_type = _last(params, "response_type")
         if response_type not in RESPONSE_TYPES:

@@ -328,7 +328,7 @@ class Evaluator:
         return np.isin(self.table.databox_id, picked)
 
     def _key_recordid(self, value: str) -> np.ndarray:
-        if not value.isdigit() or len(value) > MAX_ID_DIGITS:
+        if not (value.isascii() and value.isdigit()) or len(value) > MAX_ID_DIGITS:
             raise QueryError(f"recordid:{value[:40]} needs a record id (an integer)")
         return self.table.ident == int(value)
 
@@ -464,10 +464,18 @@ def date_interval(text: str) -> tuple[int, int]:
     if day is not None:
         end = int(start.timestamp()) + DAY
     elif month is not None:
-        end = int(datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC).timestamp())
+        end = _month_start(year + month // 12, month % 12 + 1)
     else:
-        end = int(datetime(year + 1, 1, 1, tzinfo=UTC).timestamp())
+        end = _month_start(year + 1, 1)
     return int(start.timestamp()), end
+
+
+def _month_start(year: int, month: int) -> int:
+    """Seconds at the first of ``month`` (UTC); year 10000, past what datetime holds, too: the
+    end of ``created_on<9999``'s period."""
+    if year > datetime.max.year:
+        return int(datetime(datetime.max.year, 12, 31, tzinfo=UTC).timestamp()) + DAY
+    return int(datetime(year, month, 1, tzinfo=UTC).timestamp())
 
 
 def _compare_dates(values: np.ndarray, node: Compare, *, unit: int) -> np.ndarray:

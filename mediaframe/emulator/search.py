@@ -177,9 +177,10 @@ def _status(params: Mapping[str, list[str]]) -> tuple[tuple[int, str, int], ...]
                 400, f"{name} is not a status filter; use status[<bit 0-31>][on|off][]=<databox_id>"
             )
         for value in values:
-            if not value.strip().isdigit() or len(value.strip()) > MAX_ID_DIGITS:
+            digits = value.strip()
+            if not (digits.isascii() and digits.isdigit()) or len(digits) > MAX_ID_DIGITS:
                 raise ApiError(400, f"{name} takes databox ids (integers), got {value[:40]!r}")
-            out.add((int(match[1]), match[2], int(value)))
+            out.add((int(match[1]), match[2], int(digits)))
     return tuple(sorted(out))
 
 

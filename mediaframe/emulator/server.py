@@ -6,7 +6,7 @@ import io
 import socketserver
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from email.message import Message
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -19,6 +19,7 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers
 
 from mediaframe.emulator.faults import DropConnection
+from mediaframe.emulator.messages import BODY_ERROR, MAX_BODY_BYTES, too_large
 
 
 class _Handler(ServerHandler):
@@ -109,12 +110,18 @@ class _RequestHandler(WSGIRequestHandler):
         if len(self.raw_requestline) > 65536 or not self.parse_request():
             self.close_connection = True
             return
-        self.body = _Body(self.rfile, self.headers)
+        self.body = _Body(cast(io.BufferedIOBase, self.rfile), self.headers)
+        environ = self.get_environ()
+        if self.body.error is not None:
+            environ[BODY_ERROR] = self.body.error
+            environ.pop("CONTENT_LENGTH", None)
+        elif self.body.chunked is not None:
+            environ["CONTENT_LENGTH"] = str(self.body.chunked)  # the app reads it decoded
         handler = _Handler(
             cast(io.BufferedIOBase, self.body),  # read as wsgi.input: only read* are used
             self.wfile,  # type: ignore[arg-type]  # a socket writer, as wsgiref passes it too
             self.get_stderr(),
-            self.get_environ(),
+            environ,
             multithread=True,
         )
         handler.request_handler = self
@@ -124,20 +131,59 @@ class _RequestHandler(WSGIRequestHandler):
 
 
 class _Body:
-    """A request's body as the app reads it: no further than its ``Content-Length``, so that
-    the next request on the connection starts where this one ends."""
+    """A request's body as the app reads it: no further than its end, so that the next request
+    on the connection starts where this one ends.
+
+    A ``Content-Length`` body is read from the connection as the app asks for it; a chunked
+    one is decoded up front (as Apache and nginx decode it for PHP) and the app reads the
+    decoded bytes. A body that cannot be read (malformed framing, over ``MAX_BODY_BYTES``, a
+    transfer coding other than chunked) sets ``error``: the app answers it with a 400 and the
+    connection closes, since where the next request starts is unknown.
+    """
 
     def __init__(self, stream: io.BufferedIOBase, headers: Message) -> None:
         self.stream = stream
-        length = headers.get("Content-Length", "0")
-        self.left = int(length) if length.isdigit() else -1
-        #: a length that cannot be told (chunked, malformed) leaves the connection to close
-        self.framed = self.left >= 0 and "Transfer-Encoding" not in headers
+        #: bytes of the body the app has not read yet
+        self.left = 0
+        #: the decoded length of a chunked body, None for any other
+        self.chunked: int | None = None
+        #: why the body cannot be read, or None
+        self.error: str | None = None
+        try:
+            self._frame(headers)
+        except _Unreadable as err:
+            self.error, self.left = str(err), 0
+
+    def _frame(self, headers: Message) -> None:
+        codings = headers.get_all("Transfer-Encoding") or []
+        lengths = headers.get_all("Content-Length") or []
+        if codings:
+            # RFC 9112 6.1: both at once is how requests are smuggled; a server may refuse it
+            if lengths:
+                raise _Unreadable("the request has both Transfer-Encoding and Content-Length")
+            named = [c.strip().lower() for c in ",".join(codings).split(",")]
+            if named != ["chunked"]:
+                raise _Unreadable(
+                    f"Transfer-Encoding {', '.join(codings)!r} is not supported: send the body "
+                    "chunked or with a Content-Length"
+                )
+            data = _dechunk(self.stream)
+            self.stream = io.BytesIO(data)  # read like the socket
+            self.left = self.chunked = len(data)
+            return
+        if not lengths:
+            return
+        length = lengths[0].strip()
+        if len(lengths) > 1 or not (length.isascii() and length.isdigit()):
+            raise _Unreadable(f"Content-Length {', '.join(lengths)!r} is not a number of bytes")
+        if int(length) > MAX_BODY_BYTES:
+            raise _Unreadable(too_large(int(length)))
+        self.left = int(length)
 
     @property
     def whole(self) -> bool:
-        """The body was framed and read to its end."""
-        return self.framed and self.left == 0
+        """The body was read to its end: the connection is at the next request."""
+        return self.error is None and self.left == 0
 
     def read(self, size: int | None = -1) -> bytes:
         return self._within(self.stream.read, size)
@@ -147,8 +193,6 @@ class _Body:
 
     def _within(self, reader: Callable[[int | None], bytes], size: int | None) -> bytes:
         """``reader(size)``, never past the body's end."""
-        if not self.framed:
-            return reader(size)
         size = self.left if size is None or size < 0 else min(size, self.left)
         data = reader(size) if size else b""
         self.left -= len(data)
@@ -159,6 +203,41 @@ class _Body:
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.readline, b"")
+
+
+class _Unreadable(Exception):
+    """The request's body cannot be read; the message says why."""
+
+
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _dechunk(stream: io.BufferedIOBase) -> bytes:
+    """The body of a chunked request, read to the end of its trailers (RFC 9112 7.1)."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = stream.readline(1024)
+        size = line.split(b";", 1)[0].strip()  # chunk extensions are ignored, as servers do
+        if not line.endswith(b"\n") or not size or len(size) > 16 or set(size) - _HEX_DIGITS:
+            raise _Unreadable(f"the chunked body has a malformed chunk size line {line[:40]!r}")
+        count = int(size, 16)
+        if count == 0:
+            break
+        total += count
+        if total > MAX_BODY_BYTES:
+            raise _Unreadable(too_large(total))
+        data = stream.read(count)
+        if len(data) < count or stream.readline(3) not in (b"\r\n", b"\n"):
+            raise _Unreadable("the chunked body ends inside a chunk")
+        parts.append(data)
+    for _ in range(100):  # trailer fields, up to the empty line that ends the request
+        line = stream.readline(8192)
+        if line in (b"\r\n", b"\n"):
+            return b"".join(parts)
+        if not line.endswith(b"\n"):
+            break
+    raise _Unreadable("the chunked body does not end with an empty line after its trailers")
 
 
 class ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
@@ -267,6 +346,20 @@ class LoopbackServer:
         self._thread.join()
 
 
+def _bytes(body: object) -> bytes:
+    """A prepared request's body as bytes: requests leaves a generator or a file (sent chunked
+    over a socket) as it was given."""
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, bytes):
+        return body
+    if hasattr(body, "read"):
+        return _bytes(body.read())
+    return b"".join(_bytes(chunk) for chunk in cast(Iterable[object], body))
+
+
 class InProcessAdapter(BaseAdapter):
     """A requests transport adapter that calls the WSGI app directly: no socket at all.
 
@@ -287,9 +380,7 @@ class InProcessAdapter(BaseAdapter):
         proxies: Mapping[str, str] | None = None,
     ) -> requests.Response:
         url = urlsplit(request.url)
-        body = request.body or b""
-        if isinstance(body, str):
-            body = body.encode("utf-8")
+        body = _bytes(request.body)
         environ = {
             "REQUEST_METHOD": request.method,
             "PATH_INFO": url.path or "/",

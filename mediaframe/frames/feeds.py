@@ -10,9 +10,10 @@ import pandas as pd
 from mediaframe.frames.arrays import text, to_array, warn_unreadable
 from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import flatten
+from mediaframe.frames.members import prepend
 from mediaframe.frames.normalise import as_items, children, labeller, nested_records
 from mediaframe.frames.records import flatten_records
-from mediaframe.frames.schema import BASKETS, FEED_ENTRIES, FEEDS
+from mediaframe.frames.schema import BASKETS, FEED_ENTRIES, FEED_ITEMS, FEEDS
 
 __all__ = ["baskets", "feed_entries", "feed_items", "feeds"]
 
@@ -52,9 +53,8 @@ def feed_items(entries: list[dict[str, Any]], structure: Structure | None = None
     )
     checked = nested_records(items, label=item_label)
     frame = flatten_records(checked, label=item_label, structure=structure)
-    frame.insert(0, "item_id", item_ids)
-    frame.insert(0, "entry_id", entry_ids.take(owners))
-    return frame
+    head = {"entry_id": entry_ids.take(owners), "item_id": item_ids}
+    return prepend(frame, head, FEED_ITEMS.names)
 
 
 def feeds(items: list[dict[str, Any]]) -> pd.DataFrame:

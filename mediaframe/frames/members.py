@@ -13,11 +13,12 @@ import pandas as pd
 from mediaframe.exceptions import MalformedItemError
 from mediaframe.frames.arrays import text, to_array
 from mediaframe.frames.captions import Structure
+from mediaframe.frames.flatten import UNKNOWN_PREFIX, column_names
 from mediaframe.frames.normalise import as_items, children, labeller, nested_records
 from mediaframe.frames.records import flatten_records
 from mediaframe.frames.schema import BASKET_RECORDS, STORIES, STORY_MEMBERS
 
-__all__ = ["basket_records", "story_members"]
+__all__ = ["basket_records", "prepend", "story_members"]
 
 
 def story_members(
@@ -54,7 +55,7 @@ def story_members(
         "story_id": keys["story_id"].take(owners),
         "position": pd.array(positions, dtype="Int64"),
     }
-    return _prepend(frame, head, STORY_MEMBERS.names)
+    return prepend(frame, head, STORY_MEMBERS.names)
 
 
 def basket_records(
@@ -99,7 +100,7 @@ def basket_records(
         head[name] = (
             pd.array(values, dtype="boolean") if name.startswith("agreement_") else text(values)
         )
-    return _prepend(
+    return prepend(
         frame, head, (*BASKET_RECORDS.names, *sorted(set(head) - set(BASKET_RECORDS.names)))
     )
 
@@ -126,7 +127,14 @@ def _choices(elements: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return columns
 
 
-def _prepend(frame: pd.DataFrame, head: dict[str, Any], order: tuple[str, ...]) -> pd.DataFrame:
+def prepend(frame: pd.DataFrame, head: dict[str, Any], order: tuple[str, ...]) -> pd.DataFrame:
+    """The ``head`` columns in ``order``, then every column of ``frame``.
+
+    A record column named like a head column (a record member ``order`` or ``position`` from a
+    newer server) is prefixed ``unknown_`` until it is free, the rule of every frame, so no
+    value takes another's place.
+    """
     columns = {name: head[name] for name in order}
-    columns.update({name: frame[name].array for name in frame.columns})
+    names = column_names([(str(name), UNKNOWN_PREFIX) for name in frame.columns], set(order))
+    columns.update(zip(names, (frame.iloc[:, i].array for i in range(frame.shape[1])), strict=True))
     return pd.DataFrame(columns, copy=False)

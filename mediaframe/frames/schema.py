@@ -387,6 +387,13 @@ FEED_ENTRIES = Frame(
     extras=UNKNOWN,
 )
 
+#: How the frames that put a container's columns before a record's keep both.
+_RECORD_CLASH = (
+    " A record column named like one of the columns before it (a record member `order` or "
+    "`position` from a newer server) is prefixed `unknown_` until it is free, so no value takes "
+    "another's place."
+)
+
 FEED_ITEMS = Frame(
     name="feed_items",
     summary="Feed items: `entry_id`, `item_id`, then the columns of `records`.",
@@ -396,7 +403,7 @@ FEED_ITEMS = Frame(
         Column("entry_id", INT, "feed entry id", ""),
         Column("item_id", INT, "item id within the entry", ""),
     ),
-    extras="Followed by every column of `records` for the item's record.",
+    extras="Followed by every column of `records` for the item's record." + _RECORD_CLASH,
 )
 
 FEEDS = Frame(
@@ -503,7 +510,8 @@ STORY_MEMBERS = Frame(
         Column("position", INT, "0-based place of the record in the story", ""),
     ),
     extras="Followed by every column of `records` for the member record (the record's own "
-    "`databox_id`, `record_id`, …, and `caption_*`/`status_*` for extended records).",
+    "`databox_id`, `record_id`, …, and `caption_*`/`status_*` for extended records)."
+    + _RECORD_CLASH,
 )
 
 BASKET_RECORDS = Frame(
@@ -521,7 +529,7 @@ BASKET_RECORDS = Frame(
     ),
     extras="Then, for validation baskets, every participant's say in `agreement_<login>` "
     "(`boolean`) and `note_<login>` (`string`), sorted by name; then every column of `records` "
-    "for the element's record.",
+    "for the element's record." + _RECORD_CLASH,
 )
 
 #: Every frame, in the order the documentation shows them.

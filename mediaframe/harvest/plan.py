@@ -237,6 +237,8 @@ def plan(
     on_split : told of each split as soon as it is proven, ``(shard, level, total, children)``,
         so that a run killed while planning can replay it.
     """
+    if cap < 1:  # the server lets no hit be retrieved: no split gets under that, all is stuck
+        return [], [(root, root_count.total)] if root_count.total else []
     run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
     leaves: list[tuple[Shard, int]] = []

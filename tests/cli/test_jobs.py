@@ -61,9 +61,9 @@ def test_a_job_refuses_an_output_it_cannot_write_before_it_harvests(fresh_emulat
     assert first.exit_code == 0 and "baseline" in first.stderr
 
 
-def test_demo_refuses_a_negative_size_or_cap_before_it_writes_anything(tmp_path):
+def test_demo_refuses_a_negative_size_or_a_cap_below_one_before_it_writes_anything(tmp_path):
     out = tmp_path / "demo"
-    for bad in (["--cap", "-1", "--records", "10"], ["--records", "-5"]):
+    for bad in (["--cap", "-1", "--records", "10"], ["--cap", "0"], ["--records", "-5"]):
         result = CliRunner().invoke(main, ["demo", *bad, "--out", str(out), "--no-progress"])
         assert result.exit_code == 2, result.output
         assert f"Invalid value for '{bad[0]}'" in result.output

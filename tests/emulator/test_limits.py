@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -181,19 +182,111 @@ def test_a_connection_serves_request_after_request_as_deployed_servers_do():
         assert sock.recv(1) == b""
 
 
-def test_a_request_whose_body_cannot_be_framed_closes_its_connection():
+def _closed_after(sock: socket.socket) -> bytes:
+    """Everything ``sock`` receives until the server hangs up."""
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    return received
+
+
+def _refusal(received: bytes) -> str:
+    """The error_details of the one 400 envelope in ``received``."""
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), received[:300]
+    assert b"connection: close" in head.lower()
+    return json.loads(body)["meta"]["error_details"]
+
+
+def test_a_chunked_body_is_read_as_deployed_servers_read_it(served):
+    """requests sends a generator or a file without a length chunked: its parameters count."""
+    url = served.base_url + "/api/v1/search/"
+    form = b"query=sunset&record_type=video&per_page=3&oauth_token=" + served.token.encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    plain = requests.post(url, data=form, headers=headers, timeout=30)
+    chunked = requests.post(url, data=iter([form[:10], form[10:]]), headers=headers, timeout=30)
+    assert chunked.request.headers["Transfer-Encoding"] == "chunked"
+    assert chunked.status_code == 200, chunked.text[:300]
+    answer = chunked.json()["response"]
+    assert (answer["query"], answer["per_page"]) == ("sunset", 3)
+    assert answer["total_results"] == plain.json()["response"]["total_results"]
+
+
+def test_a_chunked_body_reaches_the_in_process_app_too(served):
+    session = served.requests_session()
+    url = served.inprocess_url + "/api/v1/search/"
+    form = b"query=sunset&per_page=2&oauth_token=" + served.token.encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    answer = session.post(url, data=iter([form]), headers=headers, timeout=30)
+    assert answer.json()["response"]["per_page"] == 2
+
+
+def test_a_connection_serves_the_request_after_a_chunked_one():
     emu = Emulator(records=50, seed=1)
     server = LoopbackServer(emu.app)
     with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        rest = b"1&oauth_token=" + emu.token.encode()
         sock.sendall(
-            b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"3\r\nabc\r\n0\r\n\r\n"
+            b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
+            b"9;ext=1\r\nper_page=\r\n%x\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n" % (len(rest), rest)
         )
-        sock.settimeout(5)
-        received = b""
-        while chunk := sock.recv(65536):  # answered (or not), then hung up: no misread
-            received += chunk
-        assert b"HTTP/1.1 " not in received.split(b"\r\n\r\n", 1)[-1]
+        head, body = _answer(sock)
+        assert head.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in head.lower()
+        assert json.loads(body)["response"]["per_page"] == 1
+        sock.sendall(b"GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, _ = _answer(sock)
+        assert head.startswith(b"HTTP/1.1 ")
+
+
+@pytest.mark.parametrize(
+    ("framing", "details"),
+    [
+        (b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", "chunk size"),
+        (b"Transfer-Encoding: chunked\r\n\r\n5\r\nabc\r\n0\r\n\r\n", "inside a chunk"),
+        (b"Transfer-Encoding: gzip, chunked\r\n\r\n", "is not supported"),
+        (
+            b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            "both Transfer-Encoding and Content-Length",
+        ),
+        (b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % (9 * 2**20), "over the 8388608"),
+        (b"Content-Length: \xb2\r\n\r\n", "is not a number of bytes"),
+        (b"Content-Length: 3, 3\r\n\r\nabc", "is not a number of bytes"),
+        (b"Content-Length: 1000000000000000\r\n\r\n", "over the 8388608"),
+    ],
+)
+def test_a_body_that_cannot_be_read_is_a_bad_request_that_ends_its_connection(framing, details):
+    """Nothing of it reaches the app; where the next request starts is unknown, so none does."""
+    emu = Emulator(records=50, seed=1)
+    server = LoopbackServer(emu.app)
+    with serving(server) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"POST /api/v1/search/ HTTP/1.1\r\nHost: x\r\n" + framing)
+        assert details in _refusal(_closed_after(sock))
+
+
+@pytest.mark.parametrize("path", ["/api/v1/search/", "/api/oauthv2/token", "/no/such/route/"])
+def test_a_deeply_nested_json_body_without_a_token_is_answered_as_the_contract_says(served, path):
+    answer = requests.post(
+        served.base_url + path,
+        data=b"[" * 5000,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert answer.status_code in (400, 404), answer.text[:300]
+    if path == "/api/v1/search/":  # no token: the empty-body 400
+        assert answer.content == b"" and "invalid_request" in answer.headers["WWW-Authenticate"]
+
+
+@pytest.mark.parametrize("body", [b"[" * 5000, b'{"a":' * 600 + b"1" + b"}" * 600])
+def test_a_deeply_nested_json_body_with_a_token_is_a_bad_request(served, body):
+    answer = requests.post(
+        served.base_url + "/api/v1/search/",
+        params={"oauth_token": served.token},
+        data=body,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert_refused(answer, "nests deeper than 512 levels")
 
 
 def test_an_idle_kept_alive_connection_gives_its_thread_back():

@@ -75,6 +75,8 @@ def test_client_id_without_secret_is_accepted(oauth) -> None:
         ({"client_id": "nobody"}, "invalid_client"),
         ({"client_secret": "wrong"}, "invalid_client"),
         ({"password": "wrong"}, "invalid_grant"),
+        ({"password": "Passw\u00f6rt"}, "invalid_grant"),  # compare_digest refuses non-ASCII str
+        ({"password": "\ufffd"}, "invalid_grant"),  # what a body decoded with "replace" holds
         ({"username": "nobody"}, "invalid_grant"),
         ({"password": None}, "invalid_request"),
         ({"scope": "read"}, "invalid_scope"),
@@ -215,6 +217,16 @@ def test_unknown_client_and_foreign_redirect_are_not_redirected(oauth) -> None:
     assert foreign.status_code == 400 and "Location" not in foreign.headers
 
 
+@pytest.mark.parametrize("response_type", ["code", "token", "code-and-token"])
+@pytest.mark.parametrize("fragment", ["#/after-login", "#"])
+def test_a_redirect_uri_with_a_fragment_is_refused_not_redirected(oauth, response_type, fragment):
+    """RFC 6749 3.1.2: the code or token would land in (or after) the fragment."""
+    emu = oauth.emu
+    answer = authorize(emu, redirect_uri=emu.redirect_uri + fragment, response_type=response_type)
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert answer.json() == {"error": "invalid_request"}
+
+
 def test_login_and_consent_page_without_auto_approve(fresh_emulator) -> None:
     emu = fresh_emulator(records=50, auto_approve=False)
     page = authorize(emu, state="st")
@@ -233,8 +245,11 @@ def test_login_and_consent_page_without_auto_approve(fresh_emulator) -> None:
     accepted = requests.post(url, data=form, allow_redirects=False, timeout=10)
     _, query, _ = redirect_parts(accepted)
     assert query["state"] == ["st"] and "code" in query
-    wrong = requests.post(url, data={**form, "password": "nope"}, allow_redirects=False, timeout=10)
-    assert wrong.status_code == 200 and "Wrong login or password" in wrong.text
+    for password in ("nope", "Passw\u00f6rt"):
+        wrong = requests.post(
+            url, data={**form, "password": password}, allow_redirects=False, timeout=10
+        )
+        assert wrong.status_code == 200 and "Wrong login or password" in wrong.text
     denied = requests.post(url, data={**form, "action": "deny"}, allow_redirects=False, timeout=10)
     assert redirect_parts(denied)[1] == {"error": ["access_denied"], "state": ["st"]}
 

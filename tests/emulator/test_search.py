@@ -156,6 +156,8 @@ def test_date_window_is_inclusive_and_needs_date_field(small) -> None:
         ({"query": 'Title:"open'}, "unterminated quote"),
         ({"query": "meta.Colour>3"}, "unknown technical field"),
         ({"query": "type:hologram"}, "unknown type"),
+        ({"query": "recordid:\u00b2"}, "needs a record id"),  # isdigit() but not int()-able
+        ({"status[4][on][]": "\u00b2"}, "takes databox ids"),
     ],
 )
 def test_bad_parameters_are_400_with_a_helpful_detail(api, params, fragment) -> None:
@@ -272,11 +274,21 @@ def test_keys_select_what_they_name(small) -> None:
         ("created_on<=2017/06", lambda d: d < pd.Timestamp("2017-07-01", tz="UTC")),
         ("created_on>2021/02/03", lambda d: d >= pd.Timestamp("2021-02-04", tz="UTC")),
         ("created_on=2019", lambda d: d.dt.year == 2019),
+        # the last year datetime holds: its period ends in year 10000
+        ("created_on<9999", lambda d: d.notna()),
+        ("created_on<=9999", lambda d: d.notna()),
+        ("created_on>9999/12", lambda d: d.isna()),
+        ("created_on=9999", lambda d: d.isna()),
     ],
 )
 def test_date_comparisons(small, query, keep) -> None:
     truth = small.emu.ground_truth()
     assert ids(small, query=query) == truth_ids(truth[keep(truth["created_on"])])
+
+
+def test_a_caption_date_compared_with_the_last_year_is_answered(small) -> None:
+    answer = small.call("POST", "/api/v1/search/", data={"query": "Date<=9999"})
+    assert answer.status_code == 200, answer.text[:300]
 
 
 def test_technical_value_comparisons(small) -> None:

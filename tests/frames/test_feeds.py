@@ -73,3 +73,44 @@ def test_a_basket_element_without_a_record_object_is_named():
     ]
     with pytest.raises(MalformedItemError, match=r"basket element #0 .*'record' is not an object"):
         basket_records(bad)
+
+
+#: A record carrying members named like the container columns (a newer server, an extension).
+_CLASHING_RECORD = {
+    "databox_id": 1,
+    "record_id": 7,
+    "order": 42,
+    "note": "the record's own note",
+    "position": 5,
+    "item_id": 99,
+    "entry_id": 3,
+    "unknown_order": "already there",
+}
+
+
+def test_a_record_member_named_like_a_basket_column_takes_no_ones_place():
+    from mediaframe.frames import basket_records
+
+    element = {
+        "basket_element_id": 10,
+        "order": 1,
+        "validation_item": True,
+        "agreement": True,
+        "note": "the reader's note",
+        "record": _CLASHING_RECORD,
+    }
+    row = basket_records([{"basket": {"basket_id": 2}, "basket_elements": [element]}]).iloc[0]
+    assert (row["order"], row["note"]) == (1, "the reader's note")
+    assert row["unknown_note"] == "the record's own note"
+    assert row["unknown_order"] == "already there"
+    assert row["unknown_unknown_order"] == 42
+    assert (row["position"], row["item_id"], row["entry_id"]) == (5, 99, 3)
+
+
+def test_a_record_member_named_like_a_feed_item_column_takes_no_ones_place():
+    df = feed_items([{"id": 4, "items": [{"item_id": 1, "record": _CLASHING_RECORD}]}])
+    assert list(df.columns[:4]) == ["entry_id", "item_id", "databox_id", "record_id"]
+    row = df.iloc[0]
+    assert (row["entry_id"], row["item_id"]) == (4, 1)
+    assert (row["unknown_entry_id"], row["unknown_item_id"]) == (3, 99)
+    assert (row["order"], row["note"]) == (42, "the record's own note")

@@ -68,3 +68,15 @@ def test_the_documented_access_to_colon_names_works(payload):
     assert results[0].tolist() == frame["dc:title"].tolist()
     assert len(results[1]) == int((frame["dc:creator"] == "Anna Schmidt").sum())
     assert "dc_title" in results[2].columns and "dc:title" not in results[2].columns
+
+
+def test_a_record_member_named_like_a_story_column_takes_no_ones_place():
+    from mediaframe.frames import story_members
+
+    record = {"databox_id": 1, "record_id": 7, "position": 5, "order": 42}
+    df = story_members(
+        [{"databox_id": 1, "story_id": 9, "records": [record, {"databox_id": 1, "record_id": 8}]}]
+    )
+    assert df["position"].tolist() == [0, 1]
+    assert df["unknown_position"].tolist()[0] == 5
+    assert df["order"].tolist()[0] == 42

@@ -106,6 +106,12 @@ def test_a_cap_of_one_is_not_mistaken_for_a_newer_engine(tmp_path):
         run(service, tmp_path, statuses={})
 
 
+def test_a_cap_of_zero_is_an_incomplete_result_not_a_division_by_zero(tmp_path):
+    service = FakeService.build(300, cap=0, bases=(1, 2))
+    with pytest.raises(IncompleteResultError, match="cap of 0 hits"):
+        run(service, tmp_path)
+
+
 def test_newer_engine_without_cap_is_detected(tmp_path):
     service = FakeService.build(700, cap=100, newer_engine=True)
     frame, report = run(service, tmp_path)

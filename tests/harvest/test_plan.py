@@ -123,3 +123,20 @@ def test_only_a_shard_of_more_than_a_page_keeps_its_first_day_for_a_split():
     for base in (1, 2, 3):
         counter(Shard(bases=(base,)), expected=100)  # 100 hits each: no split can follow
     assert list(counter._first_days) == ["all"]
+
+
+def test_a_cap_of_zero_leaves_the_whole_search_stuck_not_divided_by():
+    """A server finding hits but letting none be retrieved: no split can get under its cap."""
+    service = FakeService.build(400, cap=100, bases=(1, 2))
+    spec = Spec("records")
+    counter = ShardCounter(service, spec, page_size=100)
+    leaves, stuck = plan(
+        counter,
+        root=Shard(),
+        root_count=counter(Shard()),
+        cap=0,
+        spec=spec,
+        bases=(1, 2),
+        bounds=counter.bounds,
+    )
+    assert (leaves, stuck) == ([], [(Shard(), 400)])
