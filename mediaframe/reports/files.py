@@ -284,7 +284,9 @@ def _remove(folder: Path, names: Collection[str]) -> None:
     leftovers: list[str] = []
     with contextlib.suppress(OSError):
         leftovers = [name for name in os.listdir(folder) if _LEFTOVER.fullmatch(name)]
-    for name in {*_listed(folder), *names, MANIFEST, *leftovers}:
+    # The list goes last: another export checking this folder (it held the folder open as it
+    # was replaced) must never see a file of ours without the list that names it.
+    for name in [*({*_listed(folder), *names, *leftovers} - {MANIFEST}), MANIFEST]:
         with contextlib.suppress(OSError):  # one it cannot remove keeps the folder (said below)
             (folder / name).unlink()
     try:

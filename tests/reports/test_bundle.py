@@ -277,3 +277,27 @@ def test_a_file_put_in_the_replaced_folder_meanwhile_survives_a_warning_taken_as
     kept = [p for p in tmp_path.iterdir() if p.name != "out"]
     assert [p.name for p in kept[0].iterdir()] == ["notes.txt"]
     assert pd.read_csv(folder / "t00.csv")["run"].tolist() == ["second"]
+
+
+def test_a_folder_being_cleared_never_shows_a_file_of_ours_without_its_list(tmp_path, monkeypatch):
+    # An export that opened the folder just before it was replaced reads it while the export
+    # that replaced it clears it: with the list removed first, the files left looked foreign.
+    import pathlib
+
+    folder = tmp_path / "old"
+    folder.mkdir()
+    names = ["README.csv", "t00.csv", "t01.csv", "t02.csv"]
+    for name in names:
+        (folder / name).write_text("x")
+    (folder / files.MANIFEST).write_text("".join(f"{name}\n" for name in names))
+    unlink = pathlib.Path.unlink
+    checked = []
+
+    def checked_unlink(self, *args, **kwargs):
+        files.check_folder(folder, names=[])  # what a concurrent export sees at this instant
+        checked.append(self.name)
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "unlink", checked_unlink)
+    files._remove(folder, names[:2])
+    assert sorted(checked) == sorted([*names, files.MANIFEST]) and not folder.exists()
