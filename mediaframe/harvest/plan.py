@@ -7,13 +7,15 @@ the counts, down to one day), record type, then status bits.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
+import functools
 import itertools
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from typing import Any
 
 import numpy as np
@@ -239,64 +241,119 @@ def plan(
     """
     if cap < 1:  # the server lets no hit be retrieved: no split gets under that, all is stuck
         return [], [(root, root_count.total)] if root_count.total else []
-    run = pool.map if pool is not None else map
     dims = _Dimensions(spec, bases, statuses or {}, bounds)
-    leaves: list[tuple[Shard, int]] = []
-    stuck: list[tuple[Shard, int]] = []
+    tasks = _Tasks(pool)
+    # Each shard found is known by its path from the root (the index of each cut's child), so
+    # that the leaves come out in the same order however their counts raced in.
+    leaves: list[tuple[tuple[int, ...], Shard, int]] = []
+    stuck: list[tuple[tuple[int, ...], Shard, int]] = []
 
-    def place(shard: Shard, counted: Count, level: int) -> list[tuple[Shard, int, int]]:
-        """Tell a leaf at once; a shard over the cap is returned, to be split next round."""
+    def place(path: tuple[int, ...], shard: Shard, counted: Count, level: int) -> None:
+        """Tell a leaf at once; split a shard over the cap (by a split proven before, if any)."""
         if counted.total == 0:
-            return []
-        if counted.total > cap:
-            return [(shard, counted.total, level)]
-        leaves.append((shard, counted.total))
-        if on_leaf is not None:
-            on_leaf(shard, counted.total, counted.frame)
-        return []
+            return
+        if counted.total <= cap:
+            leaves.append((path, shard, counted.total))
+            if on_leaf is not None:
+                on_leaf(shard, counted.total, counted.frame)
+            return
+        known = (proven or {}).get(shard.id)
+        if known is not None and known[1] == counted.total:  # replayed without a request
+            for index, (kid, kid_total) in enumerate(known[2]):
+                place((*path, index), kid, Count(kid_total, kid_total), known[0])
+            return
+        cut(path, shard, counted.total, level)
 
-    def replay(waiting: list[tuple[Shard, int, int]]) -> list[tuple[Shard, int, int]]:
-        """Place the children of the waiting shards whose splits are already proven."""
-        unproven = []
-        while waiting:
-            shard, total, level = waiting.pop()
-            known = (proven or {}).get(shard.id)
-            if known is None or known[1] != total:
-                unproven.append((shard, total, level))
-                continue
-            for kid, kid_total in known[2]:
-                waiting += place(kid, Count(kid_total, kid_total), known[0])
-        return unproven[::-1]
+    def cut(path: tuple[int, ...], shard: Shard, total: int, level: int) -> None:
+        """Split ``shard`` (which may cost a request: its days), then count its children."""
+        tasks.submit(
+            lambda: dims.split(shard, total, level, cap),
+            lambda split: count_kids(path, shard, total, split),
+        )
 
-    waiting = replay(place(root, root_count, 0))
-    while waiting:
-        splits = list(run(lambda entry: dims.split(entry[0], entry[1], entry[2], cap), waiting))
-        expected = {
-            child: total / len(split[1])
-            for (_, total, _), split in zip(waiting, splits, strict=True)
-            if split
-            for child in split[1]
-        }
-        # Counts are read in order as they come in, and each parent's children are placed as
-        # soon as theirs are all in: leaves start (and are delivered) while the round goes on.
-        answers = iter(run(lambda pair: count(*pair), list(expected.items())))
-        next_round: list[tuple[Shard, int, int]] = []
-        for (shard, total, _), split in zip(waiting, splits, strict=True):
-            if split is None:
-                stuck.append((shard, total))
+    def count_kids(
+        path: tuple[int, ...], shard: Shard, total: int, split: tuple[int, list[Shard]] | None
+    ) -> None:
+        if split is None:
+            stuck.append((path, shard, total))
+            return
+        level, kids = split
+        counts: dict[int, Count] = {}
+
+        def arrived(index: int, counted: Count) -> None:
+            counts[index] = counted
+            if len(counts) == len(kids):  # each parent's children are judged once all are in
+                judge(path, shard, total, level, kids, [counts[i] for i in range(len(kids))])
+
+        for index, kid in enumerate(kids):
+            tasks.submit(
+                functools.partial(count, kid, total / len(kids)),
+                functools.partial(arrived, index),
+            )
+
+    def judge(
+        path: tuple[int, ...],
+        shard: Shard,
+        total: int,
+        level: int,
+        kids: list[Shard],
+        counts: list[Count],
+    ) -> None:
+        if sum(counted.total for counted in counts) != total:
+            # the dimension does not cover every hit (e.g. undated records): try the next
+            cut(path, shard, total, level + 1)
+            return
+        if on_split is not None:
+            found = [(kid, c.total) for kid, c in zip(kids, counts, strict=True)]
+            on_split(shard, level, total, found)
+        for index, (kid, counted) in enumerate(zip(kids, counts, strict=True)):
+            place((*path, index), kid, counted, level)
+
+    place((), root, root_count, 0)
+    tasks.run()
+    return (
+        [(shard, total) for _, shard, total in sorted(leaves, key=_by_path)],
+        [(shard, total) for _, shard, total in sorted(stuck, key=_by_path)],
+    )
+
+
+def _by_path(found: tuple[tuple[int, ...], Shard, int]) -> tuple[int, ...]:
+    return found[0]
+
+
+class _Tasks:
+    """The planning's requests, each with what to do with its answer.
+
+    Answers are handled on the planning thread, one at a time, as they come in: a shard's
+    children are counted as soon as its own cut is known, without waiting for the other shards
+    of its level (a server a network away would otherwise idle connections at every level).
+    Without a pool, tasks run one by one in the order they were asked for.
+    """
+
+    def __init__(self, pool: Executor | None) -> None:
+        self._pool = pool
+        self._waiting: collections.deque[tuple[Callable[[], Any], Callable[[Any], None]]]
+        self._waiting = collections.deque()
+        self._running: dict[Future[Any], Callable[[Any], None]] = {}
+
+    def submit(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        if self._pool is None:
+            self._waiting.append((work, then))
+        else:
+            self._running[self._pool.submit(work)] = then
+
+    def run(self) -> None:
+        """Until every task is done and handled; the first failure is raised."""
+        while self._waiting or self._running:
+            if self._pool is None:
+                work, then = self._waiting.popleft()
+                then(work())
                 continue
-            level, kids = split
-            counts = [next(answers) for _ in kids]
-            if sum(counted.total for counted in counts) == total:
-                if on_split is not None:
-                    found = [(k, c.total) for k, c in zip(kids, counts, strict=True)]
-                    on_split(shard, level, total, found)
-                for kid, counted in zip(kids, counts, strict=True):
-                    next_round += place(kid, counted, level)
-            else:  # the dimension does not cover every hit (e.g. undated records): try the next
-                next_round.append((shard, total, level + 1))
-        waiting = replay(next_round)
-    return leaves, stuck
+            done, _ = wait(self._running, return_when=FIRST_COMPLETED)
+            # in the order they were asked for (a dict keeps it): a repeatable order of handling
+            for future in [future for future in self._running if future in done]:
+                then = self._running.pop(future)
+                then(future.result())
 
 
 class _Dimensions:

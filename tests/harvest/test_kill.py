@@ -38,8 +38,11 @@ def flavour() -> str:
     return "contract"
 
 
-def wait_for_shards(cache: Path, at_least: int, timeout: float = 60.0) -> tuple[bool, int]:
-    """Whether the plan was saved, and how many shards were finished, once ``at_least`` are."""
+def wait_for_shards(
+    cache: Path, at_least: int, *, planned: bool, timeout: float = 60.0
+) -> tuple[bool, int]:
+    """Whether the plan was saved, and how many shards were finished, once ``at_least`` are
+    (and, if ``planned``, once the plan is saved too)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for shards in cache.glob("records/*/shards"):
@@ -47,14 +50,15 @@ def wait_for_shards(cache: Path, at_least: int, timeout: float = 60.0) -> tuple[
             finished = sum(len(json.loads(p.read_text())["shards"]) for p in shards.glob("*.json"))
             if finished >= at_least:
                 plan = json.loads((shards.parent / "plan.json").read_text())
-                return plan["planned"], finished
+                if plan["planned"] or not planned:
+                    return plan["planned"], finished
         time.sleep(0.05)
     raise AssertionError("the child made no progress")
 
 
 # With pages as big as the cap, planning's counts bring every shard's hits and the shards are
 # written while the plan is being made, before it is saved; with small pages, shards are paged
-# once it is saved. A kill in either phase must keep what was finished.
+# as they are found, and on once it is saved. A kill in either phase must keep what was finished.
 @pytest.mark.parametrize(("per_page", "planned_when_killed"), [(100, False), (20, True)])
 def test_sigkill_then_resume(fresh_emulator, tmp_path, per_page, planned_when_killed):
     emu = fresh_emulator(records=2000, seed=9, cap=100, delay_ms=(20, 20))
@@ -64,7 +68,7 @@ def test_sigkill_then_resume(fresh_emulator, tmp_path, per_page, planned_when_ki
         env={**os.environ, "HOME": str(tmp_path)},
     )
     try:
-        planned, finished = wait_for_shards(cache, at_least=3)
+        planned, finished = wait_for_shards(cache, at_least=3, planned=planned_when_killed)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()

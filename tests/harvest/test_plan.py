@@ -1,6 +1,8 @@
 """Shards narrow the user's filters without widening any of them."""
 
 import datetime as dt
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from mediaframe.harvest import Shard, Spec
 from mediaframe.harvest.plan import ShardCounter, plan
@@ -140,3 +142,41 @@ def test_a_cap_of_zero_leaves_the_whole_search_stuck_not_divided_by():
         bounds=counter.bounds,
     )
     assert (leaves, stuck) == ([], [(Shard(), 400)])
+
+
+def test_a_shard_is_cut_further_without_waiting_for_the_rest_of_its_level():
+    """Base 2's days are still being asked for (a slow answer) while base 1's day windows are
+    counted: planning goes level by level per shard, not in rounds that wait for the slowest
+    shard (a server a network away idled connections at every level)."""
+    service = FakeService.build(400, cap=100, bases=(1, 2))
+    spec = Spec("records")
+    counter = ShardCounter(service, spec, page_size=100)
+    base_one_cut = threading.Event()
+    waited: list[bool] = []
+
+    def count(shard, expected=None):
+        if shard.bases == (1,) and shard.date_min is not None:
+            base_one_cut.set()
+        return counter(shard, expected)
+
+    def bounds(shard):
+        if shard.bases == (2,):  # held until base 1's windows are counted (or it is too late)
+            waited.append(base_one_cut.wait(timeout=10))
+        return counter.bounds(shard)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        leaves, stuck = plan(
+            count,
+            root=Shard(),
+            root_count=counter(Shard()),
+            cap=100,
+            spec=spec,
+            bases=(1, 2),
+            bounds=bounds,
+            pool=pool,
+        )
+    assert not stuck and sum(total for _, total in leaves) == 400
+    assert waited == [True], "base 1's windows waited for base 2's days"
+    assert [shard.bases for shard, _ in leaves] == sorted(shard.bases for shard, _ in leaves)
+    days = [shard.date_min for shard, _ in leaves if shard.bases == (1,)]
+    assert days == sorted(days), "leaves come out in the order of their cuts"
