@@ -181,8 +181,14 @@ class Accounts:
             self._codes[code] = (client_id, user.id, redirect_uri, self.clock() + CODE_LIFETIME)
         return code
 
-    def take_code(self, code: str, client_id: str, redirect_uri: str) -> User | str:
-        """Redeem a code: the user, or the OAuth error code explaining the refusal."""
+    def take_code(
+        self, code: str, client_id: str, redirect_uri: str, *, redeem: bool = True
+    ) -> User | str:
+        """Redeem a code: the user, or the OAuth error code explaining the refusal.
+
+        With ``redeem=False`` the code is only checked: an exchange refused for another reason
+        leaves it for the client's next try, as a refusal here does.
+        """
         with self._lock:
             stored = self._codes.get(code)
             if stored is None or stored[0] != client_id:
@@ -193,7 +199,8 @@ class Accounts:
                 return "invalid_grant"
             if stored[3] < self.clock():
                 return "expired_token"
-            del self._codes[code]
+            if redeem:
+                del self._codes[code]
         return self.users_by_id[stored[1]]
 
 
