@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
-from mediaframe.cli.app import State, main, reported
+from mediaframe.cli.app import State, chosen_profile, main, reported
 from mediaframe.cli.table import printable
 from mediaframe.client import connect
 from mediaframe.config import Settings
@@ -42,12 +42,7 @@ def _stdin_line(what: str) -> str:
 def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
     """The profile a command acts on: ``--profile`` after the command or before it (the two
     must agree), else ``MEDIAFRAME_PROFILE``, else ``default``."""
-    if profile and state.profile and profile != state.profile:
-        raise click.UsageError(
-            f"two profiles given: --profile {state.profile} before the command and --profile "
-            f"{profile} after it; give one"
-        )
-    return profile or state.profile or settings.profile
+    return chosen_profile(state, profile) or settings.profile
 
 
 @main.command()
