@@ -37,7 +37,8 @@ The tree::
     ├── EmptyPlotWarning              a plot was asked of data with nothing to draw
     ├── MalformedItemWarning          a minor member of some items could not be read: kept missing
     ├── NoHitsWarning                 a search found nothing; names the server's suggestions
-    └── MetadataWarning               descriptive metadata the client could not read as declared
+    ├── MetadataWarning               descriptive metadata the client could not read as declared
+    └── ProfileWarning                a new token could not be stored; the connection still works
 
 Errors never carry a token or a secret: messages hold the request line (method and path), never the
 query string. Library exceptions (requests, oauthlib, pyarrow) are translated where they occur, with
@@ -75,6 +76,7 @@ __all__ = [
     "NotFoundError",
     "OAuthError",
     "PermissionDeniedError",
+    "ProfileWarning",
     "RedirectRefusedError",
     "RequestTimeoutError",
     "ResponseFormatError",
@@ -297,3 +299,8 @@ class NoHitsWarning(MediaframeWarning):
 class MetadataWarning(MediaframeWarning):
     """Captions or field structures the client could not read as declared (e.g. a date field
     holding something else, or a server that sends no captions in extended mode)."""
+
+
+class ProfileWarning(MediaframeWarning):
+    """A token just issued could not be stored in its profile (a full disk, say); the connection
+    holding it still works, and ``client.save_profile(name)`` stores it once the cause is gone."""

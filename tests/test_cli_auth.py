@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import stat
@@ -10,6 +11,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 
+from mediaframe import files
 from mediaframe.auth import TokenStore
 from mediaframe.cli import auth as cli
 
@@ -246,3 +248,45 @@ def test_an_unwritable_profile_folder_is_refused_before_the_login_and_logout_say
     logout = run("logout", MEDIAFRAME_CONFIG_DIR=str(blocked))
     assert logout.exit_code == 2
     assert "Error: cannot remove profile 'default'" in logout.output
+
+
+@pytest.fixture
+def disk_fills_once(monkeypatch):
+    """The next write of a file fails with ENOSPC (after the folder check), later ones work."""
+    real = files._write_all
+    failures = [OSError(errno.ENOSPC, "No space left on device")]
+
+    def write(handle, data):
+        if failures:
+            raise failures.pop()
+        real(handle, data)
+
+    monkeypatch.setattr(files, "_write_all", write)
+    return failures
+
+
+def test_a_full_disk_at_a_terminal_keeps_the_login_for_another_try(
+    run, emulator, tmp_path, disk_fills_once, monkeypatch
+):
+    monkeypatch.setattr(cli, "_at_a_terminal", lambda: True, raising=False)
+    login = run(
+        "login", "--url", emulator.base_url, "--username", "demo", input=emulator.password + "\ny\n"
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    assert "No space left on device" in login.output and "try again" in login.output
+    assert "profile 'default' saved" in login.output
+    assert run("whoami").output.startswith("demo")
+
+
+def test_a_full_disk_without_a_terminal_says_what_to_do_and_leaves_nothing_behind(
+    run, emulator, tmp_path, disk_fills_once
+):
+    login = run(
+        "login", "--url", emulator.base_url, "--username", "demo", "--password-stdin",
+        input=emulator.password,
+    )  # fmt: skip
+    assert login.exit_code == 2
+    assert "No space left on device" in login.output
+    assert "mediaframe login --profile default` again" in login.output
+    store = TokenStore(tmp_path)
+    assert store.names() == [] and list(store.directory.iterdir()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -11,9 +12,15 @@ import pytest
 from fake_service import BASE, Answer, FakeService, golden
 
 import mediaframe as mf
+from mediaframe import files
 from mediaframe.auth import Profile, Token, TokenStore
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError, OAuthError, ResponseFormatError
+from mediaframe.exceptions import (
+    ConfigurationError,
+    OAuthError,
+    ProfileWarning,
+    ResponseFormatError,
+)
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -55,6 +62,36 @@ def test_connect_with_a_password_stores_the_profile_when_named(settings):
     assert TokenStore(settings.config_dir).load("work").token == Token(SECRET)
     client.me_raw()
     assert fake.requests[1].headers["Authorization"] == f"OAuth {SECRET}"
+
+
+def test_a_token_the_disk_cannot_take_is_kept_in_the_connection(settings, monkeypatch):
+    # The folder passed its check before the grant; the disk fills before the profile is written.
+    fake = FakeService(golden("token_ok"), golden("me"))
+
+    def disk_full(handle, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as full:
+        full.setattr(files, "_write_all", disk_full)
+        said = r"'work' .*No space left.*save_profile\('work'\)"
+        with pytest.warns(ProfileWarning, match=said) as caught:
+            client = mf.connect(
+                BASE,
+                client_id="app",
+                username="ada",
+                password="pw",
+                profile="work",
+                settings=settings,
+                session=fake.session(),
+            )
+    assert caught[0].filename == __file__  # points at the caller's line
+    store = TokenStore(settings.config_dir)
+    assert store.names() == [] and list(store.directory.iterdir()) == []  # no partial file
+    assert client.profile is None  # a refresh must not write to a profile that is not there
+    assert client.whoami()["login"] == "ada"  # the session works on the token it holds
+    assert fake.requests[1].headers["Authorization"] == f"OAuth {SECRET}"
+    client.save_profile("work")  # space freed: stored as the warning says
+    assert store.load("work").token == Token(SECRET)
 
 
 @pytest.mark.parametrize("name", ["my work", "a/b"])

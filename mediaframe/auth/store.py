@@ -132,7 +132,11 @@ class TokenStore:
         )
 
     def save(self, name: str, profile: Profile) -> Path:
-        """Write profile ``name`` atomically with mode 0600; return its path."""
+        """Write profile ``name`` atomically with mode 0600; return its path.
+
+        A write that fails (a full disk) leaves the old profile, or none, and raises
+        :class:`ConfigurationError`; the caller still holds the token and decides what to keep.
+        """
         path = self.path(name)
         self._make_directory()
         payload = json.dumps(profile.to_dict(), indent=2).encode()
@@ -143,7 +147,7 @@ class TokenStore:
         except OSError as err:  # a full or read-only disk, a folder in the file's place
             raise ConfigurationError(
                 f"cannot write profile {name!r} in {self.directory} ({_reason(err)}): "
-                f"{_WRITABLE_ADVICE}, then run `mediaframe login --profile {name}` again"
+                f"{_WRITABLE_ADVICE}"
             ) from err
         return path
 

@@ -32,6 +32,7 @@ __all__ = [
     "EXIT_CONFIGURATION",
     "EXIT_ERROR",
     "State",
+    "chosen_profile",
     "connection_options",
     "emit",
     "main",
@@ -125,6 +126,23 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
     return store
 
 
+def chosen_profile(state: State, profile: str | None) -> str | None:
+    """The ``--profile`` given after the command or before it; two different ones are refused,
+    never one silently dropped."""
+    if profile and state.profile and profile != state.profile:
+        raise click.UsageError(
+            f"two profiles given: --profile {state.profile} before the command and --profile "
+            f"{profile} after it; give one"
+        )
+    return profile or state.profile
+
+
+def _remember_profile(ctx: click.Context, _: click.Parameter, value: str | None) -> str | None:
+    state = ctx.ensure_object(State)
+    state.profile = chosen_profile(state, value)
+    return value
+
+
 def connection_options(command: F) -> F:
     """``--base-url``, ``--profile`` and ``--token-stdin``, also accepted after the command."""
     options = [
@@ -137,7 +155,7 @@ def connection_options(command: F) -> F:
         click.option(
             "--profile",
             expose_value=False,
-            callback=_remember("profile"),
+            callback=_remember_profile,
             help="Stored profile to use (default: MEDIAFRAME_PROFILE or 'default').",
         ),
         click.option(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,10 +13,11 @@ from click.core import ParameterSource
 
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
-from mediaframe.cli.app import State, main, reported
+from mediaframe.cli.app import State, chosen_profile, main, reported
 from mediaframe.cli.table import printable
-from mediaframe.client import connect
+from mediaframe.client import Client, connect
 from mediaframe.config import Settings
+from mediaframe.exceptions import ConfigurationError
 
 # C1 controls (U+0080-U+009F), which json.dumps leaves as they are; some terminals obey them
 _C1 = re.compile("[\x80-\x9f]")
@@ -42,12 +44,7 @@ def _stdin_line(what: str) -> str:
 def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
     """The profile a command acts on: ``--profile`` after the command or before it (the two
     must agree), else ``MEDIAFRAME_PROFILE``, else ``default``."""
-    if profile and state.profile and profile != state.profile:
-        raise click.UsageError(
-            f"two profiles given: --profile {state.profile} before the command and --profile "
-            f"{profile} after it; give one"
-        )
-    return profile or state.profile or settings.profile
+    return chosen_profile(state, profile) or settings.profile
 
 
 @main.command()
@@ -165,8 +162,31 @@ def login(
     with client:
         # Check the token works before storing it: a stored dead token only fails later.
         user = client.whoami()
-        path = client.save_profile(name)
+        path = _save(client, name)
     click.echo(f"Logged in to {base_url} as {_who(user)}; profile {name!r} saved in {path}")
+
+
+def _save(client: Client, name: str) -> Path:
+    """Store the login as profile ``name``. The folder passed its check before the login, but
+    the disk may have filled since: at a terminal the person may make room and try again
+    rather than lose the login just completed; else the error says what to do."""
+    while True:
+        try:
+            return client.save_profile(name)
+        except ConfigurationError as err:
+            if _at_a_terminal():
+                click.echo(f"Not saved: {printable(err, one_line=True)}", err=True)
+                question = "The login is held until you answer: try again"
+                if click.confirm(question, default=True, err=True):
+                    continue
+            raise ConfigurationError(
+                f"{err}, then run `mediaframe login --profile {name}` again"
+            ) from err
+
+
+def _at_a_terminal() -> bool:
+    # a password or token read from standard input means no one is there to answer
+    return sys.stdin.isatty()
 
 
 def _flow_login(

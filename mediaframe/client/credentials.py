@@ -3,6 +3,7 @@ profile), and the :class:`~mediaframe.client.facade.Client` built with them."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import requests
@@ -11,7 +12,7 @@ from mediaframe import auth
 from mediaframe.auth import Token, TokenStore, check_base_url
 from mediaframe.client.facade import Client
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError
+from mediaframe.exceptions import ConfigurationError, ProfileWarning
 
 __all__ = ["connect"]
 
@@ -144,8 +145,26 @@ def _connect_with_password(
         representation=representation,
     )
     if profile is not None:
-        client.save_profile(profile)
+        _store_or_keep(client, profile)
     return client
+
+
+def _store_or_keep(client: Client, profile: str) -> None:
+    """Store the new token as ``profile``; if that fails, keep it in ``client`` and warn.
+
+    The folder passed its check before the grant, but the disk may fill (or the folder change)
+    by the time the profile is written: raising here would throw away a token the service has
+    just issued, and the connection that holds it works.
+    """
+    try:
+        client.save_profile(profile)
+    except ConfigurationError as err:
+        warnings.warn(
+            f"logged in, but {err}. This connection keeps the token and works meanwhile; "
+            f"call client.save_profile({profile!r}) then to store it",
+            ProfileWarning,
+            stacklevel=4,  # _store_or_keep, _connect_with_password, connect, the caller
+        )
 
 
 def _refuse_extra(**given: Any) -> None:

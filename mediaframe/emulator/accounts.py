@@ -157,17 +157,22 @@ class Accounts:
             self._tokens[token] = (user.id, client_id)
         return token
 
-    def user_of(self, token: str) -> User | None:
-        """The owner of a live token, or None for an unknown or revoked one."""
+    def user_of(self, token: str, *, revoke_after: int | None = None) -> User | None:
+        """The owner of a live token, or None for an unknown or revoked one.
+
+        With ``revoke_after`` this request is counted, and the one that reaches the count still
+        passes but revokes the token. Look-up, count and revocation hold one lock, so exactly
+        ``revoke_after`` requests pass however many arrive at once.
+        """
         with self._lock:
             entry = self._tokens.get(token)
-        return None if entry is None else self.users_by_id[entry[0]]
-
-    def count_use(self, token: str) -> int:
-        """Count one authenticated request made with ``token``; returns the new total."""
-        with self._lock:
-            self._uses[token] = self._uses.get(token, 0) + 1
-            return self._uses[token]
+            if entry is None:
+                return None
+            if revoke_after is not None:
+                self._uses[token] = self._uses.get(token, 0) + 1
+                if self._uses[token] >= revoke_after:
+                    del self._tokens[token]
+        return self.users_by_id[entry[0]]
 
     def revoke(self, token: str) -> None:
         """Make ``token`` invalid from now on (unknown tokens are ignored)."""
@@ -181,8 +186,14 @@ class Accounts:
             self._codes[code] = (client_id, user.id, redirect_uri, self.clock() + CODE_LIFETIME)
         return code
 
-    def take_code(self, code: str, client_id: str, redirect_uri: str) -> User | str:
-        """Redeem a code: the user, or the OAuth error code explaining the refusal."""
+    def take_code(
+        self, code: str, client_id: str, redirect_uri: str, *, redeem: bool = True
+    ) -> User | str:
+        """Redeem a code: the user, or the OAuth error code explaining the refusal.
+
+        With ``redeem=False`` the code is only checked: an exchange refused for another reason
+        leaves it for the client's next try, as a refusal here does.
+        """
         with self._lock:
             stored = self._codes.get(code)
             if stored is None or stored[0] != client_id:
@@ -193,7 +204,8 @@ class Accounts:
                 return "invalid_grant"
             if stored[3] < self.clock():
                 return "expired_token"
-            del self._codes[code]
+            if redeem:
+                del self._codes[code]
         return self.users_by_id[stored[1]]
 
 

@@ -141,11 +141,9 @@ class App:
             token = values[-1].strip() if values else ""
         if not token:
             return _bare(400, "invalid_request")
-        user = self.accounts.user_of(token)
+        user = self.accounts.user_of(token, revoke_after=self.revoke_after)
         if user is None:
             return _bare(401, "invalid_token")
-        if self.revoke_after is not None and self.accounts.count_use(token) >= self.revoke_after:
-            self.accounts.revoke(token)  # this request still succeeds; the next one is refused
         return user
 
     def _dispatch(self, request: Request, user: User, name: str, args: tuple[str, ...]) -> Response:

@@ -59,6 +59,9 @@ class OAuthEndpoints:
         app = self._client(request)
         if app is None:
             return _error("invalid_client")
+        # Checked after the grant (its errors come first) but before the code is used up: a code
+        # is used once, by the exchange that issues a token (RFC 6749 4.1.2, 10.5).
+        scope_refused = bool(_last(params, "scope"))
         if grant == "password":
             if not app.password_grant:
                 return _error("unsupported_grant_type")
@@ -70,10 +73,12 @@ class OAuthEndpoints:
             code, redirect_uri = _last(params, "code"), _last(params, "redirect_uri")
             if not code or not redirect_uri:
                 return _error("invalid_request")
-            user = self.accounts.take_code(code, app.client_id, redirect_uri)
+            user = self.accounts.take_code(
+                code, app.client_id, redirect_uri, redeem=not scope_refused
+            )
         if isinstance(user, str):
             return _error(user)
-        if _last(params, "scope"):
+        if scope_refused:
             return _error("invalid_scope")
         token = self.accounts.issue_token(user, app.client_id)
         return _json(200, {"access_token": token, "scope": None})

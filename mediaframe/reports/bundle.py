@@ -50,7 +50,8 @@ class Bundle:
         them, never a mix of two; a failed or killed export leaves the earlier folder as it was.
         An existing folder is replaced whole, so it may hold only what an export wrote there:
         a folder holding other files is refused (:class:`ExportError`) before anything is
-        written.
+        written. A folder that cannot be replaced (a mount point) has the files written into it
+        one by one instead, each whole and its list of files last.
         """
         frames = {"README": self.readme(), **self.tables}
         for name in frames:

@@ -115,7 +115,9 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
     export wrote there (the files its :data:`MANIFEST` lists, or those named ``names``); a folder
     holding anything else is refused, before anything is written. On Linux the two folders are
     swapped in one step; where the system cannot swap them, the earlier folder is moved aside
-    first, so that for an instant there is none.
+    first, so that for an instant there is none. A folder the system will not replace at all (a
+    mount point) is filled in place instead, under the same rules: each file whole, its list
+    naming every file of ours at each step; only a reader meanwhile may see files of two exports.
 
     Raises
     ------
@@ -131,11 +133,7 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
         target.parent.mkdir(parents=True, exist_ok=True)
         staging.mkdir()  # the user's umask, as a folder made in place would have
         yield staging
-        (staging / MANIFEST).write_text(
-            "# written by mediaframe: the next export into this folder replaces these files\n"
-            + "".join(f"{name}\n" for name in sorted(names)),
-            encoding="utf-8",
-        )
+        (staging / MANIFEST).write_text(_list_of(names), encoding="utf-8")
         replaced = _publish(staging, target, names)
         published = True
     except OSError as err:
@@ -252,6 +250,9 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
                 os.rename(staging, target)  # none there, or an empty folder: one step
                 break
             except OSError as err:
+                if err.errno == errno.EBUSY:  # a mount point: it cannot be replaced, only filled
+                    _fill(staging, target, names)
+                    return []
                 if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
             # another export's folder (or an earlier one): checked again, as it may have changed
@@ -275,6 +276,50 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
             _remove(folder, names)
         raise
     return aside
+
+
+def _fill(staging: Path, target: Path, names: Collection[str]) -> None:
+    """Copy the files of ``staging`` into ``target``, a folder the system will not rename nor
+    remove (a mount point), then delete ``staging``.
+
+    Each file is put in place whole, and at every step the list names every file of ours
+    there: it is widened to the new files first, and cut to them last, once the earlier
+    export's other files are gone. A kill thus leaves a folder the next export may fill again.
+    Unlike a folder put in place in one step, a reader meanwhile may see files of two exports.
+    """
+    check_folder(target, names)  # again: files may have been put there since the export began
+    earlier = _listed(target)
+
+    def listing(names: Collection[str]) -> Callable[[Path], object]:
+        return lambda partial: partial.write_text(_list_of(names), encoding="utf-8")
+
+    _put(target / MANIFEST, listing({*earlier, *names}))
+    for name in sorted(names):
+        _put(target / name, functools.partial(shutil.copyfile, staging / name))
+    for name in earlier - set(names) - {MANIFEST}:
+        with contextlib.suppress(FileNotFoundError):
+            (target / name).unlink()
+    _put(target / MANIFEST, listing(names))
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _put(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a hidden partial file beside ``path``, then rename it over ``path``: a link
+    there is replaced, never followed to a file elsewhere."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")  # a _LEFTOVER
+    try:
+        write(partial)
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _list_of(names: Collection[str]) -> str:
+    """The text of a :data:`MANIFEST` naming ``names``."""
+    return "# written by mediaframe: the next export into this folder replaces these files\n" + (
+        "".join(f"{name}\n" for name in sorted(names))
+    )
 
 
 def _remove(folder: Path, names: Collection[str]) -> None:

@@ -171,6 +171,24 @@ def test_a_stored_profile_is_used_when_named(emulator, tmp_path):
     assert other.exit_code == 2 and "'home'" in other.stderr
 
 
+def _commands_with_a_profile(group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if hasattr(command, "commands"):
+            yield from _commands_with_a_profile(command, (*path, name))
+        elif any("--profile" in param.opts for param in command.params):
+            yield " ".join((*path, name))
+
+
+@pytest.mark.parametrize("command", list(_commands_with_a_profile()))
+def test_two_different_profiles_are_refused_by_every_command(run, command):
+    words = command.split()
+    result = run("--profile", "a", *words, "--profile", "b")
+    assert result.exit_code == 2, result.output
+    assert "two profiles" in result.stderr and "--profile a" in result.stderr
+    same = run("--profile", "a", *words, "--profile", "a")
+    assert "two profiles" not in same.stderr
+
+
 def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
     emu = fresh_emulator(records=400, cap=100)
     run = runner_for(emu, tmp_path)

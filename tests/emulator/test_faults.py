@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
+import threading
 
 import pytest
 import requests
@@ -70,6 +73,24 @@ def test_token_is_revoked_after_n_requests(fresh_emulator) -> None:
     emu = fresh_emulator(revoke_after=3)
     assert [me(emu).status_code for _ in range(4)] == [200, 200, 200, 401]
     assert me(emu).content == b""
+
+
+def test_exactly_n_requests_pass_when_they_arrive_at_once(fresh_emulator) -> None:
+    emu = fresh_emulator(revoke_after=3)
+    arrivals = threading.Barrier(6, timeout=5)
+    look_up = emu.accounts.user_of
+
+    def look_up_together(*args, **kwargs):
+        # Every request has checked its token before any goes on: the widest race there is.
+        user = look_up(*args, **kwargs)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            arrivals.wait()
+        return user
+
+    emu.accounts.user_of = look_up_together
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        codes = list(pool.map(lambda _: me(emu).status_code, range(6)))
+    assert sorted(codes) == [200, 200, 200, 401, 401, 401]
 
 
 def test_delay_draws_stay_in_range() -> None:

@@ -161,6 +161,23 @@ def test_code_grant_errors(oauth) -> None:
     assert oauth(foreign).json() == {"error": "invalid_grant"}
 
 
+def test_a_refused_scope_leaves_the_code_for_the_next_try(oauth) -> None:
+    # RFC 6749 4.1.2/10.5: a code is used once - by the exchange that issues a token. A request
+    # refused before that (here for its scope, as for a wrong redirect) has not used it.
+    emu = oauth.emu
+    code = redirect_parts(authorize(emu))[1]["code"][0]
+    form = {
+        "grant_type": "authorization_code",
+        "client_id": emu.client_id,
+        "redirect_uri": emu.redirect_uri,
+        "code": code,
+    }
+    assert oauth({**form, "scope": "read"}).json() == {"error": "invalid_scope"}
+    answer = oauth(form)
+    assert answer.status_code == 200 and set(answer.json()) == {"access_token", "scope"}
+    assert oauth(form).json() == {"error": "invalid_grant"}  # and that exchange did use it
+
+
 def test_codes_expire_after_30_seconds(oauth) -> None:
     emu = oauth.emu
     code = redirect_parts(authorize(emu))[1]["code"][0]

@@ -301,3 +301,79 @@ def test_a_folder_being_cleared_never_shows_a_file_of_ours_without_its_list(tmp_
     monkeypatch.setattr(pathlib.Path, "unlink", checked_unlink)
     files._remove(folder, names[:2])
     assert sorted(checked) == sorted([*names, files.MANIFEST]) and not folder.exists()
+
+
+@pytest.fixture
+def mount_point(tmp_path, monkeypatch):
+    """An empty folder the system will not rename or remove, as it does a mount point (EBUSY)."""
+    import errno
+
+    folder = tmp_path / "mnt"
+    folder.mkdir()
+    busy = OSError(errno.EBUSY, "Device or resource busy")
+
+    def refuse_on(target):
+        def call(*args, **kwargs):
+            if any(Path(arg) == folder for arg in args if isinstance(arg, str | os.PathLike)):
+                raise busy
+            return target(*args, **kwargs)
+
+        return call
+
+    for name in ("rename", "replace", "rmdir"):
+        monkeypatch.setattr(files.os, name, refuse_on(getattr(os, name)))
+    monkeypatch.setattr(files, "_exchange", refuse_on(files._exchange))
+    return folder
+
+
+def test_an_empty_mount_point_is_filled_in_place(mount_point):
+    inode = mount_point.stat().st_ino
+    paths = _Tables("first", tables=3).to_csv(mount_point)
+    assert paths == [mount_point / n for n in ("README.csv", "t00.csv", "t01.csv", "t02.csv")]
+    assert mount_point.stat().st_ino == inode  # the folder itself, not one put in its place
+    assert _runs_seen(mount_point) == (4, {b"first"})
+    assert files._listed(mount_point) == {"README.csv", "t00.csv", "t01.csv", "t02.csv"}
+    assert [p.name for p in mount_point.parent.iterdir()] == ["mnt"]  # no staging folder left
+    # an earlier export of ours there: its files are replaced, the ones it listed go too
+    _Tables("second", tables=1).to_csv(mount_point)
+    assert sorted(p.name for p in mount_point.iterdir()) == [
+        files.MANIFEST,
+        "README.csv",
+        "t00.csv",
+    ]
+    assert _runs_seen(mount_point) == (2, {b"second"})
+    # anything else there is still refused, before anything is written
+    (mount_point / "mine.txt").write_text("a file of the user's")
+    with pytest.raises(ExportError, match=r"holds mine\.txt"):
+        _Tables("third", tables=1).to_csv(mount_point)
+    assert _runs_seen(mount_point) == (2, {b"second"})
+
+
+def test_a_mount_point_being_filled_never_holds_a_file_of_ours_its_list_does_not_name(
+    mount_point, monkeypatch
+):
+    # a kill at any step leaves a folder the next export may fill again, never a refused one
+    _Tables("first", tables=3).to_csv(mount_point)
+    steps = []
+    copy = files.shutil.copyfile
+
+    def checked_copy(source, destination, *args, **kwargs):
+        files.check_folder(mount_point, names=[])  # what the next export would see now
+        steps.append(Path(source).name)
+        return copy(source, destination, *args, **kwargs)
+
+    monkeypatch.setattr(files.shutil, "copyfile", checked_copy)
+    _Tables("second", tables=2).to_csv(mount_point)
+    files.check_folder(mount_point, names=[])
+    assert steps == ["README.csv", "t00.csv", "t01.csv"]
+    assert files._listed(mount_point) == {"README.csv", "t00.csv", "t01.csv"}
+
+
+def test_a_link_in_a_mount_point_is_replaced_never_written_through(mount_point):
+    outside = mount_point.parent / "precious.txt"
+    outside.write_text("not an export's")
+    (mount_point / "t00.csv").symlink_to(outside)  # bears the name of a file of ours
+    _Tables("run", tables=1).to_csv(mount_point)
+    assert outside.read_text() == "not an export's"
+    assert not (mount_point / "t00.csv").is_symlink()
+    assert _runs_seen(mount_point) == (2, {b"run"})
