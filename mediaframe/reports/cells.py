@@ -154,10 +154,18 @@ def _same(values: pd.Index, column: object) -> bool:
 
 
 def _textual(column: pd.Series) -> bool:
+    """Whether ``column`` may hold text: any but numbers, booleans, dates and durations.
+
+    Decided by what it cannot hold rather than by what it can, so that a text dtype not listed
+    (pyarrow's dictionary of strings, as ``read_parquet(dtype_backend="pyarrow")`` gives for a
+    categorical, a sparse column of objects) is still checked, value by value.
+    """
     dtype = column.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        return not pd.api.types.is_numeric_dtype(dtype.categories.dtype)
-    return pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype)
+        dtype = dtype.categories.dtype
+    return not (
+        pd.api.types.is_numeric_dtype(dtype) or getattr(dtype, "kind", "O") in ("b", "m", "M")
+    )
 
 
 def _check_policy(policy: str) -> None:
