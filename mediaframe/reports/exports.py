@@ -46,13 +46,23 @@ def to_csv(
     or LF inside a value is always quoted. An index that holds data (a ``groupby`` result's)
     is written as leading columns, row numbers are not (``index=True`` or ``False`` decides
     instead; see :func:`~mediaframe.reports.cells.indexed`). Other ``to_csv_options`` go to
-    :meth:`pandas.DataFrame.to_csv`.
+    :meth:`pandas.DataFrame.to_csv`, but for ``mode``: the file is always written whole and
+    replaces any earlier one once complete, so appending (``mode="a"``) is refused.
 
     Examples
     --------
     >>> from mediaframe.reports import to_csv
     >>> to_csv(client.records("sunset"), "sunset.csv")                     # doctest: +SKIP
     """
+    mode = to_csv_options.pop("mode", "w")
+    if mode != "w":
+        # the file is written beside and renamed over the earlier one: appended to a new file,
+        # the rows would replace the earlier ones rather than follow them
+        raise ExportError(
+            f"to_csv writes {path} whole and cannot open it with mode={mode!r}: to add rows, "
+            "write the earlier and the new rows together, "
+            "e.g. to_csv(pd.concat([pd.read_csv(path), frame]), path)"
+        )
     to_csv_options.setdefault("lineterminator", "\r\n")
     index = to_csv_options.pop("index", None)
     label = to_csv_options.pop("index_label", None)
