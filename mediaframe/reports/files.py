@@ -34,13 +34,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``, renamed over it once the body succeeds.
 
     A failure (or a kill) leaves any earlier file at ``path`` as it was, never half of a new one.
-    A symbolic link is followed (the file it names is replaced, the link kept); a stream such as
+    The new file takes the earlier one's permissions (a private export stays private). A
+    symbolic link is followed (the file it names is replaced, the link kept); a stream such as
     ``/dev/stdout`` or a named pipe is written directly.
 
     Raises
     ------
     ExportError
-        The folder does not exist or the file cannot be written.
+        The folder does not exist, or the file cannot be written (write-protected included).
     """
     target, stream = writable(path)
     if stream:
@@ -52,6 +53,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     partial = target.with_name(f".{stem}.{uuid.uuid4().hex[:8]}.partial")
     try:
         yield partial
+        with contextlib.suppress(FileNotFoundError):  # none to replace: the umask's mode
+            shutil.copymode(target, partial)
         os.replace(partial, target)
     except UnicodeEncodeError as err:  # a ValueError, from whichever writer encoded the text
         bad = err.object[err.start : err.end]
@@ -74,7 +77,8 @@ def writable(path: str | os.PathLike[str]) -> tuple[Path, bool]:
     Raises
     ------
     ExportError
-        ``path`` is a folder, its folder does not exist, or it cannot be resolved.
+        ``path`` is a folder, its folder does not exist, it cannot be resolved, or it is a
+        file this process may not write (renamed over, it would be replaced all the same).
     """
     try:
         target, stream = _resolved(Path(path))
@@ -86,6 +90,11 @@ def writable(path: str | os.PathLike[str]) -> tuple[Path, bool]:
         raise ExportError(f"{target} is a folder: give a file name, e.g. {target / 'export.csv'}")
     if not target.parent.is_dir():
         raise ExportError(f"cannot write {target}: the folder {target.parent} does not exist")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ExportError(
+            f"{target} is write-protected: make it writable first (chmod u+w {target}) "
+            "if it may be replaced, or write to another name"
+        )
     return target, False
 
 

@@ -3,11 +3,18 @@ permissions, its compression, and the text its encoding cannot hold."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
 from mediaframe.exceptions import ExportError
-from mediaframe.reports import to_csv
+from mediaframe.reports import to_csv, to_excel
 
 FRAME = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
 
@@ -21,3 +28,39 @@ def test_csv_refuses_a_mode_other_than_replace_and_keeps_the_earlier_file(tmp_pa
         to_csv(FRAME, path, mode=mode, header=False)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["log.csv"]
+
+
+@pytest.mark.parametrize("writer", [to_csv, to_excel], ids=["csv", "xlsx"])
+def test_a_replaced_export_keeps_its_permissions(tmp_path, writer):
+    path = tmp_path / f"private{'.csv' if writer is to_csv else '.xlsx'}"
+    writer(FRAME, path)
+    path.chmod(0o600)
+    writer(FRAME, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+_PROTECTED = """
+import sys, pandas as pd
+from mediaframe.exceptions import ExportError
+from mediaframe.reports import to_csv, to_excel
+try:
+    to_csv(pd.DataFrame({"a": [1]}), sys.argv[1])
+except ExportError as err:
+    print("refused:", err)
+"""
+
+
+def test_a_write_protected_file_is_refused_and_kept(tmp_path):
+    path = tmp_path / "protected.csv"
+    path.write_text("PROTECTED")
+    path.chmod(0o444)
+    command = [sys.executable, "-c", _PROTECTED, str(path)]
+    if os.access(path, os.W_OK):  # root: as a user without the power to write any file
+        capsh = shutil.which("capsh")
+        if capsh is None:
+            pytest.skip("root, and no capsh to drop the power to write any file")
+        command = [capsh, "--drop=cap_dac_override", "--", "-c", shlex.join(command)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "refused:" in out and "chmod u+w" in out
+    assert path.read_text() == "PROTECTED"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
