@@ -45,7 +45,9 @@ def to_csv(
     text. Dates keep their offset (ISO 8601). Rows end in CRLF as RFC 4180 says, so that a CR
     or LF inside a value is always quoted. An index that holds data (a ``groupby`` result's)
     is written as leading columns, row numbers are not (``index=True`` or ``False`` decides
-    instead; see :func:`~mediaframe.reports.cells.indexed`). Other ``to_csv_options`` go to
+    instead; see :func:`~mediaframe.reports.cells.indexed`). A name ending in ``.gz``, ``.zip``,
+    ``.bz2``, ``.xz``, ``.zst`` or ``.tar[.gz]`` is compressed so, as by pandas
+    (``compression=None`` writes it plain). Other ``to_csv_options`` go to
     :meth:`pandas.DataFrame.to_csv`, but for ``mode``: the file is always written whole and
     replaces any earlier one once complete, so appending (``mode="a"``) is refused.
 
@@ -67,6 +69,7 @@ def to_csv(
     index = to_csv_options.pop("index", None)
     label = to_csv_options.pop("index_label", None)
     to_csv_options["index"] = False
+    to_csv_options["compression"] = _compression(path, to_csv_options.get("compression", "infer"))
     if label is not None and index is not False:  # names the index's columns, as in pandas
         frame = frame.rename_axis([label] if isinstance(label, str) else list(label))
     with atomic_path(path) as partial:
@@ -124,7 +127,8 @@ def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null).
+    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null),
+    compressed as the name says (``.json.gz``), as by pandas.
 
     Values JSON has no type for (a month of a ``to_period`` grouping, an interval, a
     ``Decimal``) are written as their text.
@@ -139,6 +143,7 @@ def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
                 force_ascii=False,
                 indent=1,
                 default_handler=str,
+                compression=_compression(path),
             )
         except UnicodeEncodeError:
             raise  # told, with what to do, by the atomic writer
@@ -148,6 +153,38 @@ def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
                 "(frame[column].astype(str)), or write .parquet"
             ) from err
     return Path(path)
+
+
+#: Compression pandas infers from a file name's ending, longest endings first.
+_COMPRESSIONS = (
+    (".tar.gz", "tar", "w:gz"),
+    (".tar.bz2", "tar", "w:bz2"),
+    (".tar.xz", "tar", "w:xz"),
+    (".tar", "tar", "w"),
+    (".gz", "gzip", None),
+    (".bz2", "bz2", None),
+    (".xz", "xz", None),
+    (".zst", "zstd", None),
+    (".zip", "zip", None),
+)
+
+
+def _compression(path: str | os.PathLike[str], given: Any = "infer") -> Any:
+    """pandas' ``compression`` for a file written at ``path`` through a partial file beside it:
+    what pandas would infer from ``path``'s own name (never the partial's, which says none),
+    an archive's member named as the file without the archive's ending."""
+    name = Path(path).name
+    if given == "infer":
+        ending = next((e for e in _COMPRESSIONS if name.lower().endswith(e[0])), None)
+        if ending is None:
+            return None
+        given = {"method": ending[1]} | ({"mode": ending[2]} if ending[1] == "tar" else {})
+    if isinstance(given, Mapping) and given.get("method") in ("zip", "tar"):
+        stem = next(
+            (name[: -len(e[0])] for e in _COMPRESSIONS if name.lower().endswith(e[0])), name
+        )
+        given = {"archive_name": stem, **given}
+    return given
 
 
 def export(

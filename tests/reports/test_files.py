@@ -9,12 +9,14 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
+import zipfile
 
 import pandas as pd
 import pytest
 
 from mediaframe.exceptions import ExportError
-from mediaframe.reports import to_csv, to_excel
+from mediaframe.reports import to_csv, to_excel, to_json
 
 FRAME = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
 
@@ -42,7 +44,7 @@ def test_a_replaced_export_keeps_its_permissions(tmp_path, writer):
 _PROTECTED = """
 import sys, pandas as pd
 from mediaframe.exceptions import ExportError
-from mediaframe.reports import to_csv, to_excel
+from mediaframe.reports import to_csv, to_excel, to_json
 try:
     to_csv(pd.DataFrame({"a": [1]}), sys.argv[1])
 except ExportError as err:
@@ -64,3 +66,22 @@ def test_a_write_protected_file_is_refused_and_kept(tmp_path):
     assert "refused:" in out and "chmod u+w" in out
     assert path.read_text() == "PROTECTED"
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+@pytest.mark.parametrize("name", ["x.csv.gz", "x.csv.bz2", "x.csv.xz", "x.CSV.GZ", "x.csv.zip"])
+def test_csv_is_compressed_as_its_name_says_and_reads_back(tmp_path, name):
+    path = tmp_path / name
+    to_csv(FRAME, path)
+    pd.testing.assert_frame_equal(pd.read_csv(path), FRAME)
+    if name.endswith(".zip"):
+        assert zipfile.ZipFile(path).namelist() == ["x.csv"]
+
+
+def test_json_is_compressed_as_its_name_says_and_a_tar_names_its_member_as_the_file(tmp_path):
+    to_json(FRAME, tmp_path / "x.json.gz")
+    pd.testing.assert_frame_equal(pd.read_json(tmp_path / "x.json.gz"), FRAME)
+    to_csv(FRAME, tmp_path / "x.csv.tar.gz")
+    with tarfile.open(tmp_path / "x.csv.tar.gz", "r:gz") as archive:
+        assert archive.getnames() == ["x.csv"]
+    to_csv(FRAME, tmp_path / "plain.csv", compression=None)
+    assert (tmp_path / "plain.csv").read_bytes().startswith(b"a,b\r\n")
