@@ -3,11 +3,12 @@
 Written with xlsxwriter so that no string ever becomes a formula, a link or a number; text a
 spreadsheet could take for a formula keeps its value and gets Excel's quote-prefix style, so that
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
-sheet names of at most 31 characters, 1,048,576 rows a sheet (longer frames go on over several
-sheets), 32,767 characters a cell (longer text is cut), 15 significant digits a number (a
-longer integer, or whole float in a column of ids, is written as text, not rounded), no date
-before 1900 (ISO text instead), no infinity (``inf`` text rather than a ``=1/0`` formula), and
-no timezone-aware dates (they are written in UTC, which the header says). What was changed is
+sheet names of at most 31 characters (counted as Excel counts them, in UTF-16 units: an emoji is
+two), 1,048,576 rows a sheet (longer frames go on over several sheets), 32,767 characters a cell
+(longer text is cut), 15 significant digits a number (a longer integer, or whole float in a
+column of ids, is written as text, not rounded), no date before 1900 (ISO text instead), no
+infinity (``inf`` text rather than a ``=1/0`` formula), and no timezone-aware dates (they are
+written in UTC, which the header says). What was changed is
 listed in a ``notes`` sheet.
 """
 
@@ -156,7 +157,20 @@ def sheet_names(titles: list[str], *, rows: list[int] | None = None) -> list[lis
 def _clean(title: str) -> str:
     name = _trimmed(_BAD_SHEET_CHARS.sub("_", str(title)))
     # trimmed again once cut: a cut may end it on an apostrophe, which Excel refuses
-    return _trimmed(name[:_SHEET_CHARS]) or "sheet"
+    return _trimmed(_cut(name, _SHEET_CHARS)) or "sheet"
+
+
+def _cut(text: str, units: int) -> str:
+    """``text`` cut to at most ``units`` UTF-16 code units, as Excel counts its limits (a
+    character past U+FFFF, an emoji, counts two), never between the two halves of one."""
+    if len(text) * 2 <= units:  # the quick answer for all but the longest texts
+        return text
+    count = 0
+    for index, char in enumerate(text):
+        count += 2 if ord(char) > 0xFFFF else 1
+        if count > units:
+            return text[:index]
+    return text
 
 
 def _trimmed(name: str) -> str:
@@ -165,11 +179,11 @@ def _trimmed(name: str) -> str:
 
 def _unique(name: str, used: set[str]) -> str:
     # Excel compares sheet names without case, and reserves "History".
-    candidate, number = name[:_SHEET_CHARS], 1
+    candidate, number = _cut(name, _SHEET_CHARS), 1
     while candidate.lower() in used or candidate.lower() == "history":
         number += 1
         suffix = f" ({number})"
-        candidate = name[: _SHEET_CHARS - len(suffix)] + suffix
+        candidate = _cut(name, _SHEET_CHARS - len(suffix)) + suffix
     used.add(candidate.lower())
     return candidate
 
