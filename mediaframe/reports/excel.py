@@ -6,7 +6,7 @@ editing the cell does not turn it into one either. Excel's own limits are met ra
 sheet names of at most 31 characters (counted as Excel counts them, in UTF-16 units: an emoji is
 two), 1,048,576 rows a sheet (longer frames go on over several sheets), 32,767 characters a cell
 (longer text is cut), 15 significant digits a number (a longer integer, or whole float in a
-column of ids, is written as text, not rounded), no date before 1900 (ISO text instead), no
+column of ids, is written as text, not rounded), no date before 1 March 1900 (ISO text), no
 infinity (``inf`` text rather than a ``=1/0`` formula), and no timezone-aware dates (they are
 written in UTC, which the header says). What was changed is
 listed in a ``notes`` sheet.
@@ -289,7 +289,8 @@ def _write_sheet(
                 name,
                 header,
                 f"{count:,} value(s) written as text, which Excel would otherwise change: "
-                f"integers of more than {EXCEL_DIGITS} digits, dates before 1900, infinities",
+                f"integers of more than {EXCEL_DIGITS} digits, dates before 1 March 1900, "
+                "infinities",
             )
         )
     if columns:
@@ -350,7 +351,9 @@ _EXACT = 10**EXCEL_DIGITS
 _IDS = 2.0**64
 
 
-_FIRST_DAY = pd.Timestamp("1900-01-01")
+#: The first day Excel's serial numbers say right: it counts a 29 February 1900 that never was,
+#: so that 1900-01-01 (a common "unknown" placeholder) would show as 1900-01-00.
+_FIRST_DAY = pd.Timestamp("1900-03-01")
 
 
 def _unheld_numbers(column: pd.Series) -> bool:
@@ -376,8 +379,8 @@ def _early(column: pd.Series) -> bool:
 
 def _unheld(value: Any) -> str:
     """``value`` as text if Excel cannot hold it as it is (else ""): an integer of more
-    significant digits than it keeps, an infinity, or a date before its calendar's first day
-    (1900)."""
+    significant digits than it keeps, an infinity, or a date before the first day its
+    calendar says right (1 March 1900)."""
     if isinstance(value, pd.Timestamp | dt.datetime):
         return value.isoformat() if value < _FIRST_DAY else ""
     if isinstance(value, bool | np.bool_):

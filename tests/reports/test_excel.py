@@ -29,3 +29,16 @@ def test_a_sheet_title_with_emoji_is_cut_to_31_utf16_units_and_written(tmp_path,
     assert all(0 < _units(name) <= 31 for name in names)
     assert names[0] == sheet_names([title])[0][0]
     assert title.startswith(names[0])  # cut whole characters, never half of one
+
+
+def test_dates_before_march_1900_are_iso_text_as_excel_has_no_serial_for_them(tmp_path):
+    # Excel counts 29 February 1900, a day that never was: a serial before 1 March 1900 is a
+    # day off, and 1900-01-01 (a common "unknown" placeholder) came out as "1900-01-00"
+    days = ["1900-01-01", "1900-01-02", "1900-02-28", "1900-03-01"]
+    to_excel({"dates": pd.DataFrame({"created_on": pd.to_datetime(days)})}, tmp_path / "d.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "d.xlsx")
+    cells = [row[0] for row in book["dates"].iter_rows(min_row=2, values_only=True)]
+    assert cells == [f"{day}T00:00:00" for day in days[:3]] + [pd.Timestamp(days[3])]
+    notes = [note for _, _, note in book["notes"].iter_rows(min_row=2, values_only=True)]
+    assert len(notes) == 1 and "3 value(s) written as text" in notes[0]
+    assert "before 1 March 1900" in notes[0]
