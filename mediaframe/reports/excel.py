@@ -5,10 +5,10 @@ spreadsheet could take for a formula keeps its value and gets Excel's quote-pref
 editing the cell does not turn it into one either. Excel's own limits are met rather than hit:
 sheet names of at most 31 characters (counted as Excel counts them, in UTF-16 units: an emoji is
 two), 1,048,576 rows a sheet (longer frames go on over several sheets), 32,767 characters a cell
-(longer text is cut), 15 significant digits a number (a longer integer, or whole float in a
-column of ids, is written as text, not rounded), no date before 1 March 1900 (ISO text), no
-infinity (``inf`` text rather than a ``=1/0`` formula), and no timezone-aware dates (they are
-written in UTC, which the header says). What was changed is
+(counted so too; longer text is cut), 15 significant digits a number (a longer integer, or whole
+float in a column of ids, is written as text, not rounded), no date before 1 March 1900 (ISO
+text), no infinity (``inf`` text rather than a ``=1/0`` formula), and no timezone-aware dates
+(they are written in UTC, which the header says). What was changed is
 listed in a ``notes`` sheet.
 """
 
@@ -264,8 +264,9 @@ def _write_sheet(
             if value is None:
                 continue
             if column.write is _text and isinstance(value, str):
-                if len(value) > EXCEL_CELL_CHARS:
-                    value = value[:EXCEL_CELL_CHARS]
+                short = _cut(value, EXCEL_CELL_CHARS)  # in UTF-16 units: an emoji is two
+                if len(short) < len(value):
+                    value = short
                     cut[column.header] = cut.get(column.header, 0) + 1
                 style = styles.quoted if policy == "escape" and risky(value) else None
                 sheet.write_string(row + 1, index, value, style)

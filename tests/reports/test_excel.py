@@ -42,3 +42,13 @@ def test_dates_before_march_1900_are_iso_text_as_excel_has_no_serial_for_them(tm
     notes = [note for _, _, note in book["notes"].iter_rows(min_row=2, values_only=True)]
     assert len(notes) == 1 and "3 value(s) written as text" in notes[0]
     assert "before 1 March 1900" in notes[0]
+
+
+def test_text_past_excels_cell_limit_in_utf16_units_is_cut_whole_and_said(tmp_path):
+    text = CAMERA * 20_000 + "END"  # 20,003 characters, 40,003 UTF-16 units
+    to_excel({"long": pd.DataFrame({"caption": [text, "short"]})}, tmp_path / "l.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "l.xlsx")
+    cells = [row[0] for row in book["long"].iter_rows(min_row=2, values_only=True)]
+    assert cells == [CAMERA * 16_383, "short"]  # 32,766 units: no half of a character
+    notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
+    assert notes == [("long", "caption", "1 cell(s) cut to Excel's 32,767 characters")]
