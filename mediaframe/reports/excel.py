@@ -305,6 +305,10 @@ def _column(header: str, column: pd.Series) -> _Column:
         dtype.categories.dtype
     ):  # dates made categorical are still dates (a missing one is NaT)
         return _column(header, column.astype(dtype.categories.dtype))
+    if isinstance(dtype, pd.ArrowDtype) and dtype.kind == "M":
+        # pyarrow's dates and times (read_parquet(dtype_backend="pyarrow")) as numpy's, which
+        # the rules below know: a date cell, UTC said in the header, early dates as text
+        return _column(header, column.astype(dtype.pyarrow_dtype.to_pandas_dtype()))
     if isinstance(dtype, pd.DatetimeTZDtype):
         column = column.dt.tz_convert("UTC").dt.tz_localize(None)
         header = f"{header} (UTC)"

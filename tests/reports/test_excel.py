@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import openpyxl
 import pandas as pd
 import pytest
@@ -52,3 +54,30 @@ def test_text_past_excels_cell_limit_in_utf16_units_is_cut_whole_and_said(tmp_pa
     assert cells == [CAMERA * 16_383, "short"]  # 32,766 units: no half of a character
     notes = list(book["notes"].iter_rows(min_row=2, values_only=True))
     assert notes == [("long", "caption", "1 cell(s) cut to Excel's 32,767 characters")]
+
+
+def test_pyarrow_dates_are_written_as_numpy_dates_are(tmp_path):
+    # a frame read back with read_parquet(dtype_backend="pyarrow") holds timestamp[us, tz=UTC]
+    frame = pd.DataFrame(
+        {
+            "created_on": pd.to_datetime(["2024-05-01T12:00:00+02:00", None], utc=True),
+            "taken": pd.to_datetime(["1850-01-01", "2024-01-01"]),
+            "day": pd.to_datetime(["2024-02-03", None]).date,
+        }
+    )
+    frame.to_parquet(tmp_path / "r.parquet")
+    back = pd.read_parquet(tmp_path / "r.parquet", dtype_backend="pyarrow")
+    assert all(isinstance(dtype, pd.ArrowDtype) for dtype in back.dtypes)
+    to_excel({"dates": back}, tmp_path / "arrow.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "arrow.xlsx")
+    rows = list(book["dates"].iter_rows(values_only=True))
+    assert rows == [
+        ("created_on (UTC)", "taken", "day"),
+        (dt.datetime(2024, 5, 1, 10), "1850-01-01T00:00:00", dt.datetime(2024, 2, 3)),
+        (None, dt.datetime(2024, 1, 1), None),
+    ]
+    notes = [row[1:] for row in book["notes"].iter_rows(min_row=2, values_only=True)]
+    assert [(column, note[:22]) for column, note in notes] == [
+        ("created_on (UTC)", "timezone-aware times w"),
+        ("taken", "1 value(s) written as "),
+    ]
