@@ -425,6 +425,10 @@ def _rendered(
         "shown": f"{len(shown):,}",
         "total": f"{len(frame):,}",
         "left_out": f"{len(frame) - len(shown):,}",
+        # said when there is no table and no row was left out
+        "no_table": "No rows."
+        if len(frame) == 0
+        else f"{len(frame):,} row{'s' if len(frame) != 1 else ''}, no columns.",
     }
 
 
