@@ -57,17 +57,28 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.copymode(target, partial)
         os.replace(partial, target)
     except UnicodeEncodeError as err:  # a ValueError, from whichever writer encoded the text
-        bad = err.object[err.start : err.end]
-        raise ExportError(
-            f"cannot write {target}: a text holds {bad!r}, which is no character (a lone "
-            "surrogate, e.g. from bytes decoded with errors='surrogateescape'); replace it "
-            "first, e.g. frame.replace(r'[\\ud800-\\udfff]', '\\ufffd', regex=True)"
-        ) from err
+        raise ExportError(f"cannot write {target}: {_unencodable(err)}") from err
     except OSError as err:
         raise ExportError(f"cannot write {target}: {err.strerror or err}") from err
     finally:
         with contextlib.suppress(OSError):  # gone, or never made: the error above says why
             partial.unlink()
+
+
+def _unencodable(err: UnicodeEncodeError) -> str:
+    """What a text held that could not be written, and what to do."""
+    bad = err.object[err.start : err.end]
+    if any("\ud800" <= char <= "\udfff" for char in bad):
+        return (
+            f"a text holds {bad!r}, which is no character (a lone surrogate, e.g. from bytes "
+            "decoded with errors='surrogateescape'); replace it first, "
+            "e.g. frame.replace(r'[\\ud800-\\udfff]', '\\ufffd', regex=True)"
+        )
+    return (
+        f"a text holds {bad!r}, which the encoding {err.encoding!r} cannot hold; choose one "
+        "that holds every character: 'utf-8' (the default), or 'utf-8-sig', which Excel "
+        "also opens as UTF-8"
+    )
 
 
 def writable(path: str | os.PathLike[str]) -> tuple[Path, bool]:

@@ -85,3 +85,23 @@ def test_json_is_compressed_as_its_name_says_and_a_tar_names_its_member_as_the_f
         assert archive.getnames() == ["x.csv"]
     to_csv(FRAME, tmp_path / "plain.csv", compression=None)
     assert (tmp_path / "plain.csv").read_bytes().startswith(b"a,b\r\n")
+
+
+def test_a_character_the_chosen_encoding_cannot_hold_is_named_with_the_encoding(tmp_path):
+    path = tmp_path / "ascii.csv"
+    with pytest.raises(ExportError) as caught:
+        to_csv(pd.DataFrame({"t": ["caf\u00e9"]}), path, encoding="ascii")
+    message = str(caught.value)
+    assert "surrogate" not in message
+    assert "'\u00e9'" in message and "'ascii'" in message and "utf-8" in message
+    assert not path.exists()
+
+
+def test_a_lone_surrogate_is_still_said_to_be_one(tmp_path):
+    text = b"caf\xe9".decode("utf-8", "surrogateescape")
+    with pytest.raises(ExportError, match="lone surrogate"):
+        to_csv(
+            pd.DataFrame({"t": pd.Series([text], dtype=object)}),
+            tmp_path / "s.csv",
+            encoding="ascii",
+        )
