@@ -179,6 +179,8 @@ def _compression(path: str | os.PathLike[str], given: Any = "infer") -> Any:
         if ending is None:
             return None
         given = {"method": ending[1]} | ({"mode": ending[2]} if ending[1] == "tar" else {})
+    elif given in ("zip", "tar"):
+        given = {"method": given}
     if isinstance(given, Mapping) and given.get("method") in ("zip", "tar"):
         stem = next(
             (name[: -len(e[0])] for e in _COMPRESSIONS if name.lower().endswith(e[0])), name

@@ -83,6 +83,8 @@ def test_json_is_compressed_as_its_name_says_and_a_tar_names_its_member_as_the_f
     to_csv(FRAME, tmp_path / "x.csv.tar.gz")
     with tarfile.open(tmp_path / "x.csv.tar.gz", "r:gz") as archive:
         assert archive.getnames() == ["x.csv"]
+    to_csv(FRAME, tmp_path / "named.zip", compression="zip")
+    assert zipfile.ZipFile(tmp_path / "named.zip").namelist() == ["named"]
     to_csv(FRAME, tmp_path / "plain.csv", compression=None)
     assert (tmp_path / "plain.csv").read_bytes().startswith(b"a,b\r\n")
 
