@@ -298,8 +298,19 @@ def plan(
         level: int,
         kids: list[Shard],
         counts: list[Count],
+        *,
+        recounted: bool = False,
     ) -> None:
-        if sum(counted.total for counted in counts) != total:
+        added = sum(counted.total for counted in counts)
+        if added != total and path and not recounted:
+            # the search may have moved since the shard was counted (paging runs beside
+            # planning): counted again, and its children still add up to it, the cut stands
+            tasks.submit(
+                functools.partial(count, shard, float(total)),
+                lambda again: judge(path, shard, again.total, level, kids, counts, recounted=True),
+            )
+            return
+        if added != total:
             # the dimension does not cover every hit (e.g. undated records): try the next
             cut(path, shard, total, level + 1)
             return
@@ -343,17 +354,25 @@ class _Tasks:
             self._running[self._pool.submit(work)] = then
 
     def run(self) -> None:
-        """Until every task is done and handled; the first failure is raised."""
-        while self._waiting or self._running:
-            if self._pool is None:
-                work, then = self._waiting.popleft()
-                then(work())
-                continue
-            done, _ = wait(self._running, return_when=FIRST_COMPLETED)
-            # in the order they were asked for (a dict keeps it): a repeatable order of handling
-            for future in [future for future in self._running if future in done]:
-                then = self._running.pop(future)
-                then(future.result())
+        """Until every task is done and handled; the first failure is raised once the tasks
+        already running are over (what they found is then in the checkpoint saved for a
+        resume), and no task not yet begun is begun."""
+        try:
+            while self._waiting or self._running:
+                if self._pool is None:
+                    work, then = self._waiting.popleft()
+                    then(work())
+                    continue
+                done, _ = wait(self._running, return_when=FIRST_COMPLETED)
+                # in the order they were asked for (a dict keeps it): a repeatable handling
+                for future in [future for future in self._running if future in done]:
+                    then = self._running.pop(future)
+                    then(future.result())
+        except BaseException:
+            for future in self._running:
+                future.cancel()
+            wait(self._running)
+            raise
 
 
 class _Dimensions:

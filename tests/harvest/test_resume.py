@@ -255,7 +255,18 @@ def test_a_resume_sorts_no_shard_by_date_again(tmp_path):
     earliest = [p for p in asked if p.get("ord") == "asc" and p.get("per_page") == 1]
     assert len(earliest) == 4, "the counts of the whole and of each base, each earliest first"
     service = FakeService.build(3000, cap=100)
-    crash_after(service, tmp_path, dated[-1] + 2, 100)  # dies right after the last one
+    answered = {"last days": 0}
+
+    def dies_after_the_last_days(**params):
+        # dies at the first search after the last of the last-day sorts was answered
+        if answered["last days"] == len(dated):
+            raise Crash
+        page = service(**params)
+        answered["last days"] += params.get("ord") == "desc"
+        return page
+
+    with pytest.raises(Crash):
+        run(dies_after_the_last_days, tmp_path, concurrency=1, per_page=100)
     saved = HarvestStore(str(tmp_path / "h")).load_plan()
     assert saved is not None and len(saved.days) == 3, saved
     asked.clear()
