@@ -386,6 +386,23 @@ class TestHarvestStore:
         with pytest.raises(CacheCorruptError):
             store.read_data()
 
+    def test_a_manifest_naming_a_dataset_outside_its_folder_is_never_followed(
+        self, frame, tmp_path
+    ):
+        outside = cache.HarvestStore(str(tmp_path / "outside"))
+        outside.publish(frame.iloc[:2], {}, spec={}, sort_by=KEY)
+        store = cache.HarvestStore(str(tmp_path / "cache" / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        manifest = json.loads((tmp_path / "cache" / "h" / "manifest.json").read_text())
+        elsewhere = outside.data_url()
+        assert elsewhere is not None
+        for named in (os.path.relpath(elsewhere, store.root), elsewhere):
+            manifest["data"] = named
+            (tmp_path / "cache" / "h" / "manifest.json").write_text(json.dumps(manifest))
+            for read in (store.data_url, store.read_data, lambda: cache.to_duckdb(store.url)):
+                with pytest.raises(CacheCorruptError, match="names no dataset folder"):
+                    read()
+
     def test_a_shard_entry_of_the_wrong_shape_is_skipped(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         store.write_shard("good", frame, total=5)

@@ -206,9 +206,15 @@ class HarvestStore:
         return decode(Manifest, data, f"the manifest of {self.url}")
 
     def data_url(self, manifest: Manifest | None = None) -> str | None:
-        """Where the published dataset lives, or ``None`` if none is published."""
+        """Where the published dataset lives, or ``None`` if none is published.
+
+        Raises
+        ------
+        CacheCorruptError
+            The manifest is damaged, or names no dataset folder of this harvest's own.
+        """
         manifest = manifest or self.manifest()
-        return self._url(manifest.data) if manifest else None
+        return self._url(self._version(manifest)) if manifest else None
 
     def read_data(self, manifest: Manifest | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Read the published dataset, checking its files against the manifest.
@@ -224,12 +230,17 @@ class HarvestStore:
             manifest = manifest or self.manifest()
             if manifest is None:
                 raise CacheMissError(f"nothing is cached at {self.url}")
-            if not _is_version(manifest.data):
-                raise CacheCorruptError(f"the manifest of {self.url} names no dataset folder")
-            path = self._url(manifest.data)
+            path = self._url(self._version(manifest))
             if not self.fs.exists(self._path(manifest.data)):
                 raise CacheCorruptError(f"the dataset {path} named by its manifest is missing")
             return read_frame(path, checks=manifest.data_files)
+
+    def _version(self, manifest: Manifest) -> str:
+        # Only a data-<version> folder of this harvest's own: a manifest naming ../elsewhere
+        # or an absolute path is damage, never followed (lazy readers included).
+        if not _is_version(manifest.data):
+            raise CacheCorruptError(f"the manifest of {self.url} names no dataset folder")
+        return manifest.data
 
     def publish(
         self,
