@@ -342,6 +342,26 @@ class TestHarvestStore:
         assert [entry.offset for entry, _ in store.pages("all").restore()] == [0]
         assert f"{5:010d}.arrow" not in read and f"{0:010d}.arrow" in read
 
+    @pytest.mark.parametrize("shard_id", ["../../precious", "..", ".", "a/b", "/abs", ""])
+    def test_a_shard_id_never_names_a_path_out_of_the_folder(self, frame, tmp_path, shard_id):
+        # ids are read back from plan.json and shard entries: a planted one must not make a
+        # resume write, read or remove (rmtree) a folder outside the cache
+        victim = tmp_path / "precious.pages"
+        victim.mkdir()
+        (victim / "thesis.tex").write_text("years of work")
+        store = cache.HarvestStore(str(tmp_path / "cache" / "h"))
+        store.write_shard("all", frame, total=5)
+        with pytest.raises(CacheCorruptError, match="no plain name"):
+            store.pages(shard_id)
+        with pytest.raises(CacheCorruptError, match="names no file inside"):
+            store.remove_checkpoint("shards/../../../precious.pages")
+        assert store.read_checkpoint("../precious.pages/thesis.tex") is None
+        # a finished shard whose entry carries such an id is damage: fetched again, its
+        # pages never looked for
+        store.write_shard(shard_id, frame, total=5)
+        assert list(store.finished_shards()) == ["all"]
+        assert (victim / "thesis.tex").read_text() == "years of work"
+
     def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         assert store.load_plan() is None

@@ -61,7 +61,7 @@ from mediaframe.cache.manifest import (
     encode,
     is_current,
 )
-from mediaframe.cache.pages import PageCheckpoints
+from mediaframe.cache.pages import PageCheckpoints, is_plain_name
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
 from mediaframe.files import flush_file, flush_tree, private_dirs, replace_atomically
 
@@ -124,6 +124,10 @@ class HarvestStore:
         return posixpath.join(self.url.rstrip("/"), *parts)
 
     def _path(self, *parts: str) -> str:
+        # Names may come from files of the folder (shard ids): none may lead out of it.
+        for part in parts:
+            if part.startswith("/") or ".." in part.split("/"):
+                raise CacheCorruptError(f"{part!r} names no file inside {self.url}: damage")
         return posixpath.join(self.root, *parts)
 
     # locks ------------------------------------------------------------------
@@ -421,6 +425,8 @@ class HarvestStore:
             own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
             if not tiles(batch.shards, own):
                 continue  # entries pointing elsewhere, overlapping or repeated: damage too
+            if not all(is_plain_name(entry.id) for entry in batch.shards):
+                continue  # ids that would name paths out of the folder (their pages): damage
             for entry in batch.shards:
                 entries[entry.id] = entry
         return entries
