@@ -397,9 +397,13 @@ class TestHarvestStore:
             ' "published_at": "2020-01-01"}',
             # of the right types, wrong values
             '{"schema_version": 2, "spec": {}, "data": "data-x",'
-            ' "data_files": {"part-0.parquet": "garbage"}, "published_at": "2020-01-01"}',
+            ' "data_files": {"part-0.parquet": "garbage"}, "published_at": "2020-01-01T00:00Z"}',
             '{"schema_version": 2, "spec": {}, "data": "data-x",'
-            ' "data_files": {"part-0.parquet": "12:abc"}, "published_at": "2020-01-01"}',
+            ' "data_files": {"part-0.parquet": "12:abc"}, "published_at": "2020-01-01T00:00Z"}',
+            '{"schema_version": 2, "spec": {}, "data": "data-x", "data_files": {},'
+            ' "published_at": "2020-01-01T00:00:00+00:00", "high_water": "garbage"}',
+            '{"schema_version": 2, "spec": {}, "data": "data-x", "data_files": {},'
+            ' "published_at": "yesterday"}',
         ],
     )
     def test_a_manifest_of_the_wrong_shape_is_damage_not_a_crash(self, tmp_path, damage):

@@ -14,13 +14,15 @@ Three documents, each JSON on disk:
 
 A document of the wrong shape (a list, a missing member, a member of the wrong type) is damage,
 and so is a member of the right type whose value no reader can use (a file check that is not
-``<size>:<crc32>``): :func:`decode` raises :class:`~mediaframe.exceptions.CacheCorruptError`
-naming the member, never a bare ``KeyError``, ``TypeError`` or ``ValueError``.
+``<size>:<crc32>``, a time that is not ISO 8601): :func:`decode` raises
+:class:`~mediaframe.exceptions.CacheCorruptError` naming the member, never a bare ``KeyError``,
+``TypeError`` or ``ValueError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 import types
 import typing
@@ -52,6 +54,18 @@ _FILE_CHECK = re.compile(r"[0-9]+:[0-9a-f]{8}")
 
 def _are_file_checks(value: dict[str, str]) -> bool:
     return all(_FILE_CHECK.fullmatch(check) for check in value.values())
+
+
+def _is_timestamp(value: str, *, zoned: bool = False) -> bool:
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return when.tzinfo is not None or not zoned
+
+
+def _is_zoned_timestamp(value: str) -> bool:
+    return _is_timestamp(value, zoned=True)
 
 
 def _valid(test: Any, what: str) -> dict[str, Any]:
@@ -196,9 +210,13 @@ class Manifest:
     )
     #: When it was published (ISO 8601, UTC, microseconds): a writer that waited for the lock
     #: takes a dataset published after it was called rather than fetching it again.
-    published_at: str
+    published_at: str = dataclasses.field(
+        metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
+    )
     #: The latest ``updated_on`` fetched: the next incremental sync starts from it.
-    high_water: str | None = None
+    high_water: str | None = dataclasses.field(
+        default=None, metadata=_valid(_is_timestamp, "an ISO 8601 time")
+    )
     #: Whether the harvest proved complete (``allow_incomplete`` publishes partial results).
     complete: bool = True
     rows: int = 0

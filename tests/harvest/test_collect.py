@@ -115,7 +115,11 @@ def test_damaged_cache_is_refetched_never_used(capped, settings):
 
 @pytest.mark.parametrize(
     ("member", "damage"),
-    [("data_files", lambda files: dict.fromkeys(files, "garbage"))],
+    [
+        ("data_files", lambda files: dict.fromkeys(files, "garbage")),
+        ("high_water", lambda _: "garbage"),  # else a bare DateParseError from every sync
+        ("published_at", lambda _: "2020-01-01T00:00:00"),  # naive: not comparable to a clock
+    ],
 )
 def test_a_manifest_of_the_right_types_and_wrong_values_is_damage(capped, settings, member, damage):
     client = connect(capped, settings)
