@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from mediaframe import cache
 from mediaframe.cache import datasets
+from mediaframe.cache.inventory import cached
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
@@ -268,6 +269,19 @@ def test_dataset_key_is_stable_and_order_free():
     b = cache.dataset_key(params={"bases": [1, 2], "query": "x"}, user="u", server="s")
     assert a == b and len(a) == 20
     assert a != cache.dataset_key(server="s", user="v", params={"query": "x", "bases": [1, 2]})
+
+
+@pytest.mark.parametrize("filters", [["x"], "x", 3])
+def test_the_inventory_lists_a_harvest_whose_filters_are_not_an_object(frame, tmp_path, filters):
+    store = cache.HarvestStore(str(tmp_path / "cache" / "records" / "k"))
+    spec = {"kind": "records", "query": "q", "filters": {"record_type": "image"}}
+    store.publish(frame, {"server": "s"}, spec=spec, sort_by=KEY)
+    assert cached(str(tmp_path / "cache"))["filters"].tolist() == ["record_type=image"]
+    manifest = json.loads((tmp_path / "cache" / "records" / "k" / "manifest.json").read_text())
+    manifest["spec"]["filters"] = filters
+    (tmp_path / "cache" / "records" / "k" / "manifest.json").write_text(json.dumps(manifest))
+    listed = cached(str(tmp_path / "cache"))
+    assert listed["query"].tolist() == ["q"] and listed["filters"].isna().all()
 
 
 class TestHarvestStore:
