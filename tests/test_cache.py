@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import threading
 import warnings
 
 import fsspec
@@ -375,6 +376,49 @@ class TestHarvestStore:
         store.write_shard(shard_id, frame, total=5)
         assert list(store.finished_shards()) == ["all"]
         assert (victim / "thesis.tex").read_text() == "years of work"
+
+    @pytest.mark.parametrize("planted", ["fifo", "/dev/zero", "symlink"])
+    def test_a_document_that_is_no_regular_file_is_damage_not_a_hang(
+        self, frame, tmp_path, planted
+    ):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        store.pages("all").save(0, frame, total=5)
+        folder = tmp_path / "h"
+        documents = [folder / "manifest.json", folder / "plan.json"]
+        documents.append(folder / "shards" / "all.pages" / f"{0:010d}.json")
+        for document in documents:
+            (tmp_path / document.name).write_bytes(
+                document.read_bytes() if document.exists() else b""
+            )
+            document.unlink(missing_ok=True)
+            if planted == "fifo":
+                os.mkfifo(document)
+            else:
+                document.symlink_to(
+                    "/dev/zero" if planted == "/dev/zero" else tmp_path / document.name
+                )
+        outcome: list[object] = []
+
+        def read() -> None:
+            outcome.append(store.load_plan())
+            outcome.append(store.pages("all").restore())
+            with pytest.raises(CacheCorruptError, match=r"manifest\.json") as caught:
+                store.manifest()
+            outcome.append(caught.value)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(60)  # not a speed target: the old read waited forever
+        assert not reader.is_alive(), "a read waits on a FIFO or reads /dev/zero without end"
+        assert outcome[:2] == [None, []] and len(outcome) == 3
+
+    def test_a_document_too_large_is_damage(self, frame, tmp_path, monkeypatch):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        monkeypatch.setattr(cache.store, "MAX_DOCUMENT_BYTES", 100)
+        with pytest.raises(CacheCorruptError, match="over 100 bytes"):
+            store.manifest()
 
     def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))

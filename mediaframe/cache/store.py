@@ -31,6 +31,7 @@ import json
 import os
 import posixpath
 import shutil
+import stat
 import threading
 import time
 import uuid
@@ -72,6 +73,10 @@ D = TypeVar("D")
 _MANIFEST = "manifest.json"
 _PLAN = "plan.json"
 _DATA_PREFIX = "data-"
+
+#: The most read of one document (manifest, plan, entry, page): far above any written, and a
+#: bound on what a hostile or damaged folder can make a read take.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 def dataset_key(**identity: Any) -> str:
@@ -347,10 +352,10 @@ class HarvestStore:
 
     def load_plan(self) -> PlanFile | None:
         """The plan of an interrupted harvest; ``None`` if none or damaged (start afresh)."""
-        data = self._read_bytes(_PLAN)
-        if data is None or not is_current(data):
-            return None
         try:
+            data = self._read_bytes(_PLAN)
+            if data is None or not is_current(data):
+                return None
             return decode(PlanFile, data, f"the plan of {self.url}")
         except CacheCorruptError:
             return None
@@ -418,9 +423,11 @@ class HarvestStore:
             return {}
         for path in paths:  # in the order written: a later batch's entry wins
             try:
-                with self.fs.open(path, "rb") as handle:
-                    batch = decode(ShardBatch, handle.read(), path)
-            except (OSError, CacheCorruptError):
+                data = self._read_bytes("shards/" + posixpath.basename(path))
+                if data is None:
+                    continue
+                batch = decode(ShardBatch, data, path)
+            except CacheCorruptError:
                 continue  # a damaged or vanished batch: its shards are simply fetched again
             own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
             if not tiles(batch.shards, own):
@@ -469,10 +476,8 @@ class HarvestStore:
         if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
             return None  # only this folder's own files are read
         try:
-            with self.fs.open(self._path(file), "rb") as handle:
-                data: bytes = handle.read()
-                return data
-        except OSError:
+            return self._read_bytes(file, document=False)  # a batch: as large as its shards
+        except CacheCorruptError:
             return None
 
     def pages(self, shard_id: str) -> PageCheckpoints:
@@ -524,15 +529,24 @@ class HarvestStore:
 
     # files ------------------------------------------------------------------
 
-    def _read_bytes(self, name: str) -> bytes | None:
+    def _read_bytes(self, name: str, *, document: bool = True) -> bytes | None:
+        """The bytes of the file ``name``; ``None`` if it is missing. A symlink, FIFO or device
+        in its place, or a ``document`` over MAX_DOCUMENT_BYTES, is damage: never followed,
+        waited on or read without end."""
+        path, data, limit = self._path(name), b"", MAX_DOCUMENT_BYTES if document else None
         try:
-            with self.fs.open(self._path(name), "rb") as handle:
-                data: bytes = handle.read()
-                return data
+            if self.local:
+                data = _read_regular(path, limit)
+            else:
+                with self.fs.open(path, "rb") as handle:
+                    data = handle.read(-1 if limit is None else limit + 1)
         except FileNotFoundError:
             return None
         except OSError as err:
             raise CacheCorruptError(f"{name} of {self.url} cannot be read ({err})") from err
+        if limit is not None and len(data) > limit:
+            raise CacheCorruptError(f"{name} of {self.url} is over {limit:,} bytes: damage")
+        return data
 
     def _make_root(self) -> None:
         if self.local:
@@ -571,6 +585,16 @@ class HarvestStore:
             flush_tree(path)
         except OSError as err:
             raise write_error(self.url, err) from err
+
+
+def _read_regular(path: str, limit: int | None) -> bytes:
+    # O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO opens without waiting for a
+    # writer, then fails the regular-file check; at most limit + 1 bytes are read.
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise OSError(f"{posixpath.basename(path)} is not a regular file")
+        return file.read(-1 if limit is None else limit + 1)
 
 
 def _is_version(name: str) -> bool:
