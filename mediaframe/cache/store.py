@@ -589,12 +589,16 @@ class HarvestStore:
 
 def _read_regular(path: str, limit: int | None) -> bytes:
     # O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO opens without waiting for a
-    # writer, then fails the regular-file check; at most limit + 1 bytes are read.
+    # writer, then fails the regular-file check. The size is checked before reading (asking
+    # read() for at most limit + 1 bytes would allocate that much on every read).
     handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(handle, "rb") as file:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
+    with open(handle, "rb", buffering=0) as file:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{posixpath.basename(path)} is not a regular file")
-        return file.read(-1 if limit is None else limit + 1)
+        if limit is not None and info.st_size > limit:
+            raise OSError(f"{posixpath.basename(path)} is over {limit:,} bytes")
+        return file.read()
 
 
 def _is_version(name: str) -> bool:
