@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import threading
 import warnings
 
 import fsspec
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from mediaframe import cache
 from mediaframe.cache import datasets
+from mediaframe.cache.inventory import cached
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
 
@@ -270,6 +272,19 @@ def test_dataset_key_is_stable_and_order_free():
     assert a != cache.dataset_key(server="s", user="v", params={"query": "x", "bases": [1, 2]})
 
 
+@pytest.mark.parametrize("filters", [["x"], "x", 3])
+def test_the_inventory_lists_a_harvest_whose_filters_are_not_an_object(frame, tmp_path, filters):
+    store = cache.HarvestStore(str(tmp_path / "cache" / "records" / "k"))
+    spec = {"kind": "records", "query": "q", "filters": {"record_type": "image"}}
+    store.publish(frame, {"server": "s"}, spec=spec, sort_by=KEY)
+    assert cached(str(tmp_path / "cache"))["filters"].tolist() == ["record_type=image"]
+    manifest = json.loads((tmp_path / "cache" / "records" / "k" / "manifest.json").read_text())
+    manifest["spec"]["filters"] = filters
+    (tmp_path / "cache" / "records" / "k" / "manifest.json").write_text(json.dumps(manifest))
+    listed = cached(str(tmp_path / "cache"))
+    assert listed["query"].tolist() == ["q"] and listed["filters"].isna().all()
+
+
 class TestHarvestStore:
     def test_shards_are_verified_against_their_entries(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
@@ -342,6 +357,69 @@ class TestHarvestStore:
         assert [entry.offset for entry, _ in store.pages("all").restore()] == [0]
         assert f"{5:010d}.arrow" not in read and f"{0:010d}.arrow" in read
 
+    @pytest.mark.parametrize("shard_id", ["../../precious", "..", ".", "a/b", "/abs", ""])
+    def test_a_shard_id_never_names_a_path_out_of_the_folder(self, frame, tmp_path, shard_id):
+        # ids are read back from plan.json and shard entries: a planted one must not make a
+        # resume write, read or remove (rmtree) a folder outside the cache
+        victim = tmp_path / "precious.pages"
+        victim.mkdir()
+        (victim / "thesis.tex").write_text("years of work")
+        store = cache.HarvestStore(str(tmp_path / "cache" / "h"))
+        store.write_shard("all", frame, total=5)
+        with pytest.raises(CacheCorruptError, match="no plain name"):
+            store.pages(shard_id)
+        with pytest.raises(CacheCorruptError, match="names no file inside"):
+            store.remove_checkpoint("shards/../../../precious.pages")
+        assert store.read_checkpoint("../precious.pages/thesis.tex") is None
+        # a finished shard whose entry carries such an id is damage: fetched again, its
+        # pages never looked for
+        store.write_shard(shard_id, frame, total=5)
+        assert list(store.finished_shards()) == ["all"]
+        assert (victim / "thesis.tex").read_text() == "years of work"
+
+    @pytest.mark.parametrize("planted", ["fifo", "/dev/zero", "symlink"])
+    def test_a_document_that_is_no_regular_file_is_damage_not_a_hang(
+        self, frame, tmp_path, planted
+    ):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        store.pages("all").save(0, frame, total=5)
+        folder = tmp_path / "h"
+        documents = [folder / "manifest.json", folder / "plan.json"]
+        documents.append(folder / "shards" / "all.pages" / f"{0:010d}.json")
+        for document in documents:
+            (tmp_path / document.name).write_bytes(
+                document.read_bytes() if document.exists() else b""
+            )
+            document.unlink(missing_ok=True)
+            if planted == "fifo":
+                os.mkfifo(document)
+            else:
+                document.symlink_to(
+                    "/dev/zero" if planted == "/dev/zero" else tmp_path / document.name
+                )
+        outcome: list[object] = []
+
+        def read() -> None:
+            outcome.append(store.load_plan())
+            outcome.append(store.pages("all").restore())
+            with pytest.raises(CacheCorruptError, match=r"manifest\.json") as caught:
+                store.manifest()
+            outcome.append(caught.value)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(60)  # not a speed target: the old read waited forever
+        assert not reader.is_alive(), "a read waits on a FIFO or reads /dev/zero without end"
+        assert outcome[:2] == [None, []] and len(outcome) == 3
+
+    def test_a_document_too_large_is_damage(self, frame, tmp_path, monkeypatch):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        monkeypatch.setattr(cache.store, "MAX_DOCUMENT_BYTES", 100)
+        with pytest.raises(CacheCorruptError, match="over 100 bytes"):
+            store.manifest()
+
     def test_plan_round_trip_and_bad_plan_means_start_afresh(self, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))
         assert store.load_plan() is None
@@ -375,6 +453,15 @@ class TestHarvestStore:
             ' "published_at": "2020-01-01"}',
             '{"schema_version": 2, "spec": {}, "data": 7, "data_files": {},'
             ' "published_at": "2020-01-01"}',
+            # of the right types, wrong values
+            '{"schema_version": 2, "spec": {}, "data": "data-x",'
+            ' "data_files": {"part-0.parquet": "garbage"}, "published_at": "2020-01-01T00:00Z"}',
+            '{"schema_version": 2, "spec": {}, "data": "data-x",'
+            ' "data_files": {"part-0.parquet": "12:abc"}, "published_at": "2020-01-01T00:00Z"}',
+            '{"schema_version": 2, "spec": {}, "data": "data-x", "data_files": {},'
+            ' "published_at": "2020-01-01T00:00:00+00:00", "high_water": "garbage"}',
+            '{"schema_version": 2, "spec": {}, "data": "data-x", "data_files": {},'
+            ' "published_at": "yesterday"}',
         ],
     )
     def test_a_manifest_of_the_wrong_shape_is_damage_not_a_crash(self, tmp_path, damage):
@@ -385,6 +472,23 @@ class TestHarvestStore:
             store.manifest()
         with pytest.raises(CacheCorruptError):
             store.read_data()
+
+    def test_a_manifest_naming_a_dataset_outside_its_folder_is_never_followed(
+        self, frame, tmp_path
+    ):
+        outside = cache.HarvestStore(str(tmp_path / "outside"))
+        outside.publish(frame.iloc[:2], {}, spec={}, sort_by=KEY)
+        store = cache.HarvestStore(str(tmp_path / "cache" / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        manifest = json.loads((tmp_path / "cache" / "h" / "manifest.json").read_text())
+        elsewhere = outside.data_url()
+        assert elsewhere is not None
+        for named in (os.path.relpath(elsewhere, store.root), elsewhere):
+            manifest["data"] = named
+            (tmp_path / "cache" / "h" / "manifest.json").write_text(json.dumps(manifest))
+            for read in (store.data_url, store.read_data, lambda: cache.to_duckdb(store.url)):
+                with pytest.raises(CacheCorruptError, match="names no dataset folder"):
+                    read()
 
     def test_a_shard_entry_of_the_wrong_shape_is_skipped(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))

@@ -79,7 +79,9 @@ def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
     plan = store.load_plan() if manifest is None else None  # a harvest not yet published
     provenance = manifest.provenance if manifest else plan.provenance if plan else {}
     spec = manifest.spec if manifest else plan.spec if plan else {}
-    filters = spec.get("filters") or {}
+    filters = spec.get("filters")
+    if not isinstance(filters, dict):
+        filters = {}  # damaged (a list, a text): listed without them rather than failing
     written = posixpath.join(path, "manifest.json" if manifest else "plan.json")
     updated = None
     if (manifest or plan) and fs.exists(written):

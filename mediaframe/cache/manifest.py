@@ -12,14 +12,18 @@ Three documents, each JSON on disk:
 * :class:`PageEntry` (``shards/<id>.pages/<offset>.json``) — one page of a shard still being
   paged: a resume goes on from the pages it finds, so a shard is never paged twice whole.
 
-A document of the wrong shape (a list, a missing member, a member of the wrong type) is damage:
-:func:`decode` raises :class:`~mediaframe.exceptions.CacheCorruptError` naming the member, never a
-bare ``KeyError`` or ``TypeError``.
+A document of the wrong shape (a list, a missing member, a member of the wrong type) is damage,
+and so is a member of the right type whose value no reader can use (a file check that is not
+``<size>:<crc32>``, a time that is not ISO 8601): :func:`decode` raises
+:class:`~mediaframe.exceptions.CacheCorruptError` naming the member, never a bare ``KeyError``,
+``TypeError`` or ``ValueError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -44,6 +48,30 @@ __all__ = [
 
 #: Bumped whenever these documents change incompatibly; older caches are then fetched again.
 SCHEMA_VERSION = 2
+
+_FILE_CHECK = re.compile(r"[0-9]+:[0-9a-f]{8}")
+
+
+def _are_file_checks(value: dict[str, str]) -> bool:
+    return all(_FILE_CHECK.fullmatch(check) for check in value.values())
+
+
+def _is_timestamp(value: str, *, zoned: bool = False) -> bool:
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return when.tzinfo is not None or not zoned
+
+
+def _is_zoned_timestamp(value: str) -> bool:
+    return _is_timestamp(value, zoned=True)
+
+
+def _valid(test: Any, what: str) -> dict[str, Any]:
+    """Field metadata: a value of the right type is damage still unless ``test(value)``; ``what``
+    says what it should be."""
+    return {"valid": (test, what)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,12 +205,18 @@ class Manifest:
     #: The folder of the dataset, relative to the harvest folder: ``data-<version>``.
     data: str
     #: Size and CRC-32 of every file of the dataset, by path relative to ``data``.
-    data_files: dict[str, str]
+    data_files: dict[str, str] = dataclasses.field(
+        metadata=_valid(_are_file_checks, "'<size>:<crc32 in 8 hex digits>' for every file")
+    )
     #: When it was published (ISO 8601, UTC, microseconds): a writer that waited for the lock
     #: takes a dataset published after it was called rather than fetching it again.
-    published_at: str
+    published_at: str = dataclasses.field(
+        metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
+    )
     #: The latest ``updated_on`` fetched: the next incremental sync starts from it.
-    high_water: str | None = None
+    high_water: str | None = dataclasses.field(
+        default=None, metadata=_valid(_is_timestamp, "an ISO 8601 time")
+    )
     #: Whether the harvest proved complete (``allow_incomplete`` publishes partial results).
     complete: bool = True
     rows: int = 0
@@ -235,7 +269,13 @@ def _build(cls: Any, data: Any, where: str) -> Any:
             if required and field.default_factory is dataclasses.MISSING:
                 raise CacheCorruptError(f"{where} lacks its member {field.name!r}")
             continue
-        values[field.name] = _check(hints[field.name], data[field.name], f"{where}: {field.name}")
+        value = _check(hints[field.name], data[field.name], f"{where}: {field.name}")
+        if "valid" in field.metadata and value is not None:
+            test, what = field.metadata["valid"]
+            if not test(value):
+                shown = f"{value!r:.60}"
+                raise CacheCorruptError(f"{where}: {field.name} should be {what}, not {shown}")
+        values[field.name] = value
     return cls(**values)
 
 

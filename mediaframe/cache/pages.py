@@ -18,6 +18,7 @@ shifted), and once the shard itself is written.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -30,13 +31,26 @@ from mediaframe.exceptions import CacheCorruptError
 if TYPE_CHECKING:
     from mediaframe.cache.store import HarvestStore
 
-__all__ = ["PageCheckpoints"]
+__all__ = ["PageCheckpoints", "is_plain_name"]
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def is_plain_name(name: str) -> bool:
+    """Whether ``name`` (a shard id read back from a plan or an entry) can name a file of the
+    harvest folder: letters, digits, ``_.-`` only, and neither ``.`` nor ``..``."""
+    return _PLAIN.fullmatch(name) is not None and name not in (".", "..")
 
 
 class PageCheckpoints:
     """The pages of one shard fetched so far, in a harvest folder (see the module docstring)."""
 
     def __init__(self, store: HarvestStore, shard_id: str) -> None:
+        if not is_plain_name(shard_id):
+            # a shard id from a damaged or planted plan: never a path out of the folder
+            raise CacheCorruptError(
+                f"shard id {shard_id!r} of {store.url} is no plain name: the plan is damaged"
+            )
         self.store, self.shard_id = store, shard_id
         self.folder = f"shards/{shard_id}.pages"
         self._touched = False  # saved or found pages: only then is there anything to drop

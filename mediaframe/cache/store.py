@@ -31,6 +31,7 @@ import json
 import os
 import posixpath
 import shutil
+import stat
 import threading
 import time
 import uuid
@@ -61,7 +62,7 @@ from mediaframe.cache.manifest import (
     encode,
     is_current,
 )
-from mediaframe.cache.pages import PageCheckpoints
+from mediaframe.cache.pages import PageCheckpoints, is_plain_name
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
 from mediaframe.files import flush_file, flush_tree, private_dirs, replace_atomically
 
@@ -72,6 +73,10 @@ D = TypeVar("D")
 _MANIFEST = "manifest.json"
 _PLAN = "plan.json"
 _DATA_PREFIX = "data-"
+
+#: The most read of one document (manifest, plan, entry, page): far above any written, and a
+#: bound on what a hostile or damaged folder can make a read take.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 def dataset_key(**identity: Any) -> str:
@@ -124,6 +129,10 @@ class HarvestStore:
         return posixpath.join(self.url.rstrip("/"), *parts)
 
     def _path(self, *parts: str) -> str:
+        # Names may come from files of the folder (shard ids): none may lead out of it.
+        for part in parts:
+            if part.startswith("/") or ".." in part.split("/"):
+                raise CacheCorruptError(f"{part!r} names no file inside {self.url}: damage")
         return posixpath.join(self.root, *parts)
 
     # locks ------------------------------------------------------------------
@@ -206,9 +215,15 @@ class HarvestStore:
         return decode(Manifest, data, f"the manifest of {self.url}")
 
     def data_url(self, manifest: Manifest | None = None) -> str | None:
-        """Where the published dataset lives, or ``None`` if none is published."""
+        """Where the published dataset lives, or ``None`` if none is published.
+
+        Raises
+        ------
+        CacheCorruptError
+            The manifest is damaged, or names no dataset folder of this harvest's own.
+        """
         manifest = manifest or self.manifest()
-        return self._url(manifest.data) if manifest else None
+        return self._url(self._version(manifest)) if manifest else None
 
     def read_data(self, manifest: Manifest | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Read the published dataset, checking its files against the manifest.
@@ -224,12 +239,17 @@ class HarvestStore:
             manifest = manifest or self.manifest()
             if manifest is None:
                 raise CacheMissError(f"nothing is cached at {self.url}")
-            if not _is_version(manifest.data):
-                raise CacheCorruptError(f"the manifest of {self.url} names no dataset folder")
-            path = self._url(manifest.data)
+            path = self._url(self._version(manifest))
             if not self.fs.exists(self._path(manifest.data)):
                 raise CacheCorruptError(f"the dataset {path} named by its manifest is missing")
             return read_frame(path, checks=manifest.data_files)
+
+    def _version(self, manifest: Manifest) -> str:
+        # Only a data-<version> folder of this harvest's own: a manifest naming ../elsewhere
+        # or an absolute path is damage, never followed (lazy readers included).
+        if not _is_version(manifest.data):
+            raise CacheCorruptError(f"the manifest of {self.url} names no dataset folder")
+        return manifest.data
 
     def publish(
         self,
@@ -332,10 +352,10 @@ class HarvestStore:
 
     def load_plan(self) -> PlanFile | None:
         """The plan of an interrupted harvest; ``None`` if none or damaged (start afresh)."""
-        data = self._read_bytes(_PLAN)
-        if data is None or not is_current(data):
-            return None
         try:
+            data = self._read_bytes(_PLAN)
+            if data is None or not is_current(data):
+                return None
             return decode(PlanFile, data, f"the plan of {self.url}")
         except CacheCorruptError:
             return None
@@ -403,13 +423,17 @@ class HarvestStore:
             return {}
         for path in paths:  # in the order written: a later batch's entry wins
             try:
-                with self.fs.open(path, "rb") as handle:
-                    batch = decode(ShardBatch, handle.read(), path)
-            except (OSError, CacheCorruptError):
+                data = self._read_bytes("shards/" + posixpath.basename(path))
+                if data is None:
+                    continue
+                batch = decode(ShardBatch, data, path)
+            except CacheCorruptError:
                 continue  # a damaged or vanished batch: its shards are simply fetched again
             own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
             if not tiles(batch.shards, own):
                 continue  # entries pointing elsewhere, overlapping or repeated: damage too
+            if not all(is_plain_name(entry.id) for entry in batch.shards):
+                continue  # ids that would name paths out of the folder (their pages): damage
             for entry in batch.shards:
                 entries[entry.id] = entry
         return entries
@@ -452,10 +476,8 @@ class HarvestStore:
         if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
             return None  # only this folder's own files are read
         try:
-            with self.fs.open(self._path(file), "rb") as handle:
-                data: bytes = handle.read()
-                return data
-        except OSError:
+            return self._read_bytes(file, document=False)  # a batch: as large as its shards
+        except CacheCorruptError:
             return None
 
     def pages(self, shard_id: str) -> PageCheckpoints:
@@ -507,15 +529,24 @@ class HarvestStore:
 
     # files ------------------------------------------------------------------
 
-    def _read_bytes(self, name: str) -> bytes | None:
+    def _read_bytes(self, name: str, *, document: bool = True) -> bytes | None:
+        """The bytes of the file ``name``; ``None`` if it is missing. A symlink, FIFO or device
+        in its place, or a ``document`` over MAX_DOCUMENT_BYTES, is damage: never followed,
+        waited on or read without end."""
+        path, data, limit = self._path(name), b"", MAX_DOCUMENT_BYTES if document else None
         try:
-            with self.fs.open(self._path(name), "rb") as handle:
-                data: bytes = handle.read()
-                return data
+            if self.local:
+                data = _read_regular(path, limit)
+            else:
+                with self.fs.open(path, "rb") as handle:
+                    data = handle.read(-1 if limit is None else limit + 1)
         except FileNotFoundError:
             return None
         except OSError as err:
             raise CacheCorruptError(f"{name} of {self.url} cannot be read ({err})") from err
+        if limit is not None and len(data) > limit:
+            raise CacheCorruptError(f"{name} of {self.url} is over {limit:,} bytes: damage")
+        return data
 
     def _make_root(self) -> None:
         if self.local:
@@ -554,6 +585,20 @@ class HarvestStore:
             flush_tree(path)
         except OSError as err:
             raise write_error(self.url, err) from err
+
+
+def _read_regular(path: str, limit: int | None) -> bytes:
+    # O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO opens without waiting for a
+    # writer, then fails the regular-file check. The size is checked before reading (asking
+    # read() for at most limit + 1 bytes would allocate that much on every read).
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(handle, "rb", buffering=0) as file:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{posixpath.basename(path)} is not a regular file")
+        if limit is not None and info.st_size > limit:
+            raise OSError(f"{posixpath.basename(path)} is over {limit:,} bytes")
+        return file.read()
 
 
 def _is_version(name: str) -> bool:

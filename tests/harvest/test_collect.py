@@ -1,9 +1,11 @@
 """client.records() and friends against the emulator: complete, cached, synced, offline."""
 
+import json
 import logging
 import math
 import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -107,6 +109,28 @@ def test_damaged_cache_is_refetched_never_used(capped, settings):
         client.records(record_type="audio", offline=True)
     with pytest.warns(CacheWarning, match="fetching it again"):
         again = client.records(record_type="audio")
+    pd.testing.assert_frame_equal(first, again)
+    assert not mf.HarvestReport.from_frame(again).from_cache
+
+
+@pytest.mark.parametrize(
+    ("member", "damage"),
+    [
+        ("data_files", lambda files: dict.fromkeys(files, "garbage")),
+        ("high_water", lambda _: "garbage"),  # else a bare DateParseError from every sync
+        ("published_at", lambda _: "2020-01-01T00:00:00"),  # naive: not comparable to a clock
+    ],
+)
+def test_a_manifest_of_the_right_types_and_wrong_values_is_damage(capped, settings, member, damage):
+    client = connect(capped, settings)
+    first = client.records(record_type="video")
+    manifest = Path(client.cache_path("records", record_type="video")) / "manifest.json"
+    document = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**document, member: damage(document[member])}))
+    with pytest.raises(CacheCorruptError, match=member):
+        client.records(record_type="video", offline=True)
+    with pytest.warns(CacheWarning, match="fetching it again"):
+        again = client.records(record_type="video", ttl=0)
     pd.testing.assert_frame_equal(first, again)
     assert not mf.HarvestReport.from_frame(again).from_cache
 
