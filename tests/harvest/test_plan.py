@@ -180,3 +180,34 @@ def test_a_shard_is_cut_further_without_waiting_for_the_rest_of_its_level():
     assert [shard.bases for shard, _ in leaves] == sorted(shard.bases for shard, _ in leaves)
     days = [shard.date_min for shard, _ in leaves if shard.bases == (1,)]
     assert days == sorted(days), "leaves come out in the order of their cuts"
+
+
+def test_a_cut_whose_parent_grew_meanwhile_is_kept_once_the_parent_is_counted_again():
+    """Records arrive between a base's count and its day windows' counts (paging runs beside
+    planning): the windows add up to more than the base. Counted again, the base agrees with
+    them, and the cut stands; given up, the base fell through every dimension and was stuck."""
+    service = FakeService.build(400, cap=100, bases=(1, 2))
+    spec = Spec("records")
+    counter = ShardCounter(service, spec, page_size=100)
+    arrived = []
+
+    def count(shard, expected=None):
+        if shard.bases == (1,) and shard.date_min is not None and not arrived:
+            extra = FakeService.build(20, seed=4, bases=(1,)).records
+            for offset, record in enumerate(extra):
+                record["record_id"] = 10_000 + offset
+            service.records.extend(extra)
+            arrived.append(len(extra))
+        return counter(shard, expected)
+
+    leaves, stuck = plan(
+        count,
+        root=Shard(),
+        root_count=counter(Shard()),
+        cap=100,
+        spec=spec,
+        bases=(1, 2),
+        bounds=counter.bounds,
+    )
+    assert arrived and not stuck
+    assert sum(total for shard, total in leaves if shard.bases == (1,)) == 220
