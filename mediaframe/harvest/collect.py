@@ -6,6 +6,9 @@ The policy, in order:
 2. an older one is brought up to date by an incremental sync;
 3. otherwise the search is harvested — resuming an interrupted harvest of the same search.
 
+A cached result that is incomplete (fetched with ``allow_incomplete=True``) is read back only by
+a call that allows one too: for another it is a miss online, and an error offline.
+
 ``refresh=True`` skips 1 and 2. Offline mode never touches the network: no cache, no answer.
 """
 
@@ -30,6 +33,7 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     ConfigurationError,
+    IncompleteResultError,
     NoHitsWarning,
 )
 from mediaframe.harvest.assemble import concat_frames
@@ -148,7 +152,11 @@ def _collected(
             refresh = True  # nothing to sync from: harvest afresh
         elif cached is not None:
             frame, provenance = cached
-            if offline or age(provenance) < _ttl(options, settings):
+            if not (options.allow_incomplete or _complete(provenance)):
+                if offline:
+                    raise _cached_incomplete(spec, store, provenance)
+                refresh = True  # a partial result is no answer to this call: harvest again
+            elif offline or age(provenance) < _ttl(options, settings):
                 found = _with_report(frame, provenance.get("report"), spec, from_cache=True)
                 return found if offline else _suggested(client, spec, found)
     if offline:
@@ -159,7 +167,7 @@ def _collected(
     with store.writing():  # one writer per harvest folder: a second one waits here
         # ... and takes the first one's result if it was published while this one waited
         published = _published_since(store, spec, called)
-        if published is not None:
+        if published is not None and (options.allow_incomplete or _complete(published[1])):
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
         fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
@@ -221,6 +229,26 @@ def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 _DAMAGED = object()
+
+
+def _complete(provenance: Mapping[str, Any]) -> bool:
+    """Whether a cached dataset was proven complete (one fetched with ``allow_incomplete`` and
+    short of hits was not)."""
+    return provenance.get("complete", True) is not False
+
+
+def _cached_incomplete(
+    spec: Spec, store: HarvestStore, provenance: Mapping[str, Any]
+) -> IncompleteResultError:
+    report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
+    return IncompleteResultError(
+        f"offline mode, and the {spec.kind} search cached under {store.url} is incomplete "
+        f"({report.fetched} of {report.total_results} hits; it was fetched with "
+        "allow_incomplete=True): pass allow_incomplete=True to read that partial result, or "
+        "drop offline=True to harvest the search again",
+        shards=report.incomplete,
+        report=report,
+    )
 
 
 def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:

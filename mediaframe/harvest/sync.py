@@ -105,7 +105,12 @@ def sync(
         report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
         report.fetched = report.total_results = len(merged)
         report.requests = changed_report.requests + keys_report.requests + len(fetched)
-        report.complete = changed_report.complete and keys_report.complete
+        # rows merged into an incomplete cached result are still short of its missing hits
+        report.complete = (
+            provenance.get("complete", True) is not False
+            and changed_report.complete
+            and keys_report.complete
+        )
         report.synced = {
             "changed": len(changed),
             "removed": removed,
@@ -147,7 +152,12 @@ def _write(
     spec: Spec,
 ) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
+    provenance = {
+        **provenance,
+        "fetched_at": fetched_at,
+        "complete": report.complete,
+        "report": report.to_dict(),
+    }
     high_water = None
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
         high_water = pd.Timestamp(merged["updated_on"].max()).isoformat()

@@ -17,6 +17,7 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     IncompleteResultError,
+    IncompleteResultWarning,
     InvalidParameterError,
 )
 
@@ -129,7 +130,9 @@ def test_stale_cache_is_synced(fresh_emulator, settings):
     pd.testing.assert_frame_equal(after, fresh)
 
 
-def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
+def unsplittable(fresh_emulator):
+    """An emulator under a cap of 1 where one base, day and type hold twins no status bit tells
+    apart, with the search of them: its records, and the search itself."""
     emu = fresh_emulator(records=400, seed=2, cap=1)
     truth = emu.ground_truth()
     truth = truth.assign(day=truth.created_on.dt.date)
@@ -144,17 +147,38 @@ def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
     ]
     for row in same.itertuples():  # nothing left to tell them apart: not even a status bit
         emu.update_record(int(row.databox_id), int(row.record_id), status=0)
+    return emu, same, {"record_type": str(first.media_type), "bases": [int(first.base_id)]}
+
+
+def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
+    emu, same, search = unsplittable(fresh_emulator)
     if emu.flavour.name == "current":  # no cap: the same search is simply complete
-        frame = connect(emu, settings).records(
-            record_type=str(first.media_type), bases=[int(first.base_id)]
-        )
+        frame = connect(emu, settings).records(**search)
         assert keys(same) <= keys(frame) and mf.HarvestReport.from_frame(frame).complete
         return
     with pytest.raises(IncompleteResultError, match="cap of 1 hits") as caught:
-        connect(emu, settings).records(
-            record_type=str(first.media_type), bases=[int(first.base_id)]
-        )
+        connect(emu, settings).records(**search)
     assert "allow_incomplete=True" in str(caught.value)
+
+
+def test_a_cached_incomplete_result_is_served_only_to_a_call_that_allows_one(
+    fresh_emulator, settings
+):
+    emu, _, search = unsplittable(fresh_emulator)
+    if emu.flavour.name == "current":
+        pytest.skip("no cap: nothing is incomplete")
+    client = connect(emu, settings)
+    with pytest.warns(IncompleteResultWarning):
+        partial = client.records(**search, allow_incomplete=True)
+    with pytest.raises(IncompleteResultError, match="pass allow_incomplete=True to read") as err:
+        client.records(**search, offline=True)
+    assert err.value.shards and not err.value.report.complete
+    # online, the partial result is a miss: harvested again, and refused again
+    with pytest.raises(IncompleteResultError, match="cap of 1 hits"):
+        client.records(**search)
+    again = client.records(**search, allow_incomplete=True, offline=True)
+    assert mf.HarvestReport.from_frame(again).from_cache
+    pd.testing.assert_frame_equal(again, partial)
 
 
 def test_facets_me_feeds_and_baskets(emulator, settings):
