@@ -158,6 +158,9 @@ class PlanFile:
     days: dict[str, DayBounds] = dataclasses.field(default_factory=dict)
     #: Planning finished: ``leaves`` is the whole plan.
     planned: bool = False
+    #: The dataset the manifest named when this harvest began (``Manifest.data``), if any: a
+    #: plan under a manifest that names another is a published harvest's, never resumed.
+    over: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -346,9 +346,11 @@ class HarvestStore:
         self._write_atomic(self._path(_PLAN), encode(plan), step="plan")
 
     def clear_plan(self) -> None:
-        """Forget the harvest in progress: its plan, then its shards."""
-        self._remove(_PLAN)
+        """Forget the harvest in progress: its shards, then its plan (a kill in between leaves
+        a plan without shards, which a resume can tell is stale; never shards without a plan,
+        which a resume would keep)."""
         self.clear_shards()
+        self._remove(_PLAN)
 
     # shards -----------------------------------------------------------------
 
