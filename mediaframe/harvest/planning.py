@@ -6,15 +6,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import re
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
-from mediaframe.exceptions import CacheCorruptError, CacheError
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheWarning
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
@@ -81,7 +83,7 @@ class Planning:
         """The plan, and the shards already finished that it keeps, by id."""
         self.over = _published(self.store)
         found = self.store.load_plan() if resume else None
-        saved = _resumable(found, self.spec, self.over)
+        saved = _resumable(found, self.spec, self.over, self.store.url)
         if not resume or (found is not None and saved is None):
             self.store.clear_plan()  # with the shards it made: they are not to be kept either
         # One count says whether the catalogue kept its size since the saved plan was made.
@@ -269,13 +271,43 @@ def _published(store: HarvestStore) -> str | None:
     return manifest.data if manifest is not None else None
 
 
-def _resumable(saved: PlanFile | None, spec: Spec, over: str | None) -> PlanFile | None:
+def _resumable(saved: PlanFile | None, spec: Spec, over: str | None, where: str) -> PlanFile | None:
     """``saved`` if it is the plan of an unfinished harvest of ``spec``, else ``None``.
 
     A plan made under another published dataset than ``over`` (the one published now) is that
     of a harvest that was published and killed before it cleared its plan: resumed, it would
-    republish its old rows as fresh without a request.
+    republish its old rows as fresh without a request. A plan with a shard whose bounds cannot
+    be read, or whose id is not the one its bounds make, is damage: dropped with a warning,
+    for a shard's id names its files (``shards/<id>.pages``) and must never name another path.
     """
     if saved is None or saved.spec != spec.identity() or saved.over != over:
         return None
+    flaw = _malformed(saved)
+    if flaw is not None:
+        warnings.warn(
+            f"the plan of the harvest in progress at {where} is damaged ({flaw}): planning again",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return None
     return saved
+
+
+# What Shard.id makes of any bounds: one safe file name
+_SHARD_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _malformed(saved: PlanFile) -> str | None:
+    """What is wrong with a shard of ``saved`` (its leaves, its splits' children), if anything."""
+    for split in [saved.leaves, *(split.children for split in saved.splits.values())]:
+        for planned in split:
+            try:
+                shard = Shard.from_dict(planned.shard)
+                canonical = shard.to_dict()
+            except (ValueError, TypeError) as err:
+                return f"shard {planned.id!r:.80} has bounds that cannot be read: {err}"
+            if planned.id != shard.id or not _SHARD_ID.fullmatch(shard.id):
+                return f"shard {planned.id!r:.80} is not named for its bounds"
+            if canonical != planned.shard or not all(type(b) is int for b in shard.bases):
+                return f"shard {planned.id!r:.80} has bounds of the wrong types"
+    return None
