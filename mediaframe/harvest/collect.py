@@ -145,7 +145,9 @@ def _collected(
     service = ClientService(client, dask=options.dask)
     store = HarvestStore(cache_path(service, spec, options.cache_dir or settings.cache_dir))
     refresh = options.refresh
-    called = dt.datetime.now(dt.UTC)
+    # A writer that publishes while this call waits for the lock names another version; a
+    # date would not tell (another machine's clock, or this one stepped back)
+    seen = _version(store)
     if not refresh:
         cached = _read_cached(store, spec, offline)
         if cached is _DAMAGED:
@@ -166,7 +168,7 @@ def _collected(
         )
     with store.writing():  # one writer per harvest folder: a second one waits here
         # ... and takes the first one's result if it was published while this one waited
-        published = _published_since(store, spec, called)
+        published = _published_since(store, spec, seen)
         if published is not None and (options.allow_incomplete or _complete(published[1])):
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
@@ -268,19 +270,26 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
         return _DAMAGED
 
 
+def _version(store: HarvestStore) -> str | None:
+    """The dataset version the manifest names now; ``None`` if none, or if it is damaged."""
+    try:
+        manifest = store.manifest()
+    except CacheCorruptError:
+        return None
+    return manifest.data if manifest is not None else None
+
+
 def _published_since(
-    store: HarvestStore, spec: Spec, since: dt.datetime
+    store: HarvestStore, spec: Spec, seen: str | None
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """The dataset another writer published after ``since``, if any and readable."""
+    """The dataset another writer published since the manifest named ``seen``, if readable."""
     try:
         with store.reading():
             manifest = store.manifest()
-            if manifest is None or manifest.spec != spec.identity():
-                return None
-            if dt.datetime.fromisoformat(manifest.published_at) <= since:
+            if manifest is None or manifest.data == seen or manifest.spec != spec.identity():
                 return None
             return store.read_data(manifest)
-    except (CacheCorruptError, ValueError):
+    except CacheCorruptError:
         return None
 
 

@@ -1,5 +1,7 @@
 """client.records() and friends against the emulator: complete, cached, synced, offline."""
 
+import datetime as dt
+import json
 import logging
 import math
 import threading
@@ -300,3 +302,25 @@ def test_pages_are_read_while_as_many_requests_as_allowed_are_out(
     assert keys(frame) == keys(emu.ground_truth())
     assert out[1] == 2  # never more out than allowed
     assert max(out_while_reading) == 2  # yet two out while a page was read
+
+
+@pytest.mark.parametrize("call", [{"refresh": True}, {"ttl": 0}])
+def test_a_publication_dated_ahead_of_this_clock_is_not_taken_for_another_writers(
+    fresh_emulator, settings, call
+):
+    """Another machine sharing the cache with its clock ahead (or this clock stepped back):
+    only a dataset another writer published while this call waited is taken, whatever its
+    date."""
+    emu = fresh_emulator(records=300, seed=3, cap=100)
+    client = connect(emu, settings)
+    first = client.records()
+    manifest = __import__("pathlib").Path(client.cache_path("records")) / "manifest.json"
+    document = json.loads(manifest.read_text())
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)
+    manifest.write_text(json.dumps({**document, "published_at": ahead.isoformat()}))
+    row = first.iloc[0]
+    emu.update_record(int(row.databox_id), int(row.record_id), title="renamed")
+    frame = client.records(**call)
+    assert not mf.HarvestReport.from_frame(frame).from_cache
+    mine = frame[(frame.databox_id == row.databox_id) & (frame.record_id == row.record_id)]
+    assert mine.title.iloc[0] == "renamed"
