@@ -9,8 +9,10 @@
     The cell's body is the query; every record it matches (the complete harvest, with
     progress) is stored in ``<var>`` without being displayed, and one summary line printed.
 
-A bad argument (a name, an id, a date, a profile) is said as IPython says its own: a
-``UsageError`` shown as its message alone, which still stops a notebook run.
+A bad argument (a name, an id, a date, a profile, a URL, a quote left open) is said as IPython
+says its own: a ``UsageError`` shown as its message alone, which still stops a notebook run.
+Nothing of the line is repeated (a token passed as ``$variable`` is expanded in it) and nothing
+is chained, so that even ``%xmode Verbose`` shows no more.
 
 Loading the extension also registers ``df.media`` (:mod:`mediaframe.accessor`).
 """
@@ -75,12 +77,22 @@ def search_into(
 
 @contextlib.contextmanager
 def _said_as_usage() -> Iterator[None]:
-    """A bad argument of a magic (a name, an id, a date, a profile) as IPython says its own:
-    the message, which says what to give, without a traceback through mediaframe's code."""
+    """A bad argument of a magic (a name, an id, a date, a profile, a URL) as IPython says its
+    own: the message, which says what to give, without a traceback through mediaframe's code
+    (not even chained: under ``%xmode Verbose`` it would show the line, token expanded)."""
     try:
         yield
     except (InvalidParameterError, ConfigurationError) as err:
-        raise UsageError(f"{type(err).__name__}: {err}") from err
+        raise UsageError(f"{type(err).__name__}: {err}") from None
+
+
+def _arguments(magic: Any, line: str) -> Any:
+    """The magic's arguments in ``line``; a quote left open is said as a usage error, as
+    :func:`parse_argstring` says the arguments it cannot read."""
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as err:  # shlex's "No closing quotation", which holds none of the line
+        raise UsageError(f"{err} in the magic's line: close the quote or remove it") from None
 
 
 @magics_class
@@ -93,7 +105,7 @@ class MediaframeMagics(Magics):
     @argument("--name", default="client", help="the notebook variable of the client")
     @line_magic
     def mf_connect(self, line: str) -> None:
-        args = parse_argstring(self.mf_connect, line)
+        args = _arguments(self.mf_connect, line)
         if not args.name.isidentifier():
             raise UsageError(f"--name {args.name!r} is not a Python name to store the client in")
         with _said_as_usage():
@@ -115,7 +127,7 @@ class MediaframeMagics(Magics):
     @argument("--no-progress", action="store_true", help="hide the progress bar")
     @cell_magic
     def mf_search(self, line: str, cell: str) -> None:
-        args = parse_argstring(self.mf_search, line)
+        args = _arguments(self.mf_search, line)
         namespace = self.shell.user_ns  # type: ignore[union-attr]
         with _said_as_usage():
             client = namespace.get(args.client)

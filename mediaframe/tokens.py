@@ -11,7 +11,7 @@ import time
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import SplitResult, quote, quote_plus, urlsplit
 
 import urllib3
 
@@ -34,6 +34,7 @@ __all__ = [
     "register_secret",
     "same_origin",
     "shown_url",
+    "split_url",
     "token_header",
 ]
 
@@ -73,6 +74,28 @@ def _unsafe_character(url: str) -> str | None:
     return None
 
 
+def split_url(url: str, *, name: str = "base_url") -> SplitResult:
+    """``url`` split as urllib reads it, its port checked (urllib checks it only when read).
+
+    Raises
+    ------
+    ConfigurationError
+        urllib cannot read ``url``; the error names it ``name``, as :func:`shown_url` shows it.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (urllib checks the port only when it is read)
+    except ValueError:
+        pass  # said below, not chained: urllib's message may repeat a user name and password
+    else:
+        return parts
+    raise ConfigurationError(
+        f"{name} {shown_url(url)!r} cannot be read as a URL: look for a '[' not closed, a port "
+        "that is not a number from 0 to 65535, or a host that changes under Unicode "
+        "normalisation"
+    )
+
+
 def check_base_url(base_url: str) -> str:
     """Validate the service URL and return it without a trailing slash.
 
@@ -85,8 +108,8 @@ def check_base_url(base_url: str) -> str:
     Raises
     ------
     ConfigurationError
-        The URL is not absolute, is ambiguous, carries credentials, or is plain http to another
-        host.
+        The URL cannot be read, is not absolute, is ambiguous, carries credentials, or is plain
+        http to another host.
     """
     if not isinstance(base_url, str) or not base_url.strip():
         raise ConfigurationError("base_url is empty: give the service URL, e.g. https://host")
@@ -97,7 +120,7 @@ def check_base_url(base_url: str) -> str:
             f"base_url holds {bad!r} (a backslash, a space or a control character): it could "
             "be read as another host. Give a plain URL such as https://assets.example.org"
         )
-    parts = urlsplit(url)
+    parts = split_url(url)
     if "@" in parts.netloc:
         raise ConfigurationError(
             f"base_url {shown_url(url)!r} carries a user name or password: they would be stored "

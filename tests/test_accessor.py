@@ -204,6 +204,10 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%mf_connect work --token abc", "--token goes with a service URL"),
         ("%mf_connect https://example.org", "or pass a token: %mf_connect https://example.org --"),
         ("%mf_connect https://example.org --name 1x", "'1x' is not a Python name"),
+        ("%mf_connect http://127.0.0.1:9 --token '$tok", "No closing quotation"),
+        ("%%mf_search x --bases '1\nsunset", "No closing quotation"),
+        ("%mf_connect http://[bad --token $tok", "cannot be read as a URL"),
+        ("%mf_connect https://h.example:99999 --token $tok", "cannot be read as a URL"),
     ],
 )
 def test_a_bad_argument_of_a_magic_is_said_without_a_traceback(
@@ -212,12 +216,20 @@ def test_a_bad_argument_of_a_magic_is_said_without_a_traceback(
     """As IPython's own argument errors: a UsageError, shown as its message alone, which still
     stops a notebook run (nbclient raises on it)."""
     ip.user_ns["client"] = mf.connect(served.base_url, token=served.token)
+    ip.user_ns["tok"] = "9f3c2a7d1e5b4c6a8d0e2f4a6b8c0d1e"
     ip.user_ns.pop("nobody", None)
-    result = ip.run_cell(cell)
-    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
-    assert said in str(result.error_in_exec)
+    ip.run_line_magic("xmode", "Verbose")  # shows the locals of every frame, the line's too
+    try:
+        result = ip.run_cell(cell)
+    finally:
+        ip.run_line_magic("xmode", "Context")
+    error = result.error_in_exec
+    assert isinstance(error, UsageError), error
+    assert said in str(error) and error.__cause__ is None
+    assert error.__context__ is None or error.__suppress_context__
     shown = capsys.readouterr()
     assert said in shown.err and "Traceback" not in shown.out + shown.err
+    assert ip.user_ns["tok"] not in shown.out + shown.err + str(error)
 
 
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:

@@ -559,6 +559,22 @@ def test_code_from_redirect_checks_the_state():
     assert auth.code_from_redirect("  barecode  ", state=None) == "barecode"
 
 
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: auth.code_from_redirect("http://[::1/cb?code=c1&state=s1", state="s1"),
+        lambda: auth.token_from_redirect("https://app.example:1e3/cb#access_token=t", state=None),
+        lambda: auth.login_browser(
+            "https://assets.example.org", client_id="c", redirect_uri="http://[bad/cb"
+        ),
+    ],
+    ids=["pasted-code", "pasted-token", "redirect-uri"],
+)
+def test_an_address_urllib_cannot_read_is_a_configuration_error(read):
+    with pytest.raises(ConfigurationError, match="cannot be read as a URL"):
+        read()
+
+
 def test_token_from_redirect_reads_the_fragment():
     url = f"https://app.example/cb#access_token={SECRET}&state=s1"
     assert auth.token_from_redirect(url, state="s1") == Token(SECRET)

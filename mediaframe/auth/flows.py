@@ -24,7 +24,13 @@ from mediaframe.auth.endpoint import (
     plain_http_allowed,
 )
 from mediaframe.exceptions import ConfigurationError, OAuthError, StateMismatchError
-from mediaframe.tokens import Token, check_base_url, is_loopback_url, register_secret
+from mediaframe.tokens import (
+    Token,
+    check_base_url,
+    is_loopback_url,
+    register_secret,
+    split_url,
+)
 
 __all__ = [
     "AUTHORIZE_ENDPOINT",
@@ -163,8 +169,9 @@ def token_from_redirect(answer: str, *, state: str | None) -> Token:
 
 
 def _answer_params(answer: str) -> dict[str, str]:
-    parts = urlsplit(
-        answer if "://" in answer or answer.startswith(("?", "#", "/")) else "?" + answer
+    parts = split_url(
+        answer if "://" in answer or answer.startswith(("?", "#", "/")) else "?" + answer,
+        name="the pasted address",
     )
     params = dict(parse_qsl(parts.query))
     params.update(parse_qsl(parts.fragment))
@@ -314,7 +321,7 @@ def login_browser(
     a port (e.g. ``http://127.0.0.1:8765/callback``): a one-shot server listens there, from
     before the browser opens until one answer arrives or ``wait`` seconds pass.
     """
-    parts = urlsplit(redirect_uri)
+    parts = split_url(redirect_uri, name="redirect_uri")
     if parts.scheme != "http" or not is_loopback_url(redirect_uri) or not parts.port:
         raise ConfigurationError(
             f"redirect_uri {redirect_uri!r} is not a loopback http URL with a port (such as "

@@ -16,10 +16,11 @@ import importlib.util
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol, TypeVar
 
-from mediaframe.exceptions import InvalidParameterError
+from mediaframe.exceptions import InvalidParameterError, MediaframeWarning
 
 __all__ = ["Bars", "Progress", "Snapshot", "bars", "shown_while"]
 
@@ -74,7 +75,8 @@ class Progress:
     ``counting``/``found``/``fetched``/``written`` calls are cheap and thread-safe; when the
     drawing thread is late (a loaded machine can keep a thread from the GIL for a second and
     more), the harvest thread that tells of progress draws instead, so the display keeps up
-    with the work. Drawings never overlap.
+    with the work. Drawings never overlap. A view that raises is warned about once and drawn
+    no more: a display's failure never stops the harvest nor loses its result.
 
     Rows count once their shard is both written and proven a leaf: a shard written under a
     split the planner then gives up (its parts did not add up) never counts, so ``done`` only
@@ -224,7 +226,16 @@ class Progress:
         self._drawn_at = time.monotonic()
         snapshot = self.snapshot()
         for view in self._views:
-            view.draw(snapshot)
+            try:
+                view.draw(snapshot)
+            except Exception as err:  # a user's function: anything may come, but not ^C
+                self._views = [other for other in self._views if other is not view]
+                warnings.warn(
+                    f"{view} failed and is no longer called (the harvest goes on): "
+                    f"{type(err).__name__}: {err}",
+                    MediaframeWarning,
+                    stacklevel=2,
+                )
 
 
 class Callback:
@@ -233,6 +244,10 @@ class Callback:
 
     def __init__(self, function: Callable[[Snapshot], object]) -> None:
         self._function = function
+
+    def __str__(self) -> str:
+        name = getattr(self._function, "__qualname__", type(self._function).__qualname__)
+        return f"the progress callback {name}"
 
     def draw(self, snapshot: Snapshot) -> None:
         self._function(snapshot)
@@ -255,6 +270,9 @@ class Bar:
             miniters=1,
         )
         self._total: int | None = None
+
+    def __str__(self) -> str:
+        return "the progress bar"
 
     def draw(self, snapshot: Snapshot) -> None:
         bar = self._bar

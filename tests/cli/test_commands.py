@@ -146,6 +146,23 @@ def test_a_revoked_token_exits_3_and_a_token_without_address_exits_2(fresh_emula
     assert nowhere.exit_code == 2 and "--base-url" in nowhere.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--base-url", "http://[bad", "records", "--limit", "1"],
+        ["--base-url", "http://127.0.0.1:99999", "whoami"],
+        ["login", "--url", "http://[bad", "--token-stdin"],
+        ["info"],  # the service URL from MEDIAFRAME_BASE_URL, shown as refused
+    ],
+    ids=["records", "whoami", "login", "info"],
+)
+def test_a_url_urllib_cannot_read_is_a_usage_error_not_a_traceback(run, tmp_path, args):
+    result = run(*args, input="t0ken", MEDIAFRAME_BASE_URL="http://[bad")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "cannot be read as a URL" in result.stderr + result.stdout
+    assert result.exit_code == (0 if args == ["info"] else 2), result.output
+
+
 def test_token_stdin_and_base_url_options_override_the_environment(emulator, tmp_path):
     run = runner_for(emulator, tmp_path, MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
     before = run("--base-url", emulator.base_url, "--token-stdin", "whoami", input=emulator.token)

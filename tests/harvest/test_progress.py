@@ -11,7 +11,7 @@ import pytest
 
 import mediaframe as mf
 from mediaframe.config import Settings
-from mediaframe.exceptions import InvalidParameterError
+from mediaframe.exceptions import InvalidParameterError, MediaframeWarning
 from mediaframe.harvest import Snapshot
 from mediaframe.harvest import progress as progress_module
 from mediaframe.harvest.progress import Progress
@@ -265,6 +265,41 @@ def test_a_callback_that_is_an_empty_collection_is_still_called(capped, settings
     stamps = Stamps()  # empty, so falsy, until its first snapshot
     connect(capped, settings).stories(progress=stamps)
     assert stamps and stamps[-1].phase == "done" and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("failing", ["first", "second", "done"])
+def test_a_callback_that_raises_is_dropped_with_one_warning_and_the_harvest_goes_on(
+    capped, settings, failing
+):
+    """Raising on the first drawing (by the call), a later one (the drawing thread or a late
+    harvest thread) or the last (after the harvest): warned once, called no more, and the
+    frame still comes back whole."""
+    calls: list[Snapshot] = []
+
+    def draw(snapshot: Snapshot) -> None:
+        calls.append(snapshot)
+        at = {"first": len(calls) == 1, "second": len(calls) == 2, "done": snapshot.phase == "done"}
+        if at[failing]:
+            raise RuntimeError("the view is broken")
+
+    with pytest.warns(MediaframeWarning) as warned:
+        frame = connect(capped, settings).records(progress=draw)
+    assert [str(w.message) for w in warned] == [
+        f"the progress callback {draw.__qualname__} failed and is no longer called (the "
+        "harvest goes on): RuntimeError: the view is broken"
+    ]
+    assert mf.HarvestReport.from_frame(frame).complete and len(frame) > 200  # past the cap
+    failed = {"first": 1, "second": 2, "done": len(calls)}[failing]
+    assert len(calls) == failed and (failing != "done" or calls[-1].phase == "done")
+
+
+def test_an_interrupt_in_a_callback_is_not_swallowed():
+    def draw(snapshot: Snapshot) -> None:
+        raise KeyboardInterrupt
+
+    shown = Progress("harvesting records", "records", [progress_module.Callback(draw)])
+    with pytest.raises(KeyboardInterrupt), shown:
+        pass
 
 
 def test_a_starved_drawing_thread_is_stood_in_for_by_the_harvest(tmp_path, monkeypatch):

@@ -82,6 +82,22 @@ def test_a_refused_url_is_quoted_without_what_may_be_a_secret(url):
     assert "pa55w0rd-top" not in texts_of(caught.value)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[bad",  # urllib: "Invalid IPv6 URL"
+        "https://ada:pa55w0rd-top@[::1",
+        "https://ada:pa55w0rd-top@assets.example.org:99999",  # read only when .port is
+        "http://127.0.0.1:port",
+        "https://ada:pa55w0rd-top@assets.exa\u2100mple.org",  # urllib repeats the whole netloc
+    ],
+)
+def test_a_url_urllib_cannot_read_is_a_configuration_error_without_its_secrets(url):
+    with pytest.raises(ConfigurationError, match="cannot be read as a URL") as caught:
+        check_base_url(url)
+    assert "pa55w0rd-top" not in texts_of(caught.value)
+
+
 def test_the_transport_checks_the_prepared_url_before_sending(settings):
     fake = FakeService(envelope({}))
     transport = Transport(BASE, token=SECRET, settings=settings, session=fake.session())
