@@ -293,19 +293,20 @@ def _resumable(saved: PlanFile | None, spec: Spec, over: str | None, where: str)
     return saved
 
 
-# What Shard.id makes of any bounds: one safe file name
+# What Shard.id makes of well-formed bounds: one file name (a record type read from a damaged
+# plan could hold anything, a slash included)
 _SHARD_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def _malformed(saved: PlanFile) -> str | None:
     """What is wrong with a shard of ``saved`` (its leaves, its splits' children), if anything."""
-    for split in [saved.leaves, *(split.children for split in saved.splits.values())]:
-        for planned in split:
+    for shards in [saved.leaves, *(split.children for split in saved.splits.values())]:
+        for planned in shards:
             try:
                 shard = Shard.from_dict(planned.shard)
                 canonical = shard.to_dict()
             except (ValueError, TypeError) as err:
-                return f"shard {planned.id!r:.80} has bounds that cannot be read: {err}"
+                return f"shard {planned.id!r:.80} has bounds that cannot be read: {err!s:.120}"
             if planned.id != shard.id or not _SHARD_ID.fullmatch(shard.id):
                 return f"shard {planned.id!r:.80} is not named for its bounds"
             if canonical != planned.shard or not all(type(b) is int for b in shard.bases):
