@@ -186,6 +186,9 @@ class PlanFile:
     days: dict[str, DayBounds] = dataclasses.field(default_factory=dict)
     #: Planning finished: ``leaves`` is the whole plan.
     planned: bool = False
+    #: The dataset the manifest named when this harvest began (``Manifest.data``), if any: a
+    #: plan under a manifest that names another is a published harvest's, never resumed.
+    over: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -208,8 +211,8 @@ class Manifest:
     data_files: dict[str, str] = dataclasses.field(
         metadata=_valid(_are_file_checks, "'<size>:<crc32 in 8 hex digits>' for every file")
     )
-    #: When it was published (ISO 8601, UTC, microseconds): a writer that waited for the lock
-    #: takes a dataset published after it was called rather than fetching it again.
+    #: When it was published (ISO 8601, UTC, microseconds), for people and the inventory: a
+    #: writer that waited for the lock tells another's publication by ``data``, not by clocks.
     published_at: str = dataclasses.field(
         metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
     )

@@ -9,6 +9,7 @@
     shards/<batch>.json       their entries: each one's rows in the file, its CRC-32, total;
                               written after the file
     shards/<shard>.pages/     pages of a shard still being paged (see :mod:`mediaframe.cache.pages`)
+    sync/                     a sync's passes while it runs, each a harvest folder of its own
     .writer                   lock file: one writer (harvest or sync) at a time
     .readers                  lock file: readers share it; old versions go only when none holds it
 
@@ -73,6 +74,7 @@ D = TypeVar("D")
 _MANIFEST = "manifest.json"
 _PLAN = "plan.json"
 _DATA_PREFIX = "data-"
+_SYNC = "sync"
 
 #: The most read of one document (manifest, plan, entry, page): far above any written, and a
 #: bound on what a hostile or damaged folder can make a read take.
@@ -304,7 +306,8 @@ class HarvestStore:
 
     def sweep(self) -> None:
         """Remove leftovers: dataset versions the manifest does not name (when no reader holds
-        one), temporary files, and an older layout's ``data/``. Under the writer lock only."""
+        one), temporary files, the scratch stores of a sync that did not end (``sync/``), and an
+        older layout's ``data/``. Under the writer lock only."""
         if not self.fs.exists(self.root):
             return
         try:
@@ -314,7 +317,8 @@ class HarvestStore:
         keep = current.data if current else None
         names = [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self.root, detail=False)]
         for name in names:
-            if ".tmp-" in name and not name.startswith(_DATA_PREFIX):
+            # a sync's scratch stores (sync/) are only used under this folder's writer lock
+            if name == _SYNC or (".tmp-" in name and not name.startswith(_DATA_PREFIX)):
                 self._remove(name)
         old = [
             name
@@ -366,9 +370,11 @@ class HarvestStore:
         self._write_atomic(self._path(_PLAN), encode(plan), step="plan")
 
     def clear_plan(self) -> None:
-        """Forget the harvest in progress: its plan, then its shards."""
-        self._remove(_PLAN)
+        """Forget the harvest in progress: its shards, then its plan (a kill in between leaves
+        a plan without shards, which a resume can tell is stale; never shards without a plan,
+        which a resume would keep)."""
         self.clear_shards()
+        self._remove(_PLAN)
 
     # shards -----------------------------------------------------------------
 

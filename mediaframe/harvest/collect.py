@@ -6,6 +6,9 @@ The policy, in order:
 2. an older one is brought up to date by an incremental sync;
 3. otherwise the search is harvested — resuming an interrupted harvest of the same search.
 
+A cached result that is incomplete (fetched with ``allow_incomplete=True``) is read back only by
+a call that allows one too: for another it is a miss online, and an error offline.
+
 ``refresh=True`` skips 1 and 2. Offline mode never touches the network: no cache, no answer.
 """
 
@@ -30,6 +33,7 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     ConfigurationError,
+    IncompleteResultError,
     NoHitsWarning,
 )
 from mediaframe.harvest.assemble import concat_frames
@@ -141,14 +145,20 @@ def _collected(
     service = ClientService(client, dask=options.dask)
     store = HarvestStore(cache_path(service, spec, options.cache_dir or settings.cache_dir))
     refresh = options.refresh
-    called = dt.datetime.now(dt.UTC)
+    # A writer that publishes while this call waits for the lock names another version; a
+    # date would not tell (another machine's clock, or this one stepped back)
+    seen = _version(store)
     if not refresh:
         cached = _read_cached(store, spec, offline)
         if cached is _DAMAGED:
             refresh = True  # nothing to sync from: harvest afresh
         elif cached is not None:
             frame, provenance = cached
-            if offline or age(provenance) < _ttl(options, settings):
+            if not (options.allow_incomplete or _complete(provenance)):
+                if offline:
+                    raise _cached_incomplete(spec, store, provenance)
+                refresh = True  # a partial result is no answer to this call: harvest again
+            elif offline or age(provenance) < _ttl(options, settings):
                 found = _with_report(frame, provenance.get("report"), spec, from_cache=True)
                 return found if offline else _suggested(client, spec, found)
     if offline:
@@ -158,8 +168,8 @@ def _collected(
         )
     with store.writing():  # one writer per harvest folder: a second one waits here
         # ... and takes the first one's result if it was published while this one waited
-        published = _published_since(store, spec, called)
-        if published is not None:
+        published = _published_since(store, spec, seen)
+        if published is not None and (options.allow_incomplete or _complete(published[1])):
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
         fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
@@ -223,6 +233,26 @@ def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
 _DAMAGED = object()
 
 
+def _complete(provenance: Mapping[str, Any]) -> bool:
+    """Whether a cached dataset was proven complete (one fetched with ``allow_incomplete`` and
+    short of hits was not)."""
+    return provenance.get("complete", True) is not False
+
+
+def _cached_incomplete(
+    spec: Spec, store: HarvestStore, provenance: Mapping[str, Any]
+) -> IncompleteResultError:
+    report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
+    return IncompleteResultError(
+        f"offline mode, and the {spec.kind} search cached under {store.url} is incomplete "
+        f"({report.fetched} of {report.total_results} hits; it was fetched with "
+        "allow_incomplete=True): pass allow_incomplete=True to read that partial result, or "
+        "drop offline=True to harvest the search again",
+        shards=report.incomplete,
+        report=report,
+    )
+
+
 def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     """The cached frame and provenance; ``None`` if there is none; ``_DAMAGED`` if unusable."""
     try:
@@ -240,19 +270,26 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
         return _DAMAGED
 
 
+def _version(store: HarvestStore) -> str | None:
+    """The dataset version the manifest names now; ``None`` if none, or if it is damaged."""
+    try:
+        manifest = store.manifest()
+    except CacheCorruptError:
+        return None
+    return manifest.data if manifest is not None else None
+
+
 def _published_since(
-    store: HarvestStore, spec: Spec, since: dt.datetime
+    store: HarvestStore, spec: Spec, seen: str | None
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """The dataset another writer published after ``since``, if any and readable."""
+    """The dataset another writer published since the manifest named ``seen``, if readable."""
     try:
         with store.reading():
             manifest = store.manifest()
-            if manifest is None or manifest.spec != spec.identity():
-                return None
-            if dt.datetime.fromisoformat(manifest.published_at) <= since:
+            if manifest is None or manifest.data == seen or manifest.spec != spec.identity():
                 return None
             return store.read_data(manifest)
-    except (CacheCorruptError, ValueError):
+    except CacheCorruptError:
         return None
 
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import re
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
-from mediaframe.exceptions import CacheError
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheWarning
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
@@ -72,14 +74,18 @@ class Planning:
         self.shown = shown
         self.pool, self.bases, self.statuses = pool, bases, statuses
         self.provenance = dict(provenance or {})
+        #: The dataset published when this run began (its plan is saved over it).
+        self.over: str | None = None
         self._saved_at = 0.0
         self._lock = threading.Lock()
 
     def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
         """The plan, and the shards already finished that it keeps, by id."""
-        saved = _resumable(self.store.load_plan(), self.spec) if resume else None
-        if not resume:
-            self.store.clear_plan()
+        self.over = _published(self.store)
+        found = self.store.load_plan() if resume else None
+        saved = _resumable(found, self.spec, self.over, self.store.url)
+        if not resume or (found is not None and saved is None):
+            self.store.clear_plan()  # with the shards it made: they are not to be kept either
         # One count says whether the catalogue kept its size since the saved plan was made.
         root = self.counter(Shard())
         self.shown.planning(root.total)
@@ -129,6 +135,7 @@ class Planning:
             splits=dict(saved.splits) if saved else {},
             counts=dict(saved.counts) if saved else {},
             days=dict(saved.days) if saved else {},
+            over=self.over,
         )
         self._save(checkpoint)
         known = dict(checkpoint.counts)
@@ -188,6 +195,7 @@ class Planning:
             capped_engine=False,
             leaves=[_planned(shard, shard.size(root.total)) for shard in found],
             planned=True,
+            over=self.over,
         )
         self._save(made)
         return made
@@ -254,5 +262,53 @@ def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[.
     return found
 
 
-def _resumable(saved: PlanFile | None, spec: Spec) -> PlanFile | None:
-    return saved if saved is not None and saved.spec == spec.identity() else None
+def _published(store: HarvestStore) -> str | None:
+    """The dataset the manifest names now; ``None`` if none (or the manifest is damaged)."""
+    try:
+        manifest = store.manifest()
+    except CacheCorruptError:
+        return None
+    return manifest.data if manifest is not None else None
+
+
+def _resumable(saved: PlanFile | None, spec: Spec, over: str | None, where: str) -> PlanFile | None:
+    """``saved`` if it is the plan of an unfinished harvest of ``spec``, else ``None``.
+
+    A plan made under another published dataset than ``over`` (the one published now) is that
+    of a harvest that was published and killed before it cleared its plan: resumed, it would
+    republish its old rows as fresh without a request. A plan with a shard whose bounds cannot
+    be read, or whose id is not the one its bounds make, is damage: dropped with a warning,
+    for a shard's id names its files (``shards/<id>.pages``) and must never name another path.
+    """
+    if saved is None or saved.spec != spec.identity() or saved.over != over:
+        return None
+    flaw = _malformed(saved)
+    if flaw is not None:
+        warnings.warn(
+            f"the plan of the harvest in progress at {where} is damaged ({flaw}): planning again",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return None
+    return saved
+
+
+# What Shard.id makes of well-formed bounds: one file name (a record type read from a damaged
+# plan could hold anything, a slash included)
+_SHARD_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _malformed(saved: PlanFile) -> str | None:
+    """What is wrong with a shard of ``saved`` (its leaves, its splits' children), if anything."""
+    for shards in [saved.leaves, *(split.children for split in saved.splits.values())]:
+        for planned in shards:
+            try:
+                shard = Shard.from_dict(planned.shard)
+                canonical = shard.to_dict()
+            except (ValueError, TypeError) as err:
+                return f"shard {planned.id!r:.80} has bounds that cannot be read: {err!s:.120}"
+            if planned.id != shard.id or not _SHARD_ID.fullmatch(shard.id):
+                return f"shard {planned.id!r:.80} is not named for its bounds"
+            if canonical != planned.shard or not all(type(b) is int for b in shard.bases):
+                return f"shard {planned.id!r:.80} has bounds of the wrong types"
+    return None

@@ -14,6 +14,7 @@ The cached rows are then merged by key, and the dataset rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import posixpath
@@ -31,6 +32,8 @@ from mediaframe.harvest.report import HarvestReport
 
 __all__ = ["can_sync", "sync"]
 
+#: The folder of a harvest that holds the stores of a sync's passes while it runs.
+SCRATCH = "sync"
 #: Above this many stragglers one request each costs more than a full harvest: refetch instead.
 MAX_STRAGGLERS = 500
 
@@ -73,49 +76,60 @@ def sync(
         manifest = store.manifest()
         if manifest is None or not can_sync(spec, manifest):
             return None
-        cached, provenance = store.read_data(manifest)
-        key = list(spec.key_columns)
-        assert manifest.high_water is not None
-        since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
-        changed_spec = dataclasses.replace(
-            spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
-        )
-        changed, changed_report = options.harvest(
-            page, changed_spec, _scratch(store, "changed"), doing="syncing: changed"
-        )
-        # pages through v2: counted through it too (a decoded count is a v1 search)
-        keys_options = dataclasses.replace(options, combine=concat_frames, count=None)
-        keys, keys_report = keys_options.harvest(
-            page_keys, spec, _scratch(store, "keys"), doing="syncing: keys"
-        )
-        present = _key_index(keys, key)
-        kept = cached[_key_index(cached, key).isin(present)]
-        removed = len(cached) - len(kept)
-        stragglers = keys[~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)]
-        if len(stragglers) > MAX_STRAGGLERS:
-            return None
-        fetched = [
-            dict(fetch_item(int(row[0]), int(row[1]))) for row in stragglers[key].itertuples(False)
-        ]
-        parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
-        merged = in_row_order(
-            [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
-        )
+        # the passes' own stores, under this one's writer lock: gone once the sync ends, however
+        changed_store, keys_store = _scratch(store, "changed"), _scratch(store, "keys")
+        try:
+            cached, provenance = store.read_data(manifest)
+            key = list(spec.key_columns)
+            assert manifest.high_water is not None
+            since = pd.Timestamp(manifest.high_water) - pd.Timedelta(lag)
+            changed_spec = dataclasses.replace(
+                spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
+            )
+            changed, changed_report = options.harvest(
+                page, changed_spec, changed_store, doing="syncing: changed"
+            )
+            # pages through v2: counted through it too (a decoded count is a v1 search)
+            keys_options = dataclasses.replace(options, combine=concat_frames, count=None)
+            keys, keys_report = keys_options.harvest(
+                page_keys, spec, keys_store, doing="syncing: keys"
+            )
+            present = _key_index(keys, key)
+            kept = cached[_key_index(cached, key).isin(present)]
+            removed = len(cached) - len(kept)
+            stragglers = keys[
+                ~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)
+            ]
+            if len(stragglers) > MAX_STRAGGLERS:
+                return None
+            fetched = [
+                dict(fetch_item(int(row[0]), int(row[1])))
+                for row in stragglers[key].itertuples(False)
+            ]
+            parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
+            merged = in_row_order(
+                [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
+            )
 
-        report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
-        report.fetched = report.total_results = len(merged)
-        report.requests = changed_report.requests + keys_report.requests + len(fetched)
-        report.complete = changed_report.complete and keys_report.complete
-        report.synced = {
-            "changed": len(changed),
-            "removed": removed,
-            "added_by_key": len(fetched),
-            "since": since.isoformat(),
-        }
-        _write(store, provenance, merged, report, spec)
-        for name in ("changed", "keys"):
-            _scratch(store, name).remove()
-        return merged, report
+            report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
+            report.fetched = report.total_results = len(merged)
+            report.requests = changed_report.requests + keys_report.requests + len(fetched)
+            # rows merged into an incomplete cached result are still short of its missing hits
+            report.complete = (
+                provenance.get("complete", True) is not False
+                and changed_report.complete
+                and keys_report.complete
+            )
+            report.synced = {
+                "changed": len(changed),
+                "removed": removed,
+                "added_by_key": len(fetched),
+                "since": since.isoformat(),
+            }
+            _write(store, provenance, merged, report, spec)
+            return merged, report
+        finally:
+            _remove_scratch(store, changed_store, keys_store)
 
 
 def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd.Series:
@@ -132,7 +146,16 @@ def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd
 
 
 def _scratch(store: HarvestStore, name: str) -> HarvestStore:
-    return HarvestStore(posixpath.join(store.url.rstrip("/"), "sync", name))
+    return HarvestStore(posixpath.join(store.url.rstrip("/"), SCRATCH, name))
+
+
+def _remove_scratch(store: HarvestStore, *passes: HarvestStore) -> None:
+    """Remove the passes' stores (``sync/``), once their shards' removers are done. Best effort:
+    what stays (a failure to remove, a kill) goes with the next writer's sweep."""
+    for scratch in passes:
+        scratch.settle()
+    with contextlib.suppress(OSError):
+        HarvestStore(posixpath.join(store.url.rstrip("/"), SCRATCH)).remove()
 
 
 def _key_index(frame: pd.DataFrame, key: list[str]) -> pd.MultiIndex:
@@ -147,7 +170,12 @@ def _write(
     spec: Spec,
 ) -> None:
     fetched_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    provenance = {**provenance, "fetched_at": fetched_at, "report": report.to_dict()}
+    provenance = {
+        **provenance,
+        "fetched_at": fetched_at,
+        "complete": report.complete,
+        "report": report.to_dict(),
+    }
     high_water = None
     if "updated_on" in merged.columns and merged["updated_on"].notna().any():
         high_water = pd.Timestamp(merged["updated_on"].max()).isoformat()

@@ -1,5 +1,6 @@
 """client.records() and friends against the emulator: complete, cached, synced, offline."""
 
+import datetime as dt
 import json
 import logging
 import math
@@ -19,6 +20,7 @@ from mediaframe.exceptions import (
     CacheMissError,
     CacheWarning,
     IncompleteResultError,
+    IncompleteResultWarning,
     InvalidParameterError,
 )
 
@@ -153,7 +155,9 @@ def test_stale_cache_is_synced(fresh_emulator, settings):
     pd.testing.assert_frame_equal(after, fresh)
 
 
-def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
+def unsplittable(fresh_emulator):
+    """An emulator under a cap of 1 where one base, day and type hold twins no status bit tells
+    apart, with the search of them: its records, and the search itself."""
     emu = fresh_emulator(records=400, seed=2, cap=1)
     truth = emu.ground_truth()
     truth = truth.assign(day=truth.created_on.dt.date)
@@ -168,17 +172,38 @@ def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
     ]
     for row in same.itertuples():  # nothing left to tell them apart: not even a status bit
         emu.update_record(int(row.databox_id), int(row.record_id), status=0)
+    return emu, same, {"record_type": str(first.media_type), "bases": [int(first.base_id)]}
+
+
+def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
+    emu, same, search = unsplittable(fresh_emulator)
     if emu.flavour.name == "current":  # no cap: the same search is simply complete
-        frame = connect(emu, settings).records(
-            record_type=str(first.media_type), bases=[int(first.base_id)]
-        )
+        frame = connect(emu, settings).records(**search)
         assert keys(same) <= keys(frame) and mf.HarvestReport.from_frame(frame).complete
         return
     with pytest.raises(IncompleteResultError, match="cap of 1 hits") as caught:
-        connect(emu, settings).records(
-            record_type=str(first.media_type), bases=[int(first.base_id)]
-        )
+        connect(emu, settings).records(**search)
     assert "allow_incomplete=True" in str(caught.value)
+
+
+def test_a_cached_incomplete_result_is_served_only_to_a_call_that_allows_one(
+    fresh_emulator, settings
+):
+    emu, _, search = unsplittable(fresh_emulator)
+    if emu.flavour.name == "current":
+        pytest.skip("no cap: nothing is incomplete")
+    client = connect(emu, settings)
+    with pytest.warns(IncompleteResultWarning):
+        partial = client.records(**search, allow_incomplete=True)
+    with pytest.raises(IncompleteResultError, match="pass allow_incomplete=True to read") as err:
+        client.records(**search, offline=True)
+    assert err.value.shards and not err.value.report.complete
+    # online, the partial result is a miss: harvested again, and refused again
+    with pytest.raises(IncompleteResultError, match="cap of 1 hits"):
+        client.records(**search)
+    again = client.records(**search, allow_incomplete=True, offline=True)
+    assert mf.HarvestReport.from_frame(again).from_cache
+    pd.testing.assert_frame_equal(again, partial)
 
 
 def test_facets_me_feeds_and_baskets(emulator, settings):
@@ -300,3 +325,25 @@ def test_pages_are_read_while_as_many_requests_as_allowed_are_out(
     assert keys(frame) == keys(emu.ground_truth())
     assert out[1] == 2  # never more out than allowed
     assert max(out_while_reading) == 2  # yet two out while a page was read
+
+
+@pytest.mark.parametrize("call", [{"refresh": True}, {"ttl": 0}])
+def test_a_publication_dated_ahead_of_this_clock_is_not_taken_for_another_writers(
+    fresh_emulator, settings, call
+):
+    """Another machine sharing the cache with its clock ahead (or this clock stepped back):
+    only a dataset another writer published while this call waited is taken, whatever its
+    date."""
+    emu = fresh_emulator(records=300, seed=3, cap=100)
+    client = connect(emu, settings)
+    first = client.records()
+    manifest = __import__("pathlib").Path(client.cache_path("records")) / "manifest.json"
+    document = json.loads(manifest.read_text())
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)
+    manifest.write_text(json.dumps({**document, "published_at": ahead.isoformat()}))
+    row = first.iloc[0]
+    emu.update_record(int(row.databox_id), int(row.record_id), title="renamed")
+    frame = client.records(**call)
+    assert not mf.HarvestReport.from_frame(frame).from_cache
+    mine = frame[(frame.databox_id == row.databox_id) & (frame.record_id == row.record_id)]
+    assert mine.title.iloc[0] == "renamed"

@@ -89,3 +89,65 @@ def test_sigkill_then_resume(fresh_emulator, tmp_path, per_page, planned_when_ki
     )
     fresh = mf.connect(emu.base_url, token=emu.token, settings=settings).records(refresh=True)
     pd.testing.assert_frame_equal(frame, fresh)
+
+
+KILLED_AFTER_PUBLICATION = textwrap.dedent(
+    """
+    import os, signal, sys
+    import mediaframe as mf
+    from mediaframe.cache import store as store_module
+    from mediaframe.config import Settings
+    base_url, token, cache, step = sys.argv[1:5]
+    published = False
+
+    def reached(name):
+        global published
+        published = published or name == "manifest-replaced"
+        if name == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    clear_shards = store_module.HarvestStore.clear_shards
+
+    def clearing_shards(self):
+        if step == "clearing-shards" and published:
+            os.kill(os.getpid(), signal.SIGKILL)
+        clear_shards(self)
+
+    store_module.reached = reached
+    store_module.HarvestStore.clear_shards = clearing_shards
+    settings = Settings.from_env().replace(
+        cache_dir=cache, progress=False, concurrency=1, per_page=50
+    )
+    mf.connect(base_url, token=token, settings=settings).records(**{FILTERS})
+    """
+).replace("{FILTERS}", "dict(date_field='created_on', date_min='1990-01-01')")
+
+
+# Killed once its dataset is published but before its plan and shards are cleared, a harvest
+# has finished: its plan is never resumed, nor its shards kept, as if it had not.
+@pytest.mark.parametrize("step", ["manifest-replaced", "clearing-shards"])
+def test_a_harvest_killed_after_publication_is_never_resumed(fresh_emulator, tmp_path, step):
+    emu = fresh_emulator(records=1500, seed=3, cap=100, delay_ms=(5, 5))
+    cache = tmp_path / "cache"
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_PUBLICATION, emu.base_url, emu.token, str(cache), step],
+        env={**os.environ, "HOME": str(tmp_path)},
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, "the harvest was killed where asked"
+    assert list(cache.glob("records/*/shards/*.json")), "killed before its shards were cleared"
+    emu.set_faults(delay_ms=(0, 0))
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=cache, progress=False, per_page=50
+    )
+    client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+    search = {"date_field": "created_on", "date_min": "1990-01-01"}  # harvested, never synced
+    before = client.records(offline=True, **search)
+    row = before.iloc[3]
+    emu.update_record(int(row.databox_id), int(row.record_id), title="renamed on the server")
+    after = client.records(ttl=0, **search)
+    report = mf.HarvestReport.from_frame(after)
+    assert not report.from_cache and report.resumed_shards == 0
+    mine = after[(after.databox_id == row.databox_id) & (after.record_id == row.record_id)]
+    assert mine.title.iloc[0] == "renamed on the server"

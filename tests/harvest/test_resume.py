@@ -11,7 +11,7 @@ import pytest
 import mediaframe as mf
 from mediaframe.cache import HarvestStore
 from mediaframe.config import Settings
-from mediaframe.exceptions import CacheCorruptError, TokenRejectedError
+from mediaframe.exceptions import CacheCorruptError, CacheWarning, TokenRejectedError
 from mediaframe.harvest.kept import KeptFrames
 
 from .fake import FakeService
@@ -288,3 +288,58 @@ def test_a_day_saved_in_another_shape_is_found_again(tmp_path):
     store.save_plan(dataclasses.replace(saved, days=damaged, splits={}))
     frame, report = run(service, tmp_path, per_page=100)
     assert keys(frame) == service.truth() and report.complete
+
+
+def unfinished(saved, done, **damage):
+    """The leaves of ``saved``, the first not ``done`` damaged: a resume pages that one."""
+    at = next(i for i, leaf in enumerate(saved.leaves) if leaf.id not in done)
+    leaf = saved.leaves[at]
+    damaged = dataclasses.replace(leaf, **{k: f(leaf) for k, f in damage.items()})
+    return [*saved.leaves[:at], damaged, *saved.leaves[at + 1 :]]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        # the whole search as one leaf, whose pages folder (shards/<id>.pages) is a folder of
+        # the user's outside the cache: paged short of its total, its pages would go
+        lambda saved, done: [
+            dataclasses.replace(saved.leaves[0], id="../../precious", shard={}, expected=3000)
+        ],
+        lambda saved, done: unfinished(
+            saved, done, shard=lambda leaf: {**leaf.shard, "date_min": "garbage"}
+        ),
+        lambda saved, done: unfinished(
+            saved, done, shard=lambda leaf: {**leaf.shard, "bases": ["1", "2"], "status": 1}
+        ),
+        lambda saved, done: unfinished(
+            saved, done, shard=lambda leaf: {**leaf.shard, "bases": ["1"]}
+        ),
+        # an id that names other bounds than its own
+        lambda saved, done: unfinished(saved, done, id=lambda leaf: leaf.id + "_s1on1"),
+    ],
+    ids=[
+        "id-outside-the-cache",
+        "unreadable-date",
+        "unreadable-status",
+        "bases-as-text",
+        "id-not-its-own",
+    ],
+)
+def test_a_plan_whose_shards_are_malformed_is_dropped_with_a_warning(tmp_path, damage):
+    victim = tmp_path / "precious.pages"
+    victim.mkdir()
+    (victim / "0000000000.json").write_text("{}")
+    (victim / "thesis.tex").write_text("years of work")
+    service = FakeService.build(3000, cap=100)
+    _, fresh = run(FakeService.build(3000, cap=100), tmp_path / "fresh", per_page=40)
+    crash_after(service, tmp_path, fresh.requests - 3, 40)
+    store = HarvestStore(str(tmp_path / "h"))
+    saved = store.load_plan()
+    assert saved is not None and saved.planned, "killed while paging"
+    leaves = damage(saved, store.finished_shards())
+    store.save_plan(dataclasses.replace(saved, leaves=leaves))
+    with pytest.warns(CacheWarning, match="plan .* is damaged"):
+        frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete
+    assert (victim / "thesis.tex").read_text() == "years of work"

@@ -1,8 +1,10 @@
 """A sync fetches only what changed, drops what left, and ends equal to a fresh harvest."""
 
 import datetime as dt
+import importlib
 
 import pandas as pd
+import pytest
 
 from mediaframe.cache import HarvestStore
 from mediaframe.harvest import EngineOptions, Spec, harvest
@@ -101,3 +103,49 @@ def test_the_keys_pass_counts_through_the_route_it_pages(tmp_path):
     assert keys(frame) == service.truth() and report.complete
     assert counted, "the changed pass counts through the count route"
     assert all(field == "updated_on" for field in counted), "the keys pass does not"
+
+
+class Dropped(ConnectionError):
+    """The network dropped during a pass."""
+
+
+def test_a_sync_that_fails_or_declines_leaves_no_scratch(tmp_path):
+    service = FakeService.build(600, cap=100, days=300)
+    first_harvest(service, tmp_path / "h")
+    service.touch(5, NOW)
+
+    def dropped(**params):
+        raise Dropped
+
+    with pytest.raises(Dropped):  # after the changed pass published its own dataset
+        sync(
+            service,
+            dropped,
+            service.item,
+            Spec("records"),
+            HarvestStore(str(tmp_path / "h")),
+            flatten=flatten,
+            lag=dt.timedelta(minutes=5),
+            options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
+        )
+    assert not (tmp_path / "h" / "sync").exists()
+    for record in service.records[:3]:  # newly visible: more stragglers than a sync fetches
+        service.records.append(dict(record, record_id=record["record_id"] + 90_000))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(importlib.import_module("mediaframe.harvest.sync"), "MAX_STRAGGLERS", 2)
+        assert run_sync(service, tmp_path / "h") is None
+    assert not (tmp_path / "h" / "sync").exists()
+
+
+def test_the_scratch_of_a_killed_sync_goes_with_the_next_writers_sweep(tmp_path):
+    service = FakeService.build(200, cap=100)
+    first_harvest(service, tmp_path / "h")
+    left = tmp_path / "h" / "sync" / "changed" / "data-20240101T000000-deadbeef"
+    left.mkdir(parents=True)
+    (left / "part-0.parquet").write_bytes(b"a whole changed pass")
+    (left.parent / "plan.json").write_text("{}")
+    store = HarvestStore(str(tmp_path / "h"))
+    with store.writing():
+        pass
+    assert not (tmp_path / "h" / "sync").exists()
+    assert store.read_data()[0].shape[0] == 200
