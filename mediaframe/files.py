@@ -1,5 +1,6 @@
 """Local files written so that a kill or a power cut leaves the old content or the new, never a
-mix, in folders and files only their owner may open: the cache's and the token store's alike."""
+mix, in folders and files only their owner may open (the cache's and the token store's alike),
+and read back only as regular files of bounded size."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import contextlib
 import errno
 import os
 import posixpath
+import stat
 import uuid
 from collections.abc import Callable
 
-__all__ = ["flush_file", "flush_tree", "private_dirs", "replace_atomically"]
+__all__ = ["flush_file", "flush_tree", "private_dirs", "read_regular", "replace_atomically"]
 
 
 def private_dirs(path: str) -> None:
@@ -100,3 +102,19 @@ def fsync_dir(path: str) -> None:
             raise
     finally:
         os.close(handle)
+
+
+def read_regular(path: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``; OSError if it is anything else (a symlink, a FIFO,
+    a device) or over ``limit`` bytes: never followed, waited on or read without end."""
+    # O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO opens without waiting for a
+    # writer, then fails the regular-file check. The size is checked before reading (asking
+    # read() for at most limit + 1 bytes would allocate that much on every read).
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(handle, "rb", buffering=0) as file:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{posixpath.basename(path)} is not a regular file")
+        if limit is not None and info.st_size > limit:
+            raise OSError(f"{posixpath.basename(path)} is over {limit:,} bytes")
+        return file.read()

@@ -7,7 +7,7 @@ identical; :mod:`~mediaframe.cache.store` keeps one harvest (manifest, shards, f
 
 from mediaframe.cache.datasets import PARTITIONS, SCHEMA_VERSION, read_frame, write_frame
 from mediaframe.cache.lazy import to_dask, to_duckdb
-from mediaframe.cache.store import HarvestStore, age, dataset_key
+from mediaframe.cache.store import HarvestStore, age, dataset_key, proven_complete
 
 __all__ = [
     "PARTITIONS",
@@ -15,6 +15,7 @@ __all__ = [
     "HarvestStore",
     "age",
     "dataset_key",
+    "proven_complete",
     "read_frame",
     "to_dask",
     "to_duckdb",

@@ -32,7 +32,6 @@ import json
 import os
 import posixpath
 import shutil
-import stat
 import threading
 import time
 import uuid
@@ -65,7 +64,13 @@ from mediaframe.cache.manifest import (
 )
 from mediaframe.cache.pages import PageCheckpoints, is_plain_name
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
-from mediaframe.files import flush_file, flush_tree, private_dirs, replace_atomically
+from mediaframe.files import (
+    flush_file,
+    flush_tree,
+    private_dirs,
+    read_regular,
+    replace_atomically,
+)
 
 __all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
 
@@ -216,6 +221,14 @@ class HarvestStore:
             return None
         return decode(Manifest, data, f"the manifest of {self.url}")
 
+    def published(self) -> str | None:
+        """The dataset version the manifest names now; ``None`` if none, or if it is damaged."""
+        try:
+            manifest = self.manifest()
+        except CacheCorruptError:
+            return None
+        return manifest.data if manifest is not None else None
+
     def data_url(self, manifest: Manifest | None = None) -> str | None:
         """Where the published dataset lives, or ``None`` if none is published.
 
@@ -353,6 +366,11 @@ class HarvestStore:
             remove_tree(self.fs, path)
 
     # plan in progress -------------------------------------------------------
+
+    def scratch(self, *names: str) -> HarvestStore:
+        """A store under this folder's ``sync/`` (a sync's passes, used under this folder's
+        writer lock; what a killed sync leaves goes with the next writer's sweep)."""
+        return HarvestStore(self._url(_SYNC, *names))
 
     def load_plan(self) -> PlanFile | None:
         """The plan of an interrupted harvest; ``None`` if none or damaged (start afresh)."""
@@ -542,7 +560,7 @@ class HarvestStore:
         path, data, limit = self._path(name), b"", MAX_DOCUMENT_BYTES if document else None
         try:
             if self.local:
-                data = _read_regular(path, limit)
+                data = read_regular(path, limit)
             else:
                 with self.fs.open(path, "rb") as handle:
                     data = handle.read(-1 if limit is None else limit + 1)
@@ -593,22 +611,14 @@ class HarvestStore:
             raise write_error(self.url, err) from err
 
 
-def _read_regular(path: str, limit: int | None) -> bytes:
-    # O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO opens without waiting for a
-    # writer, then fails the regular-file check. The size is checked before reading (asking
-    # read() for at most limit + 1 bytes would allocate that much on every read).
-    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(handle, "rb", buffering=0) as file:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{posixpath.basename(path)} is not a regular file")
-        if limit is not None and info.st_size > limit:
-            raise OSError(f"{posixpath.basename(path)} is over {limit:,} bytes")
-        return file.read()
-
-
 def _is_version(name: str) -> bool:
     return name.startswith(_DATA_PREFIX) and "/" not in name and ".." not in name
+
+
+def proven_complete(provenance: Mapping[str, Any]) -> bool:
+    """Whether a cached dataset was proven complete (one fetched with ``allow_incomplete`` and
+    short of hits was not)."""
+    return provenance.get("complete", True) is not False
 
 
 def age(provenance: Mapping[str, Any], *, now: dt.datetime | None = None) -> dt.timedelta:

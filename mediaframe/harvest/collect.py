@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from mediaframe import frames
-from mediaframe.cache import HarvestStore, age, dataset_key
+from mediaframe.cache import HarvestStore, age, dataset_key, proven_complete
 from mediaframe.exceptions import (
     CacheCorruptError,
     CacheMissError,
@@ -147,14 +147,14 @@ def _collected(
     refresh = options.refresh
     # A writer that publishes while this call waits for the lock names another version; a
     # date would not tell (another machine's clock, or this one stepped back)
-    seen = _version(store)
+    seen = store.published()
     if not refresh:
         cached = _read_cached(store, spec, offline)
         if cached is _DAMAGED:
             refresh = True  # nothing to sync from: harvest afresh
         elif cached is not None:
             frame, provenance = cached
-            if not (options.allow_incomplete or _complete(provenance)):
+            if not (options.allow_incomplete or proven_complete(provenance)):
                 if offline:
                     raise _cached_incomplete(spec, store, provenance)
                 refresh = True  # a partial result is no answer to this call: harvest again
@@ -169,7 +169,7 @@ def _collected(
     with store.writing():  # one writer per harvest folder: a second one waits here
         # ... and takes the first one's result if it was published while this one waited
         published = _published_since(store, spec, seen)
-        if published is not None and (options.allow_incomplete or _complete(published[1])):
+        if published is not None and (options.allow_incomplete or proven_complete(published[1])):
             frame, provenance = published
             return _with_report(frame, provenance.get("report"), spec, from_cache=True)
         fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
@@ -233,12 +233,6 @@ def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:
 _DAMAGED = object()
 
 
-def _complete(provenance: Mapping[str, Any]) -> bool:
-    """Whether a cached dataset was proven complete (one fetched with ``allow_incomplete`` and
-    short of hits was not)."""
-    return provenance.get("complete", True) is not False
-
-
 def _cached_incomplete(
     spec: Spec, store: HarvestStore, provenance: Mapping[str, Any]
 ) -> IncompleteResultError:
@@ -268,15 +262,6 @@ def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
             raise
         warnings.warn(f"{err}; fetching it again", CacheWarning, stacklevel=5)
         return _DAMAGED
-
-
-def _version(store: HarvestStore) -> str | None:
-    """The dataset version the manifest names now; ``None`` if none, or if it is damaged."""
-    try:
-        manifest = store.manifest()
-    except CacheCorruptError:
-        return None
-    return manifest.data if manifest is not None else None
 
 
 def _published_since(

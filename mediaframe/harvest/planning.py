@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import re
 import threading
 import time
 import warnings
@@ -16,7 +15,8 @@ from typing import Any
 
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
-from mediaframe.exceptions import CacheCorruptError, CacheError, CacheWarning
+from mediaframe.cache.pages import is_plain_name
+from mediaframe.exceptions import CacheError, CacheWarning
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
@@ -81,7 +81,7 @@ class Planning:
 
     def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
         """The plan, and the shards already finished that it keeps, by id."""
-        self.over = _published(self.store)
+        self.over = self.store.published()
         found = self.store.load_plan() if resume else None
         saved = _resumable(found, self.spec, self.over, self.store.url)
         if not resume or (found is not None and saved is None):
@@ -262,15 +262,6 @@ def _shown_when_found(shown: Progress, start: Callable[..., None]) -> Callable[.
     return found
 
 
-def _published(store: HarvestStore) -> str | None:
-    """The dataset the manifest names now; ``None`` if none (or the manifest is damaged)."""
-    try:
-        manifest = store.manifest()
-    except CacheCorruptError:
-        return None
-    return manifest.data if manifest is not None else None
-
-
 def _resumable(saved: PlanFile | None, spec: Spec, over: str | None, where: str) -> PlanFile | None:
     """``saved`` if it is the plan of an unfinished harvest of ``spec``, else ``None``.
 
@@ -293,11 +284,6 @@ def _resumable(saved: PlanFile | None, spec: Spec, over: str | None, where: str)
     return saved
 
 
-# What Shard.id makes of well-formed bounds: one file name (a record type read from a damaged
-# plan could hold anything, a slash included)
-_SHARD_ID = re.compile(r"[A-Za-z0-9_.-]+")
-
-
 def _malformed(saved: PlanFile) -> str | None:
     """What is wrong with a shard of ``saved`` (its leaves, its splits' children), if anything."""
     for shards in [saved.leaves, *(split.children for split in saved.splits.values())]:
@@ -307,7 +293,7 @@ def _malformed(saved: PlanFile) -> str | None:
                 canonical = shard.to_dict()
             except (ValueError, TypeError) as err:
                 return f"shard {planned.id!r:.80} has bounds that cannot be read: {err!s:.120}"
-            if planned.id != shard.id or not _SHARD_ID.fullmatch(shard.id):
+            if planned.id != shard.id or not is_plain_name(shard.id):
                 return f"shard {planned.id!r:.80} is not named for its bounds"
             if canonical != planned.shard or not all(type(b) is int for b in shard.bases):
                 return f"shard {planned.id!r:.80} has bounds of the wrong types"

@@ -17,13 +17,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from mediaframe.cache import HarvestStore
+from mediaframe.cache import HarvestStore, proven_complete
 from mediaframe.cache.manifest import Manifest
 from mediaframe.harvest.assemble import concat_frames, in_row_order
 from mediaframe.harvest.engine import EngineOptions
@@ -32,8 +31,6 @@ from mediaframe.harvest.report import HarvestReport
 
 __all__ = ["can_sync", "sync"]
 
-#: The folder of a harvest that holds the stores of a sync's passes while it runs.
-SCRATCH = "sync"
 #: Above this many stragglers one request each costs more than a full harvest: refetch instead.
 MAX_STRAGGLERS = 500
 
@@ -77,7 +74,7 @@ def sync(
         if manifest is None or not can_sync(spec, manifest):
             return None
         # the passes' own stores, under this one's writer lock: gone once the sync ends, however
-        changed_store, keys_store = _scratch(store, "changed"), _scratch(store, "keys")
+        changed_store, keys_store = store.scratch("changed"), store.scratch("keys")
         try:
             cached, provenance = store.read_data(manifest)
             key = list(spec.key_columns)
@@ -116,9 +113,7 @@ def sync(
             report.requests = changed_report.requests + keys_report.requests + len(fetched)
             # rows merged into an incomplete cached result are still short of its missing hits
             report.complete = (
-                provenance.get("complete", True) is not False
-                and changed_report.complete
-                and keys_report.complete
+                proven_complete(provenance) and changed_report.complete and keys_report.complete
             )
             report.synced = {
                 "changed": len(changed),
@@ -145,17 +140,13 @@ def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd
     return pd.Series(stale, index=keys.index)
 
 
-def _scratch(store: HarvestStore, name: str) -> HarvestStore:
-    return HarvestStore(posixpath.join(store.url.rstrip("/"), SCRATCH, name))
-
-
 def _remove_scratch(store: HarvestStore, *passes: HarvestStore) -> None:
     """Remove the passes' stores (``sync/``), once their shards' removers are done. Best effort:
     what stays (a failure to remove, a kill) goes with the next writer's sweep."""
     for scratch in passes:
         scratch.settle()
     with contextlib.suppress(OSError):
-        HarvestStore(posixpath.join(store.url.rstrip("/"), SCRATCH)).remove()
+        store.scratch().remove()
 
 
 def _key_index(frame: pd.DataFrame, key: list[str]) -> pd.MultiIndex:
