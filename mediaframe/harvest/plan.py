@@ -301,18 +301,18 @@ def plan(
         *,
         recounted: bool = False,
     ) -> None:
-        added = sum(counted.total for counted in counts)
-        if added != total and path and not recounted:
-            # the search may have moved since the shard was counted (paging runs beside
-            # planning): counted again, and its children still add up to it, the cut stands
-            tasks.submit(
-                functools.partial(count, shard, float(total)),
-                lambda again: judge(path, shard, again.total, level, kids, counts, recounted=True),
-            )
-            return
-        if added != total:
-            # the dimension does not cover every hit (e.g. undated records): try the next
-            cut(path, shard, total, level + 1)
+        if sum(counted.total for counted in counts) != total:
+            if path and not recounted:
+                # the search may have moved since the shard was counted (paging runs beside
+                # planning): counted again, and its children still add up to it, the cut stands
+                tasks.submit(
+                    functools.partial(count, shard, float(total)),
+                    lambda again: judge(
+                        path, shard, again.total, level, kids, counts, recounted=True
+                    ),
+                )
+            else:  # the dimension does not cover every hit (e.g. undated records): the next
+                cut(path, shard, total, level + 1)
             return
         if on_split is not None:
             found = [(kid, c.total) for kid, c in zip(kids, counts, strict=True)]
@@ -332,6 +332,10 @@ def _by_path(found: tuple[tuple[int, ...], Shard, int]) -> tuple[int, ...]:
     return found[0]
 
 
+#: A planning task: the work (a request, on the pool), and what to do with its answer.
+_Task = tuple[Callable[[], Any], Callable[[Any], None]]
+
+
 class _Tasks:
     """The planning's requests, each with what to do with its answer.
 
@@ -343,8 +347,7 @@ class _Tasks:
 
     def __init__(self, pool: Executor | None) -> None:
         self._pool = pool
-        self._waiting: collections.deque[tuple[Callable[[], Any], Callable[[Any], None]]]
-        self._waiting = collections.deque()
+        self._waiting: collections.deque[_Task] = collections.deque()
         self._running: dict[Future[Any], Callable[[Any], None]] = {}
 
     def submit(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
