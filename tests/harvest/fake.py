@@ -59,6 +59,13 @@ class FakeService:
             )
         return cls(records, **knobs)
 
+    def grow(self, n, **build):
+        """Add ``n`` records made as :meth:`build` makes them, with record ids of their own."""
+        extra = FakeService.build(n, **build).records
+        for offset, record in enumerate(extra):
+            record["record_id"] = 10_000 + len(self.records) + offset
+        self.records.extend(extra)
+
     def __call__(self, **params):
         """The records page route: ``(response members, frame of the page)``."""
         answer = self.search(**params)

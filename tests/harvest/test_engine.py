@@ -316,10 +316,7 @@ def test_shard_that_grew_past_the_cap_is_split_again(tmp_path):
         nonlocal grown
         if params.get("per_page") == 40 and not grown:
             grown = True
-            extra = FakeService.build(150, seed=5, same_day=150, bases=(1,)).records
-            for offset, record in enumerate(extra):
-                record["record_id"] = 10_000 + offset
-            service.records.extend(extra)
+            service.grow(150, seed=5, same_day=150, bases=(1,))
         return service(**params)
 
     frame, report = run(growing, tmp_path)

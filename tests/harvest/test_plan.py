@@ -53,6 +53,15 @@ def test_shard_ids_are_stable_and_round_trip():
     assert Shard().id == "all"
 
 
+def plan_two_bases(count, counter, **options):
+    """Plan a search of bases 1 and 2 under a cap of 100, counting through ``count``."""
+    options.setdefault("cap", 100)
+    options.setdefault("bounds", counter.bounds)
+    return plan(
+        count, root=Shard(), root_count=counter(Shard()), spec=counter.spec, bases=(1, 2), **options
+    )
+
+
 def test_a_leaf_is_told_while_the_rest_of_its_round_is_still_counted():
     # Two bases over the cap are cut by dates round after round; the first leaves of both come
     # in the same round. Base 1's must be told as soon as its own counts are in, before base
@@ -69,16 +78,8 @@ def test_a_leaf_is_told_while_the_rest_of_its_round_is_still_counted():
     def on_leaf(shard, total, frame):
         events.append(("leaf", shard.bases))
 
-    leaves, stuck = plan(
-        count,
-        root=Shard(),
-        root_count=counter(Shard()),
-        cap=100,
-        spec=spec,
-        bases=(1, 2),
-        bounds=counter.bounds,
-        on_leaf=on_leaf,  # no pool: counts run one by one, as the planner reads them
-    )
+    # no pool: counts run one by one, as the planner reads them
+    leaves, stuck = plan_two_bases(count, counter, on_leaf=on_leaf)
     assert not stuck and sum(total for _, total in leaves) == 400
     first = {bases: events.index(("leaf", bases)) for bases in [(1,), (2,)]}
     between = events[first[(1,)] + 1 : first[(2,)]]
@@ -132,15 +133,7 @@ def test_a_cap_of_zero_leaves_the_whole_search_stuck_not_divided_by():
     service = FakeService.build(400, cap=100, bases=(1, 2))
     spec = Spec("records")
     counter = ShardCounter(service, spec, page_size=100)
-    leaves, stuck = plan(
-        counter,
-        root=Shard(),
-        root_count=counter(Shard()),
-        cap=0,
-        spec=spec,
-        bases=(1, 2),
-        bounds=counter.bounds,
-    )
+    leaves, stuck = plan_two_bases(counter, counter, cap=0)
     assert (leaves, stuck) == ([], [(Shard(), 400)])
 
 
@@ -165,16 +158,7 @@ def test_a_shard_is_cut_further_without_waiting_for_the_rest_of_its_level():
         return counter.bounds(shard)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        leaves, stuck = plan(
-            count,
-            root=Shard(),
-            root_count=counter(Shard()),
-            cap=100,
-            spec=spec,
-            bases=(1, 2),
-            bounds=bounds,
-            pool=pool,
-        )
+        leaves, stuck = plan_two_bases(count, counter, bounds=bounds, pool=pool)
     assert not stuck and sum(total for _, total in leaves) == 400
     assert waited == [True], "base 1's windows waited for base 2's days"
     assert [shard.bases for shard, _ in leaves] == sorted(shard.bases for shard, _ in leaves)
@@ -193,21 +177,10 @@ def test_a_cut_whose_parent_grew_meanwhile_is_kept_once_the_parent_is_counted_ag
 
     def count(shard, expected=None):
         if shard.bases == (1,) and shard.date_min is not None and not arrived:
-            extra = FakeService.build(20, seed=4, bases=(1,)).records
-            for offset, record in enumerate(extra):
-                record["record_id"] = 10_000 + offset
-            service.records.extend(extra)
-            arrived.append(len(extra))
+            service.grow(20, seed=4, bases=(1,))
+            arrived.append(20)
         return counter(shard, expected)
 
-    leaves, stuck = plan(
-        count,
-        root=Shard(),
-        root_count=counter(Shard()),
-        cap=100,
-        spec=spec,
-        bases=(1, 2),
-        bounds=counter.bounds,
-    )
+    leaves, stuck = plan_two_bases(count, counter)
     assert arrived and not stuck
     assert sum(total for shard, total in leaves if shard.bases == (1,)) == 220
