@@ -47,17 +47,22 @@ def test_user_key_is_the_login_fetched_once(settings):
     assert len(fake.requests) == 1
 
 
-def test_connect_with_a_password_stores_the_profile_when_named(settings):
-    fake = FakeService(golden("token_ok"), golden("me"))
-    client = mf.connect(
+def connect_with_password(fake, settings, **options):
+    """Ada's password grant through ``fake`` (client "app")."""
+    return mf.connect(
         BASE,
         client_id="app",
         username="ada",
         password="pw",
-        profile="work",
         settings=settings,
         session=fake.session(),
+        **options,
     )
+
+
+def test_connect_with_a_password_stores_the_profile_when_named(settings):
+    fake = FakeService(golden("token_ok"), golden("me"))
+    client = connect_with_password(fake, settings, profile="work")
     assert client.profile == "work"
     assert TokenStore(settings.config_dir).load("work").token == Token(SECRET)
     client.me_raw()
@@ -75,15 +80,7 @@ def test_a_token_the_disk_cannot_take_is_kept_in_the_connection(settings, monkey
         full.setattr(files, "_write_all", disk_full)
         said = r"'work' .*No space left.*save_profile\('work'\)"
         with pytest.warns(ProfileWarning, match=said) as caught:
-            client = mf.connect(
-                BASE,
-                client_id="app",
-                username="ada",
-                password="pw",
-                profile="work",
-                settings=settings,
-                session=fake.session(),
-            )
+            client = connect_with_password(fake, settings, profile="work")
     assert caught[0].filename == __file__  # points at the caller's line
     store = TokenStore(settings.config_dir)
     assert store.names() == [] and list(store.directory.iterdir()) == []  # no partial file
@@ -98,28 +95,13 @@ def test_a_token_the_disk_cannot_take_is_kept_in_the_connection(settings, monkey
 def test_connect_with_a_password_refuses_a_bad_profile_name_before_the_grant(settings, name):
     fake = FakeService(golden("token_ok"), golden("me"))
     with pytest.raises(ConfigurationError, match="is not valid"):
-        mf.connect(
-            BASE,
-            client_id="app",
-            username="ada",
-            password="pw",
-            profile=name,
-            settings=settings,
-            session=fake.session(),
-        )
+        connect_with_password(fake, settings, profile=name)
     assert fake.requests == [], "the service issued a token the client then threw away"
 
 
 def test_connect_with_a_password_stores_nothing_unnamed(settings):
     fake = FakeService(golden("token_ok"))
-    mf.connect(
-        BASE,
-        client_id="app",
-        username="ada",
-        password="pw",
-        settings=settings,
-        session=fake.session(),
-    )
+    connect_with_password(fake, settings)
     assert TokenStore(settings.config_dir).names() == []
 
 
