@@ -174,17 +174,15 @@ def _compression(path: str | os.PathLike[str], given: Any = "infer") -> Any:
     what pandas would infer from ``path``'s own name (never the partial's, which says none),
     an archive's member named as the file without the archive's ending."""
     name = Path(path).name
+    ending = next((e for e in _COMPRESSIONS if name.lower().endswith(e[0])), None)
     if given == "infer":
-        ending = next((e for e in _COMPRESSIONS if name.lower().endswith(e[0])), None)
         if ending is None:
             return None
         given = {"method": ending[1]} | ({"mode": ending[2]} if ending[1] == "tar" else {})
     elif given in ("zip", "tar"):
         given = {"method": given}
     if isinstance(given, Mapping) and given.get("method") in ("zip", "tar"):
-        stem = next(
-            (name[: -len(e[0])] for e in _COMPRESSIONS if name.lower().endswith(e[0])), name
-        )
+        stem = name[: -len(ending[0])] if ending is not None else name
         given = {"archive_name": stem, **given}
     return given
 
