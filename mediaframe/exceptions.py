@@ -25,7 +25,8 @@ The tree::
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   ├── MalformedItemError        one item of a response cannot be read; names the item
     │   └── ResponseTooLargeError     the answer outgrew MEDIAFRAME_MAX_RESPONSE_BYTES
-    ├── IncompleteResultError         a search cannot be retrieved whole under the cap
+    ├── IncompleteResultError         a search cannot be retrieved whole under the cap (or the
+    │                                 feeds' pages do not add up)
     ├── CacheError                    the parquet cache cannot be read or written
     │   ├── CacheCorruptError         a cached file is damaged or does not match its manifest
     │   └── CacheMissError            offline mode and nothing is cached for the request
@@ -238,7 +239,8 @@ class ResponseTooLargeError(ResponseFormatError):
 
 
 class IncompleteResultError(MediaframeError):
-    """A search could not be split under the server's retrieval cap.
+    """A search could not be split under the server's retrieval cap, or the feeds' pages did not
+    add up (:meth:`~mediaframe.Client.feed_entries`: ``shards`` and ``report`` are then None).
 
     Attributes
     ----------

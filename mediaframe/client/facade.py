@@ -16,7 +16,7 @@ import requests
 
 from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
-from mediaframe.client import searches
+from mediaframe.client import feeds, searches
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError, InvalidParameterError
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
@@ -28,9 +28,6 @@ from mediaframe.remote import RemoteSearch
 from mediaframe.routes import API
 
 __all__ = ["Client", "Me"]
-
-#: Largest page of the feeds content route.
-_FEED_PAGE = 20
 
 
 class Client:
@@ -330,7 +327,17 @@ class Client:
     def feed_entries(
         self, *, offset_start: int | None = None, per_page: int | None = None
     ) -> pd.DataFrame:
-        """Entries of every feed: all of them, or one page with ``offset_start``/``per_page``."""
+        """Entries of every feed: all of them, or one page with ``offset_start``/``per_page``.
+
+        All of them are paged from the first, and read again when the feeds change between
+        pages: each entry comes once (see ``docs/reliability.md``).
+
+        Raises
+        ------
+        IncompleteResultError
+            Three reads in a row did not add up: the server ignores ``offset_start``, or the
+            feeds changed on every read.
+        """
         return frames.feed_entries(self._feed_entries(offset_start, per_page))
 
     def feed_items(
@@ -393,21 +400,12 @@ class Client:
     def _feed_entries(
         self, offset_start: int | None, per_page: int | None, *, extended: bool = False
     ) -> list[dict]:
+        def fetch(start: int | None, size: int | None) -> dict[str, Any]:
+            return self.api.feeds_content(offset_start=start, per_page=size, extended=extended)
+
         if offset_start is not None or per_page is not None:
-            page = self.api.feeds_content(
-                offset_start=offset_start, per_page=per_page, extended=extended
-            )
-            return page.get("entries") or []
-        entries: list[dict] = []
-        while True:  # every entry: page until the total is reached or a page comes back empty
-            page = self.api.feeds_content(
-                offset_start=len(entries), per_page=_FEED_PAGE, extended=extended
-            )
-            batch = page.get("entries") or []
-            entries.extend(batch)
-            total = page.get("total_entries")
-            if not batch or (isinstance(total, int) and len(entries) >= total):
-                return entries
+            return feeds.entries_of(fetch(offset_start, per_page))
+        return feeds.every_entry(fetch)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
