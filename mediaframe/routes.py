@@ -223,6 +223,8 @@ class API:
         response = self.transport.get(
             "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20), extended=extended
         )
+        if "entries" in response:
+            response["entries"] = as_list(response["entries"], key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -244,6 +246,8 @@ class API:
         feed_id = _count(feed_id, "feed_id", minimum=1)
         params = _feed_paging(offset_start, per_page, 100)
         response = self.transport.get(f"/api/v1/feeds/{feed_id}/content/", params)
+        if "entries" in response:
+            response["entries"] = as_list(response["entries"], key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -256,8 +260,12 @@ class API:
         return response
 
     def baskets_list(self) -> dict[str, Any]:
-        """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging)."""
-        return self.transport.get("/api/v1/baskets/list/")
+        """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging; a list, even if keyed
+        by id)."""
+        response = self.transport.get("/api/v1/baskets/list/")
+        if "baskets" in response:
+            response["baskets"] = as_list(response["baskets"], key="basket_id")
+        return response
 
     def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> dict[str, Any]:
         """``GET /api/v1/records/<databox_id>/<record_id>/``: ``{record}``."""
@@ -331,6 +339,10 @@ class API:
         """``GET /api/v1/baskets/<basket_id>/content/``: ``{basket, basket_elements}``."""
         basket_id = _count(basket_id, "basket_id", minimum=1)
         response = self.transport.get(f"/api/v1/baskets/{basket_id}/content/", extended=extended)
+        if "basket_elements" in response:
+            response["basket_elements"] = as_list(
+                response["basket_elements"], key="basket_element_id"
+            )
         for element in _dicts(response.get("basket_elements")):
             normalise_record(element.get("record"))  # type: ignore[arg-type]
         return response

@@ -18,11 +18,12 @@ from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.client import feeds, searches
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError, InvalidParameterError
+from mediaframe.exceptions import ConfigurationError, InvalidParameterError, MalformedItemError
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
 from mediaframe.harvest import Spec
 from mediaframe.harvest.collect import ClientService, cache_path, collect
 from mediaframe.http import Transport
+from mediaframe.normalise import listed
 from mediaframe.parameters import search_params
 from mediaframe.remote import RemoteSearch
 from mediaframe.routes import API
@@ -293,12 +294,12 @@ class Client:
         ``note`` and every participant's ``agreement_<login>``/``note_<login>``, then the
         record's columns (with captions and status bits if ``extended``)."""
         structure = self._structure(extended)
-        if basket_id is None:
-            baskets = self.api.baskets_list().get("baskets") or []
-            ids = [int(b["basket_id"]) for b in baskets if isinstance(b, dict) and "basket_id" in b]
-        else:
-            ids = [basket_id]
+        ids = [basket_id] if basket_id is not None else _basket_ids(self.api.baskets_list())
         contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
+        for content in contents:
+            content["basket_elements"] = listed(
+                content, "basket_elements", key="basket_element_id", what="basket elements"
+            )
         return self.api.fill_base_ids(frames.basket_records(contents, structure))
 
     def _structure(self, extended: bool) -> frames.Structure | None:
@@ -355,11 +356,12 @@ class Client:
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
-        return frames.feeds(self.api.feeds_list().get("feeds") or [])
+        return frames.feeds(listed(self.api.feeds_list(), "feeds", key="id", what="feeds"))
 
     def baskets(self) -> pd.DataFrame:
         """The user's baskets."""
-        return frames.baskets(self.api.baskets_list().get("baskets") or [])
+        answer = self.api.baskets_list()
+        return frames.baskets(listed(answer, "baskets", key="basket_id", what="baskets"))
 
     def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
@@ -406,6 +408,30 @@ class Client:
         if offset_start is not None or per_page is not None:
             return feeds.entries_of(fetch(offset_start, per_page))
         return feeds.every_entry(fetch)
+
+
+def _basket_ids(answer: Mapping[str, Any]) -> list[int]:
+    """The ids of the baskets of a ``/baskets/list/`` answer, each one checked: a basket the
+    reader cannot name is an error, never a basket left out."""
+    ids = []
+    for index, basket in enumerate(listed(answer, "baskets", key="basket_id", what="baskets")):
+        if not isinstance(basket, Mapping):
+            raise MalformedItemError(
+                f"basket #{index} is {type(basket).__name__}, not an object; the server's answer "
+                "does not follow the API contract (report the payload)",
+                item=index,
+            )
+        ident = basket.get("basket_id")
+        if isinstance(ident, str) and ident.strip().isdecimal():
+            ident = int(ident)
+        if isinstance(ident, bool) or not isinstance(ident, int) or ident < 1:
+            raise MalformedItemError(
+                f"basket #{index}: member 'basket_id' is {ident!r}, not a basket id; every basket "
+                "needs it to be read (report the payload)",
+                item=index,
+            )
+        ids.append(ident)
+    return ids
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from mediaframe.exceptions import IncompleteResultError, MalformedItemError, ResponseFormatError
 from mediaframe.harvest.plan import int_member
-from mediaframe.normalise import as_list
+from mediaframe.normalise import listed
 
 __all__ = ["FEED_PAGE", "Fetch", "entries_of", "every_entry"]
 
@@ -64,15 +64,7 @@ def entries_of(page: Mapping[str, Any]) -> list[dict]:
     MalformedItemError
         ``entries`` is neither a list nor an object keyed by id.
     """
-    entries = as_list(page.get("entries"), key="id")
-    if entries is None:
-        return []
-    if not isinstance(entries, list):
-        raise MalformedItemError(
-            f"the feeds answer's entries is {type(entries).__name__}, not a list of feed entries; "
-            "the server's answer does not follow the API contract (report the payload)"
-        )
-    return entries
+    return listed(page, "entries", key="id", what="feed entries")
 
 
 def _read(fetch: Fetch, per_page: int) -> tuple[list[dict], str]:
