@@ -21,6 +21,7 @@ from mediaframe.exceptions import (
     MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
+    ResponseFormatError,
 )
 from mediaframe.frames import RecordsPage, read_records
 from mediaframe.frames.fastjson import READ, is_described
@@ -188,7 +189,12 @@ class API:
             self.me()
             with self._base_ids_lock:
                 lookup = self._base_ids
-        assert lookup is not None
+        if lookup is None:  # the answer named no user: not kept, and nothing to fill from
+            raise ResponseFormatError(
+                "the /me/ answer names no user, so the base_id of records from a server that "
+                "sends none cannot be read from it; try again, and if it persists the service "
+                "(or a proxy before it) is failing"
+            )
         return filled_base_ids(frame, lookup)
 
     def search_v2_frame(
@@ -206,6 +212,8 @@ class API:
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
         answer = normalise_me(self.transport.get("/api/v1/me/"))
+        if not answer.get("user"):
+            return answer  # names no user: nothing of it is kept (the client refuses it)
         # what fill_base_ids() reads, without asking again: built once, not once per page
         lookup = base_id_lookup(frames.collections(answer.get("collections") or []))
         with self._base_ids_lock:

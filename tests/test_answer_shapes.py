@@ -142,3 +142,19 @@ def test_a_basket_id_as_text_is_read(emu, settings):
     truth, _ = connect(emu, settings, unchanged)
     client, _ = connect(emu, settings, rewrite)
     assert client.basket_records().equals(truth.basket_records())
+
+
+def test_a_me_answer_naming_no_user_leaves_no_base_ids_behind(settings):
+    legacy = Emulator(records=300, seed=5, flavour="legacy")  # records carry no base_id
+    first = {"me": True}
+
+    def blank_first_me(path: str, envelope: dict[str, Any]) -> None:
+        if path == "/api/v1/me/" and first.pop("me", False):
+            envelope["response"] = {}
+
+    client, _ = connect(legacy, settings, blank_first_me)
+    key = legacy.ground_truth().iloc[0]
+    databox_id, record_id = int(key["databox_id"]), int(key["record_id"])
+    with pytest.raises(mf.ResponseFormatError, match="names no user"):
+        client.record(databox_id, record_id)
+    assert client.record(databox_id, record_id)["base_id"].notna().all()

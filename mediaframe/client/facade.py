@@ -18,7 +18,12 @@ from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
 from mediaframe.client import feeds, searches
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError, InvalidParameterError, MalformedItemError
+from mediaframe.exceptions import (
+    ConfigurationError,
+    InvalidParameterError,
+    MalformedItemError,
+    ResponseFormatError,
+)
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
 from mediaframe.harvest import Spec
 from mediaframe.harvest.collect import ClientService, cache_path, collect
@@ -94,10 +99,25 @@ class Client:
         self.transport.close()
 
     def me_raw(self, *, refresh: bool = False) -> dict[str, Any]:
-        """``/api/v1/me/`` decoded: ``{user, collections, databoxes}`` (asked once, then kept)."""
+        """``/api/v1/me/`` decoded: ``{user, collections, databoxes}`` (asked once, then kept).
+
+        Raises
+        ------
+        ResponseFormatError
+            The answer names no user (a failure the server dressed as success, a proxy's
+            page): it is not kept, so the next call asks again.
+        """
         with self._lock:
             if self._me is None or refresh:
-                self._me = self.api.me()
+                answer = self.api.me()
+                user = answer.get("user")
+                if not isinstance(user, Mapping) or not user:
+                    raise ResponseFormatError(
+                        f"the /me/ answer names no user (user is {_shown(user)}): it does not "
+                        "say who the token belongs to, so it was not kept; try again, and if it "
+                        "persists the service (or a proxy before it) is failing"
+                    )
+                self._me = answer
             return self._me
 
     def whoami(self) -> dict[str, Any]:
@@ -410,6 +430,11 @@ class Client:
         return feeds.every_entry(fetch)
 
 
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def _basket_ids(answer: Mapping[str, Any]) -> list[int]:
     """The ids of the baskets of a ``/baskets/list/`` answer, each one checked: a basket the
     reader cannot name is an error, never a basket left out."""
@@ -426,8 +451,8 @@ def _basket_ids(answer: Mapping[str, Any]) -> list[int]:
             ident = int(ident)
         if isinstance(ident, bool) or not isinstance(ident, int) or ident < 1:
             raise MalformedItemError(
-                f"basket #{index}: member 'basket_id' is {ident!r}, not a basket id; every basket "
-                "needs it to be read (report the payload)",
+                f"basket #{index}: member 'basket_id' is {_shown(ident)}, not a basket id; "
+                "every basket needs it to be read (report the payload)",
                 item=index,
             )
         ids.append(ident)
