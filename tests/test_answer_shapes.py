@@ -158,3 +158,41 @@ def test_a_me_answer_naming_no_user_leaves_no_base_ids_behind(settings):
     with pytest.raises(mf.ResponseFormatError, match="names no user"):
         client.record(databox_id, record_id)
     assert client.record(databox_id, record_id)["base_id"].notna().all()
+
+
+def no_v2(path: str, envelope: dict[str, Any]) -> int | None:
+    """A server of the v1-only generation: ``/api/v2/`` is an unknown path (404 envelope)."""
+    if not path.startswith("/api/v2/"):
+        return None
+    envelope["meta"].update(error_type="Not Found", error_message="Requested resource is not found")
+    envelope["response"] = {}
+    return 404
+
+
+@pytest.mark.parametrize(
+    ("query", "filters"), [("", {}), ("sunset", {"record_type": "image", "bases": [1]})]
+)
+def test_facets_on_a_server_without_v2_come_from_a_v1_search(emu, settings, query, filters):
+    truth, _ = connect(emu, settings, unchanged)
+    expected = truth.facets(query, **filters)
+    assert len(expected) > 0
+    client, app = connect(emu, settings, no_v2)
+    assert client.facets(query, **filters).equals(expected)
+    assert client.facets(query, **filters).equals(expected)
+    asked = [path for path in app.paths if "/search/" in path]
+    assert asked == ["/api/v2/search/", "/api/v1/search/", "/api/v1/search/"]  # 404 once
+
+
+def test_a_404_from_v2_after_it_answered_is_not_taken_for_a_missing_version(emu, settings):
+    answered: list[str] = []
+
+    def later_404(path: str, envelope: dict[str, Any]) -> int | None:
+        if path.startswith("/api/v2/"):
+            answered.append(path)
+            return no_v2(path, envelope) if len(answered) > 1 else None
+        return None
+
+    client, _ = connect(emu, settings, later_404)
+    client.facets()
+    with pytest.raises(mf.NotFoundError):
+        client.facets()

@@ -22,6 +22,7 @@ from mediaframe.exceptions import (
     ConfigurationError,
     InvalidParameterError,
     MalformedItemError,
+    NotFoundError,
     ResponseFormatError,
 )
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
@@ -81,6 +82,8 @@ class Client:
         self.api = API(self.transport)
         self._user_key: str | None = None
         self._me: dict[str, Any] | None = None
+        #: Whether the server has ``/api/v2/`` (None until a facets read has asked it).
+        self._has_v2: bool | None = None
         # Re-entrant: user_key holds it while whoami() -> me_raw() may take it again.
         self._lock = threading.RLock()
 
@@ -328,11 +331,30 @@ class Client:
 
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
-        query`` (each ``query`` selects its value)."""
+        query`` (each ``query`` selects its value).
+
+        They are read from a one-hit v2 search; on a server without ``/api/v2/`` (it answers
+        404: the v1-only generation) from the ``facets`` member of a one-hit v1 search, which
+        this client then asks directly.
+        """
         _, search = split_filters(filters, where="facets")
         spec, _ = self._spec("records", query, search)
-        response = self.api.search_v2(query, per_page=1, **spec.filters)
+        response = self._one_hit(query, spec.filters)
         return frames.facets(response.get("facets") or [])
+
+    def _one_hit(self, query: str, filters: Mapping[str, Any]) -> dict[str, Any]:
+        """A one-hit search answer with facets: v2 where the server has it, else v1."""
+        if self._has_v2 is not False:
+            try:
+                answer = self.api.search_v2(query, per_page=1, **filters)
+            except NotFoundError:
+                if self._has_v2:  # v2 answered before: this 404 is not a missing version
+                    raise
+                self._has_v2 = False
+            else:
+                self._has_v2 = True
+                return answer
+        return self.api.search(query, per_page=1, **filters)
 
     def me(self, *, refresh: bool = False) -> Me:
         """The user (a Series) and their collection rights, status definitions and databoxes."""
