@@ -184,7 +184,8 @@ def output_option(command: F) -> F:
         "-o",
         "--output",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Write to FILE; the extension picks the format: .csv .xlsx .parquet .json .html.",
+        help="Write to FILE; the extension picks the format: .csv .xlsx .parquet .json .html; "
+        ".csv and .json also compressed (.csv.gz, .json.zip, .bz2, .xz, .zst, .tar.gz).",
     )(command)
 
 

@@ -408,3 +408,92 @@ def test_an_html_export_of_a_wide_table_says_how_many_rows_the_page_left_out(tmp
     emit(State(), {"wide": wide}, tmp_path / "wide.html")
     said = capsys.readouterr().err
     assert "Wrote 300 row(s)" in said and "100 left out" in said
+
+
+#: Every command whose -o writes one file, with what it needs to write a single table.
+_WRITERS = {
+    "records": [],
+    "stories": [],
+    "facets": [],
+    "search": [],
+    "sync": [],
+    "me": ["--table", "collections"],
+    "feeds": [],
+    "baskets": [],
+    "feed-items": [],
+    "feed-entries": [],
+    "fields": [],
+    "story-records": [],
+    "basket-records": [],
+    "cache ls": [],
+}
+
+
+def _file_writers(group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if name == "emulator":  # the emulator's own product: its ground truth, parquet only
+            continue
+        if hasattr(command, "commands"):
+            yield from _file_writers(command, (*path, name))
+        elif any(
+            "--output" in param.opts and not getattr(param.type, "dir_okay", True)
+            for param in command.params
+        ):
+            yield " ".join((*path, name))
+
+
+def test_the_compressed_output_test_covers_every_command_writing_one_file():
+    assert sorted(_file_writers()) == sorted(_WRITERS)
+
+
+@pytest.mark.parametrize("command", sorted(_WRITERS))
+def test_every_command_writes_a_file_compressed_as_its_name_says(run, tmp_path, command):
+    words = command.split()
+    plain = run(*words, *_WRITERS[command], "-o", str(tmp_path / "plain.csv"))
+    assert plain.exit_code == 0, plain.stderr
+    packed = run(*words, *_WRITERS[command], "-o", str(tmp_path / "packed.csv.gz"))
+    assert packed.exit_code == 0, packed.stderr
+    with open(tmp_path / "packed.csv.gz", "rb") as file:
+        assert file.read(2) == b"\x1f\x8b"  # gzip's magic: compressed, not plain text so named
+    expected = pd.read_csv(tmp_path / "plain.csv")
+    if command == "cache ls":  # the listing's ages move on between the two runs
+        expected = expected.drop(columns="age")
+    back = pd.read_csv(tmp_path / "packed.csv.gz")
+    pd.testing.assert_frame_equal(back[expected.columns], expected)
+
+
+@pytest.mark.parametrize(
+    "name", ["r.csv.gz", "r.csv.zip", "r.csv.bz2", "r.csv.xz", "r.csv.tar.gz", "r.CSV.GZ"]
+)
+def test_records_compressed_as_csv_read_back_whole(run, emulator, tmp_path, name):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 0, result.stderr
+    assert f"Wrote {len(emulator.ground_truth()):,} row(s)" in result.stderr
+    back = pd.read_csv(tmp_path / name)
+    assert len(back) == len(emulator.ground_truth())
+    assert set(back["record_id"]) == set(emulator.ground_truth()["record_id"])
+
+
+@pytest.mark.parametrize("name", ["r.json.gz", "r.json.bz2", "r.json.xz", "r.json.zip"])
+def test_records_compressed_as_json_read_back_whole(run, emulator, tmp_path, name):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 0, result.stderr
+    back = pd.read_json(tmp_path / name)
+    assert len(back) == len(emulator.ground_truth())
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("r.parquet.gz", "parquet compresses itself"),
+        ("r.xlsx.gz", ".xlsx is not compressed"),
+        ("r.gz", "cannot tell the format"),
+    ],
+)
+def test_a_compression_a_format_cannot_take_is_refused_before_any_harvest(
+    run, tmp_path, name, says
+):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 1 and says in result.stderr, result.stderr
+    assert ".csv.gz" in result.stderr  # what to write instead
+    assert not (tmp_path / name).exists()

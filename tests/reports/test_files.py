@@ -107,3 +107,29 @@ def test_a_lone_surrogate_is_still_said_to_be_one(tmp_path):
             tmp_path / "s.csv",
             encoding="ascii",
         )
+
+
+@pytest.mark.parametrize("name", ["x.csv.gz", "x.csv.zip", "x.json.bz2", "x.JSON.XZ", "x.csv.tar"])
+def test_export_picks_the_format_behind_a_compression_ending_and_reads_back(tmp_path, name):
+    from mediaframe.reports import export
+
+    path = export(FRAME, tmp_path / name)
+    reader = pd.read_json if ".json" in name.lower() else pd.read_csv
+    pd.testing.assert_frame_equal(reader(path), FRAME)
+    assert path.read_bytes()[:3] != b"a,b"  # compressed, not plain text under that name
+
+
+def test_a_zstandard_export_without_the_package_says_how_to_install_it(tmp_path, monkeypatch):
+    import importlib.util
+
+    from mediaframe.reports import export
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "zstandard" else find_spec(name, *a),
+    )
+    with pytest.raises(ExportError, match="pip install zstandard"):
+        export(FRAME, tmp_path / "x.csv.zst")
+    assert not list(tmp_path.iterdir())
