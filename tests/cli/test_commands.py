@@ -206,6 +206,63 @@ def test_two_different_profiles_are_refused_by_every_command(run, command):
     assert "two profiles" not in same.stderr
 
 
+def _commands_with(option, group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if hasattr(command, "commands"):
+            yield from _commands_with(option, command, (*path, name))
+        elif any(option in param.opts for param in command.params):
+            yield " ".join((*path, name))
+
+
+_A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3cret-t0ken"
+
+
+@pytest.mark.parametrize("command", list(_commands_with("--base-url")))
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("--base-url", _A, "{}", "--base-url", _B),
+        ("{}", "--base-url", _A, "--base-url", _B),
+        ("--base-url", _A, "--base-url", _B, "{}"),
+    ],
+    ids=["before-and-after", "twice-after", "twice-before"],
+)
+def test_two_different_base_urls_are_refused_naming_both(run, command, where):
+    words = command.split()
+    args = [w for part in where for w in (words if part == "{}" else [part])]
+    result = run(*args, "--limit", "1")
+    assert result.exit_code == 2, result.output
+    assert "two service addresses" in result.stderr, result.stderr
+    assert _A in result.stderr and "https://***@b.example.org/?..." in result.stderr
+    assert "s3cret-t0ken" not in result.output and "pw@" not in result.output
+
+
+@pytest.mark.parametrize("command", list(_commands_with("--base-url")))
+def test_the_same_base_url_given_twice_is_taken(run, emulator, command):
+    url = emulator.base_url
+    result = run("--base-url", url, *command.split(), "--base-url", url, "--base-url", url,
+                 "--limit", "1")  # fmt: skip
+    assert "two service addresses" not in result.stderr
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--profile", "a", "--profile", "b", "feeds"],
+        ["feeds", "--profile", "a", "--profile", "b"],
+        ["login", "--url", _A, "--url", _B, "--token-stdin"],
+        ["--base-url", _A, "login", "--url", _B, "--token-stdin"],
+    ],
+    ids=["profile-twice-before", "profile-twice-after", "login-url-twice", "login-url-and-base"],
+)
+def test_a_repeated_connection_option_with_two_values_is_refused(run, args):
+    result = run(*args, input="t0ken-from-stdin")
+    assert result.exit_code == 2, result.output
+    assert "two " in result.stderr and "give one" in result.stderr
+    assert "s3cret-t0ken" not in result.output and "pw@" not in result.output
+
+
 def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
     emu = fresh_emulator(records=400, cap=100)
     run = runner_for(emu, tmp_path)
