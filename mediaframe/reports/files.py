@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mediaframe.exceptions import ExportError, MediaframeWarning
 
-__all__ = ["MANIFEST", "atomic_folder", "atomic_path", "check_folder", "writable"]
+__all__ = ["MANIFEST", "atomic_folder", "atomic_path", "check_folder", "inherit", "writable"]
 
 _NAME_BYTES = 200
 #: The file an exported folder lists its files in, so that the next export into it knows what
@@ -34,7 +34,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``, renamed over it once the body succeeds.
 
     A failure (or a kill) leaves any earlier file at ``path`` as it was, never half of a new one.
-    The new file takes the earlier one's permissions (a private export stays private). A
+    The new file takes the earlier one's permissions (a private export stays private), and its
+    owner and group where this process may give them (see :func:`inherit`). A
     symbolic link is followed (the file it names is replaced, the link kept); a stream such as
     ``/dev/stdout`` or a named pipe is written directly.
 
@@ -53,8 +54,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     partial = target.with_name(f".{stem}.{uuid.uuid4().hex[:8]}.partial")
     try:
         yield partial
-        with contextlib.suppress(FileNotFoundError):  # none to replace: the umask's mode
-            shutil.copymode(target, partial)
+        inherit(target, partial)
         os.replace(partial, target)
     except UnicodeEncodeError as err:  # a ValueError, from whichever writer encoded the text
         raise ExportError(f"cannot write {target}: {_unencodable(err)}") from err
@@ -63,6 +63,42 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):  # gone, or never made: the error above says why
             partial.unlink()
+
+
+def inherit(earlier: Path, new: Path) -> None:
+    """Give ``new``, about to replace ``earlier``, what ``earlier`` had: its permissions, and
+    its owner and group where this process may give them — any owner and group as root, the
+    group alone to a file of its own when the group is one of its own (``chown``'s rules).
+
+    Never more access than ``earlier`` allowed: where its group cannot be kept, the group
+    ``new`` has gets no more than others had, and no set-group-id bit; where its owner cannot
+    be kept, no set-user-id bit. Nothing to inherit from a link, nor where there was none.
+    """
+    try:
+        was = os.stat(earlier, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # none to replace: the umask's mode, as a file made in place would have
+    if stat.S_ISLNK(was.st_mode):
+        return  # a link is replaced, never followed: what it names is not the export's
+    now = os.stat(new)
+    # -1: kept (chown's "leave as it is"); else what could not be given back yet
+    uid = -1 if was.st_uid == now.st_uid else was.st_uid
+    gid = -1 if was.st_gid == now.st_gid else was.st_gid
+    if uid != -1 or gid != -1:
+        try:
+            os.chown(new, uid, gid)
+            uid = gid = -1
+        except PermissionError:  # not root: the group alone, if it is one of ours
+            if gid != -1 and uid != -1:
+                with contextlib.suppress(PermissionError):
+                    os.chown(new, -1, gid)
+                    gid = -1
+    mode = stat.S_IMODE(was.st_mode)
+    if gid != -1:  # the group the file has now gets no more than anyone else had
+        mode &= ~(stat.S_ISGID | stat.S_IRWXG) | ((mode & stat.S_IRWXO) << 3)
+    if uid != -1:
+        mode &= ~stat.S_ISUID
+    os.chmod(new, mode)  # last: a chown may have cleared the set-id bits
 
 
 def _unencodable(err: UnicodeEncodeError) -> str:
@@ -265,7 +301,7 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
     try:
         while True:
             with contextlib.suppress(OSError):  # a replaced folder, even empty, keeps its mode
-                staging.chmod(stat.S_IMODE(target.stat().st_mode))
+                inherit(target, staging)  # and its owner and group
             try:
                 os.rename(staging, target)  # none there, or an empty folder: one step
                 break
@@ -329,6 +365,7 @@ def _put(path: Path, write: Callable[[Path], object]) -> None:
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")  # a _LEFTOVER
     try:
         write(partial)
+        inherit(path, partial)
         os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):
