@@ -129,19 +129,22 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
     return store
 
 
+#: How a value of each choice is named in a message: addresses without what they may carry.
+_SHOWN: dict[str, Callable[[str], str]] = {"service addresses": shown_url}
+
+
 def _one_of(what: str, given: Sequence[tuple[str, str | None]]) -> str | None:
     """The one value of a choice given in several places (``given``: each place said as the
     option that gave it, e.g. ``--profile`` after the command, and its value); two different
     values are refused naming both, never one silently dropped. The same value twice is one.
 
-    URLs are named as :func:`~mediaframe.auth.shown_url` shows them: a password, a user name
-    or a token in one never reaches the terminal."""
+    Addresses are named as :func:`~mediaframe.tokens.shown_url` shows them: a password, a
+    user name or a token in one never reaches the terminal."""
     said = [(where, value) for where, value in given if value]
+    shown = _SHOWN.get(what, str)
     for where, value in said[1:]:
         if value != said[0][1]:
-            first, second = said[0][1], value
-            if "address" in what:
-                first, second = shown_url(first), shown_url(value)
+            first, second = shown(said[0][1]), shown(value)
             raise click.UsageError(
                 f"two {what} given: {said[0][0].format(first)} and {where.format(second)}; give one"
             )
