@@ -9,7 +9,9 @@
                               :mod:`mediaframe.cache.shards`)
     sync/                     a sync's passes while it runs, each a harvest folder of its own
     .writer                   lock file: one writer (harvest or sync) at a time
-    .readers                  lock file: readers share it; old versions go only when none holds it
+    .readers                  lock file: the readers' gate, held while one chooses its version
+    .readers-data-<version>   lock file: the readers of that version share it; an old version
+                              goes only when none holds it
 
 Publishing is one atomic step: a new dataset is written into a fresh ``data-<version>/``,
 flushed to disk, and the manifest naming it replaces the old one with ``os.replace``. A kill
@@ -42,7 +44,14 @@ from mediaframe.cache.datasets import (
     write_error,
     write_frame,
 )
-from mediaframe.cache.locks import READERS, WRITER, LockFiles, release
+from mediaframe.cache.locks import (
+    READERS,
+    VERSION_READERS,
+    WRITER,
+    LockFiles,
+    release,
+    version_lock,
+)
 from mediaframe.cache.manifest import Manifest, PlanFile, decode, encode, is_current
 from mediaframe.cache.shards import ShardFiles
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
@@ -128,40 +137,81 @@ class HarvestStore(ShardFiles):
                     self._writer_file = None
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold a reader's share: no version is removed while any reader holds one."""
-        handle = self._locks.take(READERS, fcntl.LOCK_SH, create=False)
+    def reading(self) -> Iterator[Manifest | None]:
+        """Hold the version published now for as long as the block reads it; yields its
+        manifest (``None``: nothing is published). Read that manifest, not a later one: a writer
+        may publish meanwhile, and only the version held is kept from the sweep.
+
+        Raises
+        ------
+        CacheCorruptError
+            The manifest is damaged.
+        """
+        manifest, held = self.hold()
         try:
-            yield
+            yield manifest
         finally:
-            release(handle)
+            release(held)
+
+    def hold(self) -> tuple[Manifest | None, int | None]:
+        """The published manifest, and a reader's hold on the version it names: that version is
+        not removed until the hold is freed with :func:`~mediaframe.cache.locks.release` (or its
+        process ends). The hold is ``None`` where none is needed or can be taken: nothing
+        published, a remote or read-only cache, a manifest naming no version of its own.
+
+        The readers' gate (``.readers``) is held only while the manifest is read and the
+        version's lock taken, so a sweep never sees a reader between the two: a reader of an
+        old version never stops the sweep of another, and the version published is never swept.
+        """
+        gate = self._locks.take(READERS, fcntl.LOCK_SH, create=False)
+        try:
+            manifest = self.manifest()
+            if gate is None or manifest is None or not _is_version(manifest.data):
+                return manifest, None
+            lock = version_lock(manifest.data)
+            return manifest, self._locks.take(lock, fcntl.LOCK_SH, create=False)
+        finally:
+            release(gate)
 
     def remove_unused(self, *, wait: bool = False) -> bool:
         """Remove this harvest unless a writer (harvest, sync) or a reader holds it.
 
-        Takes the writer lock, then the readers' lock exclusively (the order writers take
-        them in, so waiting cannot deadlock with one), and removes the folder holding both.
-        With ``wait``, waits for both; without, returns ``False`` at once, removing nothing,
-        when either is held. A writer that was waiting for the lock then starts afresh.
+        Takes the writer lock, then the readers' gate and every version's lock exclusively (the
+        order writers take them in), and removes the folder holding them all. Without ``wait``,
+        returns ``False`` at once, removing nothing, when any is held. With ``wait``, waits for
+        the writer, then for each version's readers with the gate let go (a reader of one
+        version may open another meanwhile: waiting under the gate would deadlock with it),
+        and tries again. A writer that was waiting for the lock then starts afresh.
         """
         if not self.local or not os.path.isdir(self.root):
             self.remove()
             return True
-        flags = 0 if wait else fcntl.LOCK_NB
-        writer = self._locks.take(WRITER, fcntl.LOCK_EX | flags)
+        writer = self._locks.take(WRITER, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         if writer is None:
             return False
         try:
-            readers = self._locks.take(READERS, fcntl.LOCK_EX | flags)
-            if readers is None:
-                return False
-            try:
-                self.remove()
-            finally:
-                os.close(readers)
+            while (busy := self._remove_if_unread()) is not None:
+                if not wait:
+                    return False
+                release(self._locks.take(busy, fcntl.LOCK_EX))  # its readers are done
         finally:
-            os.close(writer)
+            release(writer)
         return True
+
+    def _remove_if_unread(self) -> str | None:
+        """Remove the folder unless a reader holds the gate or a version: ``None``, or the name
+        of the lock found held. Under the writer lock."""
+        with contextlib.ExitStack() as held:
+            for name in (READERS, *self._version_locks()):
+                handle = self._locks.take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if handle is None:
+                    return name
+                held.callback(release, handle)
+            self.remove()
+        return None
+
+    def _version_locks(self) -> list[str]:
+        return [name for name in os.listdir(self.root) if name.startswith(VERSION_READERS)]
 
     # published dataset ------------------------------------------------------
 
@@ -207,8 +257,8 @@ class HarvestStore(ShardFiles):
         CacheCorruptError
             The manifest is damaged, or a file was changed, removed or added since publication.
         """
-        with self.reading():
-            manifest = manifest or self.manifest()
+        with self.reading() as published:
+            manifest = manifest or published
             if manifest is None:
                 raise CacheMissError(f"nothing is cached at {self.url}")
             path = self._url(self._version(manifest))
@@ -300,18 +350,55 @@ class HarvestStore(ShardFiles):
             and name not in self._retiring
             and (name.startswith(_DATA_PREFIX) or name == "data" or ".old-" in name)
         ]
-        if not old:
-            return
-        readers = None  # a remote cache takes no locks
-        if self.local:
-            readers = self._locks.take(READERS, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if readers is None:
-                return  # someone is reading: a later writer sweeps
-        try:
-            for name in old:
+        # a version's lock outliving it (a sweep killed between the two) goes the same way
+        old += [
+            version
+            for name in names
+            if name.startswith(VERSION_READERS)
+            and _is_version(version := name.removeprefix(VERSION_READERS))
+            and version not in names
+        ]
+        if not self.local:
+            for name in old:  # a remote cache takes no locks
                 self._remove(name)
+            return
+        for name, handle in self._unread(old):
+            try:
+                self._remove(name)
+                if handle is not None:
+                    self._remove(version_lock(name))
+            finally:
+                release(handle)
+
+    def _unread(self, names: list[str]) -> list[tuple[str, int | None]]:
+        """Of the leftovers ``names``, those no reader holds, each with its version's lock taken
+        exclusively (``None``: it has none, so no reader ever held it). None at all while a
+        reader is choosing its version (it holds the gate): a later writer sweeps them.
+
+        Past the gate, no reader can take the lock of a version the manifest does not name: the
+        locks taken here are kept, and the gate released, while the versions are removed.
+        """
+        if not names:
+            return []
+        gate = self._locks.take(READERS, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if gate is None:
+            return []
+        unread: list[tuple[str, int | None]] = []
+        try:
+            for name in names:
+                if not os.path.exists(self._path(version_lock(name))):
+                    unread.append((name, None))
+                    continue
+                handle = self._locks.take(version_lock(name), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if handle is not None:
+                    unread.append((name, handle))
+        except BaseException:
+            for _, handle in unread:
+                release(handle)
+            raise
         finally:
-            release(readers)
+            release(gate)
+        return unread
 
     # plan in progress -------------------------------------------------------
 
