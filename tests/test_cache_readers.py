@@ -242,3 +242,30 @@ def test_sql_on_a_connection_of_ones_own_reads_the_version_while_the_connection_
     with store.writing():
         pass
     assert first not in versions(root)
+
+
+class Unwatchable:
+    """A connection-like object that takes no weak references (a wrapper with __slots__)."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection) -> None:
+        self.connection = connection
+
+    def read_parquet(self, *args, **kwargs):
+        return self.connection.read_parquet(*args, **kwargs)
+
+
+def test_a_connection_that_cannot_be_watched_leaves_the_hold_to_the_relation(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    root = tmp_path / "h"
+    store = HarvestStore(str(root))
+    first = publish(store, "first")
+    relation = cache.to_duckdb(str(root), connection=Unwatchable(duckdb.connect()))
+    publish(store, "second")
+    assert set(relation.df()["title"]) == {"first"}
+    del relation
+    gc.collect()
+    with store.writing():  # no hold outlives it
+        pass
+    assert first not in versions(root)

@@ -53,10 +53,19 @@ def _open(path: str) -> tuple[str, int | None]:
     return data, held
 
 
-def _keep(held: int | None, anchor: object) -> None:
-    """Let ``held`` go once ``anchor`` is collected (or the interpreter exits)."""
-    if held is not None:
-        weakref.finalize(anchor, release, held)
+def _keep(held: int | None, *anchors: object) -> None:
+    """Let ``held`` go once the first of ``anchors`` that can be watched is collected (or the
+    interpreter exits); at once if none can (a connection of a kind with no weak references):
+    a hold never outlives what it was taken for."""
+    if held is None:
+        return
+    for anchor in anchors:
+        try:
+            weakref.finalize(anchor, release, held)
+        except TypeError:
+            continue
+        return
+    release(held)
 
 
 def _partitioning(path: str) -> pads.Partitioning | None:
@@ -130,5 +139,5 @@ def to_duckdb(path: str, *, connection: Any = None) -> Any:
     except BaseException:
         release(held)
         raise
-    _keep(held, con)
+    _keep(held, con, relation)
     return relation
