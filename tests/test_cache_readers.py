@@ -17,6 +17,7 @@ import pytest
 
 from mediaframe import cache
 from mediaframe.cache import HarvestStore, locks
+from mediaframe.exceptions import CacheError
 
 SORT = ["databox_id", "collection_id", "record_id"]
 
@@ -269,3 +270,29 @@ def test_a_connection_that_cannot_be_watched_leaves_the_hold_to_the_relation(tmp
     with store.writing():  # no hold outlives it
         pass
     assert first not in versions(root)
+
+
+def test_a_removal_that_fails_lets_every_version_lock_go(tmp_path, monkeypatch):
+    root = tmp_path / "h"
+    store = HarvestStore(str(root))
+    publish(store, "current")
+    old = ["data-20200101T000000-aaaaaaaa", "data-20200101T000000-bbbbbbbb"]
+    for name in old:
+        (root / name).mkdir()
+        (root / locks.version_lock(name)).touch()
+    real = HarvestStore._remove
+
+    def failing(self, name):
+        if name in old:
+            raise PermissionError(13, "Permission denied", name)
+        real(self, name)
+
+    monkeypatch.setattr(HarvestStore, "_remove", failing)
+    with pytest.raises(CacheError, match="not writable"), store.writing():
+        pass
+    for name in old:  # another open takes each at once: none is left held by this process
+        handle = os.open(root / locks.version_lock(name), os.O_RDWR)
+        try:
+            locks.fcntl.flock(handle, locks.fcntl.LOCK_EX | locks.fcntl.LOCK_NB)
+        finally:
+            os.close(handle)

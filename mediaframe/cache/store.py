@@ -328,9 +328,9 @@ class HarvestStore(ShardFiles):
             return manifest
 
     def sweep(self) -> None:
-        """Remove leftovers: dataset versions the manifest does not name (when no reader holds
-        one), temporary files, the scratch stores of a sync that did not end (``sync/``), and an
-        older layout's ``data/``. Under the writer lock only."""
+        """Remove leftovers: dataset versions the manifest does not name (each once no reader
+        holds it, with its lock file), temporary files, the scratch stores of a sync that did
+        not end (``sync/``), and an older layout's ``data/``. Under the writer lock only."""
         if not self.fs.exists(self.root):
             return
         try:
@@ -362,12 +362,14 @@ class HarvestStore(ShardFiles):
             for name in old:  # a remote cache takes no locks
                 self._remove(name)
             return
-        for name, handle in self._unread(old):
-            try:
+        unread = self._unread(old)
+        try:
+            for name, handle in unread:
                 self._remove(name)
                 if handle is not None:
                     self._remove(version_lock(name))
-            finally:
+        finally:
+            for _, handle in unread:  # every one, even past a removal that failed
                 release(handle)
 
     def _unread(self, names: list[str]) -> list[tuple[str, int | None]]:
