@@ -27,7 +27,7 @@ from mediaframe.exceptions import (
     ResponseTooLargeError,
     ServerError,
 )
-from mediaframe.http import deadline, wire
+from mediaframe.http import deadline, failures, wire
 from mediaframe.http.answers import Retry
 from mediaframe.tokens import (
     Token,
@@ -320,8 +320,11 @@ def call_token_endpoint(
             data = send(base_url + TOKEN_ENDPOINT)
     except Retry as retry:  # the answer timed out or dropped while it was read
         failure = retry.error
-    except requests.Timeout:
-        failure = RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later")
+    except requests.Timeout as err:
+        failure = RequestTimeoutError(
+            f"POST {TOKEN_ENDPOINT}: no answer ({failures.describe(err, base_url)}); "
+            "try again later"
+        )
     except requests.TooManyRedirects as err:
         location = _location(err.response)
         failure = RedirectRefusedError(
@@ -333,7 +336,7 @@ def call_token_endpoint(
         )
     except requests.RequestException as err:
         failure = ConnectionFailedError(
-            f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
+            f"POST {TOKEN_ENDPOINT}: {failures.describe(err, base_url)}; "
             "check base_url and the network"
         )
     except oauth2.OAuth2Error as err:
