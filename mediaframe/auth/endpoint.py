@@ -36,6 +36,8 @@ from mediaframe.tokens import (
     proxies_for,
     redact,
     redact_url,
+    service_root_hint,
+    shown_url,
 )
 
 __all__ = [
@@ -126,9 +128,10 @@ def _comply(response: requests.Response) -> requests.Response:
         # its first half would be shown
         snippet = redact(" ".join(response.text.split()))[:160]
         kind = ServerError if status >= 500 else ResponseFormatError
+        advice = _not_found(response) or "Check base_url and try again later"
         message = (
             f"the token endpoint answered HTTP {status} with something else than JSON: "
-            f"{snippet!r}. Check base_url and try again later"
+            f"{snippet!r}. {advice}"
         )
         if kind is ServerError:
             raise ServerError(message, status_code=status, request=f"POST {TOKEN_ENDPOINT}")
@@ -136,8 +139,10 @@ def _comply(response: requests.Response) -> requests.Response:
     if body.get("error"):
         raise oauth_failure(str(body["error"]))
     if not isinstance(body.get("access_token"), str) or not body["access_token"]:
+        advice = _not_found(response)
         raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} without an access_token",
+            f"the token endpoint answered HTTP {status} without an access_token"
+            + (f". {advice}" if advice else ""),
             status_code=status,
         )
     if not 200 <= status < 300:
@@ -347,6 +352,15 @@ def call_token_endpoint(
     if failure is not None:
         raise failure
     return Token.from_oauth(data)
+
+
+def _not_found(response: requests.Response) -> str:
+    """For a 404: the address asked and which base_url to give instead; else ``""``."""
+    if response.status_code != 404:
+        return ""
+    asked = (response.url or "").partition("?")[0]
+    base_url = asked.removesuffix(TOKEN_ENDPOINT)
+    return f"There is no token endpoint at {shown_url(asked)}: {service_root_hint(base_url)}"
 
 
 def _location(response: requests.Response | None) -> str:
