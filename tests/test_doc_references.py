@@ -1,0 +1,34 @@
+"""The project speaks of itself alone: every Markdown file its docs, code, notebooks and tests
+name is a file of the repository, so a reader can open what they are pointed at."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMED = re.compile(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b")
+SOURCES = sorted(
+    [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    + [
+        path
+        for folder in ("mediaframe", "tests", "notebooks", "bench", "scripts")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in {".py", ".ipynb", ".md"}
+    ]
+)
+
+
+def test_the_sources_are_found():
+    names = {path.relative_to(ROOT).as_posix() for path in SOURCES}
+    assert {"README.md", "docs/emulator.md", "mediaframe/emulator/flavours.py"} <= names
+
+
+def test_every_markdown_file_named_is_in_the_repository():
+    missing = {
+        f"{source.relative_to(ROOT)}: {name}"
+        for source in SOURCES
+        for name in NAMED.findall(source.read_text(encoding="utf-8"))
+        if not any((where / name).is_file() for where in (ROOT, ROOT / "docs", source.parent))
+    }
+    assert not missing, f"files named but not in the repository: {sorted(missing)}"
