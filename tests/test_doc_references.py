@@ -32,3 +32,20 @@ def test_every_markdown_file_named_is_in_the_repository():
         if not any((where / name).is_file() for where in (ROOT, ROOT / "docs", source.parent))
     }
     assert not missing, f"files named but not in the repository: {sorted(missing)}"
+
+
+# Owned by the Dask work under way (review 14, item 1): its hints change with it.
+_ELSEWHERE = {"docs/harvest.md", "mediaframe/harvest/collect.py"}
+FROM_AN_INDEX = re.compile(r"""pip install\s+(?:-U\s+)?\\?['"]?mediaframe\b""")
+
+
+def test_install_hints_work_from_a_checkout():
+    """mediaframe is installed from its folder (``pip install -e ".[notebook]"``): a hint that
+    installs it by name, extras and all, fails outside the venv that already holds it."""
+    wrong = {
+        f"{source.relative_to(ROOT)}: {match.group()}"
+        for source in SOURCES
+        if source.relative_to(ROOT).as_posix() not in _ELSEWHERE
+        for match in FROM_AN_INDEX.finditer(source.read_text(encoding="utf-8"))
+    }
+    assert not wrong, f"install hints that only an index could answer: {sorted(wrong)}"
