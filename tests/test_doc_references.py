@@ -49,3 +49,23 @@ def test_install_hints_work_from_a_checkout():
         for match in FROM_AN_INDEX.finditer(source.read_text(encoding="utf-8"))
     }
     assert not wrong, f"install hints that only an index could answer: {sorted(wrong)}"
+
+
+def test_the_readme_says_what_ci_adds_to_its_test_command():
+    """.ci/run runs the README's test command after other checks and with a larger fuzz budget:
+    the README names each of them rather than calling its command "the same as CI"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    checks = {line.split()[0] for line in ci if line.split()[:1] in (["ruff"], ["mypy"])}
+    checks |= {"lint-imports"} if "lint-imports" in ci else set()
+    profile = next(line for line in ci if "HYPOTHESIS_PROFILE" in line)
+    assert checks == {"ruff", "mypy", "lint-imports"}
+    assert all(f"`{check}" in readme for check in checks)
+    assert "HYPOTHESIS_PROFILE=ci" in readme and ":-ci}" in profile
+    assert "scripts/check" in readme and "the same command CI runs" not in readme
+
+
+def test_the_readme_lists_every_page_of_the_docs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in (ROOT / "docs").glob("*.md") if f"`docs/{p.name}`" not in readme]
+    assert not missing
