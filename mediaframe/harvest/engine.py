@@ -155,6 +155,9 @@ def harvest(
         spec,
         page_size=per_page,
         count=shown.counting(count) if count is not None else None,
+        # on a cluster every shard is the workers' to fetch: a small one counted by its whole
+        # page would be fetched here (all of them, where the cap is at most a page)
+        whole_pages=executor is None,
     )
     if executor is None:
         page = counted

@@ -89,7 +89,13 @@ class ShardCounter:
     """
 
     def __init__(
-        self, page: Page, spec: Spec, *, page_size: int = 0, count: CountRoute | None = None
+        self,
+        page: Page,
+        spec: Spec,
+        *,
+        page_size: int = 0,
+        count: CountRoute | None = None,
+        whole_pages: bool = True,
     ) -> None:
         self.page = page
         self.count = count
@@ -97,15 +103,19 @@ class ShardCounter:
         self.requests = 0
         self.capped_engine = True
         #: A shard expected to fit well within one page of this size is counted with that whole
-        #: page: it answers the count, and is the shard itself when it holds every hit.
+        #: page (unless not ``whole_pages``): it answers the count, and is the shard itself when
+        #: it holds every hit.
         self.page_size = page_size
+        self.whole_pages = whole_pages
         #: The first day of a shard's hits, by shard id, from its count: a count of one hit
         #: asks for the earliest, so that a shard split by date needs only its last day.
         self._first_days: dict[str, dt.date | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, shard: Shard, expected: float | None = None) -> Count:
-        probe = expected is not None and expected <= _PROBE_FILL * self.page_size
+        probe = (
+            self.whole_pages and expected is not None and expected <= _PROBE_FILL * self.page_size
+        )
         dated = self._sortable_date()
         whole = None
         if probe:
