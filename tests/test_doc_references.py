@@ -34,8 +34,8 @@ def test_every_markdown_file_named_is_in_the_repository():
     assert not missing, f"files named but not in the repository: {sorted(missing)}"
 
 
-# Owned by the Dask work under way (review 14, item 1): its hints change with it.
-_ELSEWHERE = {"docs/harvest.md", "mediaframe/harvest/collect.py"}
+# The harvest package is another engineer's this session (review 14): its one hint changes there.
+_ELSEWHERE = {"mediaframe/harvest/collect.py"}
 FROM_AN_INDEX = re.compile(r"""pip install\s+(?:-U\s+)?\\?['"]?mediaframe\b""")
 
 
