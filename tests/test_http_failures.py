@@ -65,7 +65,7 @@ def get_me(url: str, settings: Settings) -> None:
 
 
 def log_in(url: str) -> None:
-    auth.password_grant(url, client_id="app", username="ada", password="secret")
+    auth.password_grant(url, client_id="app", username="ada", password="pw-of-ada-8c41f0")
 
 
 @pytest.mark.parametrize("call", ["api", "login"])
