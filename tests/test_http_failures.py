@@ -61,7 +61,7 @@ def plain(message: str) -> str:
 
 
 def get_me(url: str, settings: Settings) -> None:
-    Transport(url, settings=settings, token="0" * 32).get("/api/v1/me/")
+    Transport(url, settings=settings, token="5e1f0c9a3b7d4e2f8a6c1b0d9e3f7a25").get("/api/v1/me/")
 
 
 def log_in(url: str) -> None:
