@@ -159,15 +159,15 @@ def check_base_url(base_url: str) -> str:
 
 
 def service_root_hint(url: str) -> str:
-    """Advice for an answer saying there is nothing at a path under ``url``: which address
-    to give as base_url (a URL ending in ``/api`` is the usual mistake :func:`check_base_url`
-    lets through, as a gateway may mount a service there)."""
+    """For an answer saying there is nothing at a path under ``url``: when ``url`` ends in
+    ``/api`` (the one API path :func:`check_base_url` lets through, as a gateway may mount a
+    service there), which base_url to give instead; else ``""``."""
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
-    if path.lower().endswith("/api"):
-        root = shown_url(parts._replace(path=path[: -len("/api")]).geturl())
-        return f"base_url ends in /api: give the service root, e.g. {root}"
-    return "check base_url: give the service root, e.g. https://assets.example.org"
+    if not path.lower().endswith("/api"):
+        return ""
+    root = shown_url(parts._replace(path=path[: -len("/api")]).geturl())
+    return f"base_url ends in /api: give the service root, e.g. {root}"
 
 
 #: The API's own route prefixes, which no service root ends in.

@@ -360,7 +360,8 @@ def _not_found(response: requests.Response) -> str:
         return ""
     asked = (response.url or "").partition("?")[0]
     base_url = asked.removesuffix(TOKEN_ENDPOINT)
-    return f"There is no token endpoint at {shown_url(asked)}: {service_root_hint(base_url)}"
+    hint = service_root_hint(base_url) or "check base_url: give the service root, e.g. https://host"
+    return f"There is no token endpoint at {shown_url(asked)}: {hint}"
 
 
 def _location(response: requests.Response | None) -> str:
