@@ -98,7 +98,9 @@ def to_dask(path: str, **kwargs: Any) -> Any:
     try:
         import dask.dataframe as dd
     except ImportError as err:
-        raise CacheError("to_dask needs Dask: pip install 'mediaframe[dask]'") from err
+        raise CacheError(
+            "to_dask needs Dask: pip install -e '.[dask]' in the mediaframe folder"
+        ) from err
     data, held = _open(path)
     try:
         kwargs.setdefault("dataset", {"partitioning": _partitioning(data)})

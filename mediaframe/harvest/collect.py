@@ -336,7 +336,8 @@ def _executor(dask: Any) -> Any:
         import distributed
     except ImportError as err:
         raise ConfigurationError(
-            "running shards on Dask needs dask.distributed: pip install 'mediaframe[dask]'"
+            "running shards on Dask needs dask.distributed: "
+            "pip install -e '.[dask]' in the mediaframe folder"
         ) from err
     dask_client = distributed.Client(dask) if isinstance(dask, str) else dask
     return dask_client.get_executor()
