@@ -101,8 +101,10 @@ def _total(page: Mapping[str, Any]) -> int:
     try:
         total = int_member(page, "total_entries")
     except ResponseFormatError as err:
+        shown = repr(page.get("total_entries"))
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise ResponseFormatError(
-            f"the feeds answer has no number total_entries (got {page.get('total_entries')!r}): "
+            f"the feeds answer has no number total_entries (got {shown}): "
             "it cannot be paged whole; read one page with feed_entries(offset_start=..., "
             "per_page=...)"
         ) from err
