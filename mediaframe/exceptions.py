@@ -157,7 +157,8 @@ class APIError(MediaframeError):
 
     Attributes
     ----------
-    status_code : the true HTTP status (``meta.http_code`` for JSONP).
+    status_code : the true HTTP status: ``meta.http_code`` for JSONP, and in any
+        representation when the envelope says 400 or more under another status line.
     error_type, error_message, error_details : the envelope's ``meta`` members.
     request : the request line, ``"<METHOD> <path>"``, never with its query string.
     """

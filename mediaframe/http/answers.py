@@ -163,10 +163,16 @@ def read_answer(
                 snippet=_snippet(content),
             )
         )
+    refused: ResponseFormatError | None = None
+    if decode is not None and status == 200 and representation == "json":
+        try:
+            return decode(content)
+        except ResponseFormatError as err:
+            # The reader refuses what is not a page: read as the envelope below, an error
+            # envelope is the service's error; a page the reader refused keeps its words.
+            refused = err
     failure: Exception | None = None
     try:
-        if decode is not None and status == 200 and representation == "json":
-            return decode(content)
         envelope = decode_envelope(content, representation)
     except ResponseFormatError as err:
         failure = _not_an_envelope(response, line, placement, err)
@@ -175,7 +181,12 @@ def read_answer(
         # which keeps the whole body (and a token a server or proxy page echoed) in its `doc`
         raise failure
     meta = envelope["meta"]
-    code = _status_of(meta, status) if representation == "jsonp" else status
+    said = _status_of(meta)
+    # JSONP answers 200 (500 aside) and tells the true status in meta.http_code; an envelope
+    # of any representation that says it failed is believed over the status line (an error
+    # handler behind a proxy answers 200 with the failure in its envelope).
+    failed = said is not None and said >= 400
+    code = said if said is not None and (failed or representation == "jsonp") else status
     if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
         "invalid_token",
         "expired_token",
@@ -188,6 +199,10 @@ def read_answer(
         if code in RETRY_STATUSES:
             raise Retry(error, retry_after=_retry_after(response))
         raise error
+    if refused is not None:
+        # without its chain: the parser's error it may hold keeps the whole body
+        refused.__cause__ = refused.__context__ = None
+        raise refused
     return envelope["response"]
 
 
@@ -295,7 +310,7 @@ def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: st
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
     kind_said = redact(str(meta.get("error_type") or "Error"))
-    message = f"{kind_said} (HTTP {code}) on {line}: {said}."
+    message = f"{kind_said} (HTTP {code}) on {line}: {said.rstrip('.')}."
     return kind(
         f"{message} {advice}".strip(),
         status_code=code,
@@ -333,12 +348,13 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
 }
 
 
-def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
-    """``meta.http_code`` as an integer (some servers send it as a string)."""
+def _status_of(meta: Mapping[str, Any]) -> int | None:
+    """``meta.http_code`` as an integer (some servers send it as a string); ``None`` if it is
+    missing or no integer."""
     code = meta.get("http_code")
     if isinstance(code, str) and _is_number(code.strip()):
         return int(code)
-    return code if isinstance(code, int) and not isinstance(code, bool) else fallback
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _challenge_error(challenge: str) -> str | None:

@@ -1,0 +1,142 @@
+"""Answers that say something else than their status line: an HTTP 200 whose envelope reports
+a failure, rate limiting (429 and ``Retry-After``), a body that is not what its headers say."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from fake_service import BASE, Answer, FakeService, golden
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.exceptions import (
+    MalformedItemError,
+    NotFoundError,
+    ServerError,
+)
+from mediaframe.frames.fastjson import read_records
+from mediaframe.http import Transport
+
+SECRET = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(
+        config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", backoff=0, retries=2
+    )
+
+
+def transport(fake, settings, **options):
+    options.setdefault("token", SECRET)
+    return Transport(BASE, settings=settings, session=fake.session(), **options)
+
+
+# --- an HTTP 200 whose envelope says it failed (review 14, finding 3) --------------------------
+
+FAILED_META = {
+    "api_version": "2.0.0",
+    "request": "GET /api/v1/me/",
+    "http_code": 503,
+    "error_type": "Service Temporarily Unavailable",
+    "error_message": "Server is offline for maintenance, try again soon.",
+    "error_details": "",
+}
+ME = {"user": {"id": 7, "login": "ada"}}
+
+
+def said_in_200(representation: str, http_code: object, response: object = None) -> Answer:
+    """An HTTP 200 whose envelope carries ``http_code`` (as a PHP error handler behind a proxy
+    answers), in the representation asked."""
+    envelope = {"meta": {**FAILED_META, "http_code": http_code}, "response": response or {}}
+    if representation == "yaml":
+        return Answer(200, {"Content-Type": "application/yaml"}, yaml.safe_dump(envelope).encode())
+    body = json.dumps(envelope).encode()
+    if representation == "jsonp":
+        body = b"/**/mediaframe_jsonp(" + body + b");"
+    return Answer(200, {"Content-Type": "application/json"}, body)
+
+
+def ok_in(representation: str) -> Answer:
+    return said_in_200(representation, 200, ME)
+
+
+@pytest.mark.parametrize("representation", ["json", "yaml", "jsonp"])
+def test_a_200_whose_envelope_says_503_is_retried_then_a_server_error(settings, representation):
+    fake = FakeService(said_in_200(representation, 503))
+    with pytest.raises(ServerError) as caught:
+        transport(fake, settings, representation=representation).get("/api/v1/me/")
+    assert caught.value.status_code == 503
+    assert "offline for maintenance" in str(caught.value)
+    assert len(fake.requests) == settings.retries + 1
+
+
+@pytest.mark.parametrize("representation", ["json", "yaml", "jsonp"])
+def test_a_200_whose_envelope_says_503_once_is_asked_again(settings, representation):
+    fake = FakeService(said_in_200(representation, 503), ok_in(representation))
+    answer = transport(fake, settings, representation=representation).get("/api/v1/me/")
+    assert answer["user"]["login"] == "ada"
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize("http_code", [404, "404"], ids=["integer", "string"])
+@pytest.mark.parametrize("representation", ["json", "yaml"])
+def test_a_200_whose_envelope_says_404_is_not_found(settings, representation, http_code):
+    fake = FakeService(said_in_200(representation, http_code))
+    with pytest.raises(NotFoundError) as caught:
+        transport(fake, settings, representation=representation).get("/api/v1/records/1/5/")
+    assert caught.value.status_code == 404
+    assert len(fake.requests) == 1, "a 4xx is never asked again"
+
+
+@pytest.mark.parametrize("http_code", [200, "200", None, True, "x"], ids=str)
+def test_an_envelope_not_saying_it_failed_is_read(settings, http_code):
+    """Only an integer status of 400 or more in the envelope makes an error: a missing, boolean
+    or unreadable ``http_code`` leaves the status line as it is."""
+    fake = FakeService(said_in_200("json", http_code, ME))
+    assert transport(fake, settings).get("/api/v1/me/")["user"]["login"] == "ada"
+
+
+SEARCH_PAGE = {
+    "total_results": 1,
+    "results": {"records": [{"databox_id": 1, "record_id": 7}], "stories": []},
+}
+
+
+@pytest.mark.parametrize(
+    "response", [None, SEARCH_PAGE], ids=["empty-response", "records-in-a-failed-envelope"]
+)
+def test_a_search_page_read_from_bytes_is_refused_when_its_envelope_failed(settings, response):
+    """Search pages are read into frames straight from their bytes (decode=): an envelope that
+    says it failed is the service's error, retried as a 503, never an empty (or any) page."""
+    fake = FakeService(said_in_200("json", 503, response))
+    with pytest.raises(ServerError) as caught:
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert caught.value.status_code == 503
+    assert len(fake.requests) == settings.retries + 1
+
+
+def test_a_search_page_the_reader_refuses_in_a_whole_envelope_keeps_the_readers_words(settings):
+    """A record key sent as a string is the reader's finding about one item, not a proxy page
+    (review 14, finding 14)."""
+    page = {"total_results": 1, "results": {"records": [{"databox_id": "2", "record_id": 7}]}}
+    fake = FakeService(said_in_200("json", 200, page))
+    with pytest.raises(MalformedItemError) as caught:
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert "databox_id" in str(caught.value)
+    assert "proxy" not in str(caught.value)
+    assert len(fake.requests) == 1
+
+
+def test_a_me_answer_whose_envelope_failed_is_never_kept_by_the_client(settings):
+    """The failed ``/me/`` raises before the client keeps it: the next call asks again, and
+    gets the user (an empty /me/ kept for the session made every later search fail)."""
+    fake = FakeService(said_in_200("json", 503), golden("me"))
+    client = mf.connect(
+        BASE, token=SECRET, settings=settings.replace(retries=0), session=fake.session()
+    )
+    with pytest.raises(ServerError):
+        client.whoami()
+    assert client.whoami()["login"] == "ada"
