@@ -21,6 +21,7 @@ The tree::
     │   ├── NotFoundError             404
     │   ├── MethodNotAllowedError     405
     │   ├── NotAcceptableError        406
+    │   ├── RateLimitedError          429: the service or a proxy limits the rate, after retries
     │   └── ServerError               5xx, after retries
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   ├── MalformedItemError        one item of a response cannot be read; names the item
@@ -77,6 +78,7 @@ __all__ = [
     "OAuthError",
     "PermissionDeniedError",
     "ProfileWarning",
+    "RateLimitedError",
     "RedirectRefusedError",
     "RequestTimeoutError",
     "ResponseFormatError",
@@ -203,6 +205,11 @@ class MethodNotAllowedError(APIError):
 
 class NotAcceptableError(APIError):
     """HTTP 406: the service cannot produce the requested representation."""
+
+
+class RateLimitedError(APIError):
+    """HTTP 429 (in the status line or the envelope) that persisted through every retry, each
+    after the wait ``Retry-After`` asked for: send fewer requests at once, and wait."""
 
 
 class ServerError(APIError):

@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 
 import pytest
+import requests
 import yaml
 from fake_service import BASE, Answer, FakeService, golden
 
 import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
+    APIError,
     MalformedItemError,
     NotFoundError,
+    RateLimitedError,
     ServerError,
 )
 from mediaframe.frames.fastjson import read_records
 from mediaframe.http import Transport
+from mediaframe.http import answers as answers_module
+from mediaframe.http import transport as transport_module
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -27,6 +32,14 @@ def settings(tmp_path):
     return Settings(
         config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", backoff=0, retries=2
     )
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The delays the transport waited before each retry, recorded instead of slept."""
+    delays: list[float] = []
+    monkeypatch.setattr(transport_module, "_wait", delays.append)
+    return delays
 
 
 def transport(fake, settings, **options):
@@ -140,3 +153,95 @@ def test_a_me_answer_whose_envelope_failed_is_never_kept_by_the_client(settings)
     with pytest.raises(ServerError):
         client.whoami()
     assert client.whoami()["login"] == "ada"
+
+
+# --- rate limiting: 429 and Retry-After (review 14, finding 12) -------------------------------
+
+#: The ``Date`` of the answers below: a ``Retry-After`` date is read against the server's clock.
+NOW = "Wed, 21 Oct 2026 07:28:00 GMT"
+TOO_MANY = {
+    "api_version": "2.0.0",
+    "request": "POST /api/v1/search/",
+    "http_code": 429,
+    "error_type": "Too Many Requests",
+    "error_message": "Too Many Requests",
+}
+
+
+def too_many(kind: str, retry_after: str | None = "7") -> Answer:
+    """A 429 as a rate-limiting proxy or the service sends it."""
+    headers = {"Date": NOW} | ({"Retry-After": retry_after} if retry_after is not None else {})
+    if kind == "envelope":
+        body = json.dumps({"meta": TOO_MANY, "response": {}}).encode()
+        return Answer(429, {**headers, "Content-Type": "application/json"}, body)
+    if kind == "in-a-200":
+        body = json.dumps({"meta": TOO_MANY, "response": {}}).encode()
+        return Answer(200, {**headers, "Content-Type": "application/json"}, body)
+    if kind == "html":
+        page = b"<html><head><title>429 Too Many Requests</title></head><body>nginx</body></html>"
+        return Answer(429, {**headers, "Content-Type": "text/html"}, page)
+    return Answer(429, headers)  # no body at all
+
+
+KINDS = ["envelope", "in-a-200", "html", "empty"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_429_is_asked_again_after_the_wait_the_server_asked_for(settings, waits, kind):
+    fake = FakeService(too_many(kind), envelope_of(SEARCH_PAGE))
+    answer = transport(fake, settings).post("/api/v1/search/")
+    assert answer["total_results"] == 1
+    assert len(fake.requests) == 2
+    assert waits == [7.0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_429_through_every_retry_says_the_service_is_rate_limiting(settings, waits, kind):
+    fake = FakeService(too_many(kind, retry_after=None))
+    with pytest.raises(RateLimitedError) as caught:
+        transport(fake, settings).post("/api/v1/search/")
+    error = caught.value
+    assert isinstance(error, APIError) and error.status_code == 429
+    assert error.request == "POST /api/v1/search/"
+    message = str(error)
+    assert "rate-limiting" in message and "concurrency" in message and "wait" in message
+    assert "proxy or login page" not in message
+    assert len(fake.requests) == settings.retries + 1
+    assert len(waits) == settings.retries
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "seconds"),
+    [
+        ("7", 7.0),
+        ("Wed, 21 Oct 2026 07:28:30 GMT", 30.0),  # 30 s after the answer's Date
+        ("Wed, 21 Oct 2026 07:27:00 GMT", 0.0),  # already past
+        ("3600", 60.0),  # capped as any backoff
+        ("soon", 0.0),  # unreadable: the backoff alone (0 in these settings)
+        ("-5", 0.0),
+    ],
+)
+def test_retry_after_is_read_in_seconds_or_as_a_date_and_capped(
+    settings, waits, retry_after, seconds
+):
+    fake = FakeService(too_many("envelope", retry_after), envelope_of(SEARCH_PAGE))
+    transport(fake, settings).post("/api/v1/search/")
+    assert waits == [seconds]
+
+
+def test_a_rate_limit_that_outlasts_the_retries_says_how_long_the_server_asked(settings, waits):
+    fake = FakeService(too_many("html", retry_after="120"))
+    with pytest.raises(RateLimitedError, match="120 s"):
+        transport(fake, settings).post("/api/v1/search/")
+    assert waits == [60.0, 60.0]
+
+
+def test_a_retry_after_date_without_a_date_header_is_read_against_the_clock(monkeypatch):
+    monkeypatch.setattr(answers_module, "_now", lambda: 1_000_000.0)
+    response = requests.Response()
+    response.headers["Retry-After"] = "Mon, 12 Jan 1970 13:47:00 GMT"  # 1,000,020 s
+    assert answers_module._retry_after(response) == 20.0
+
+
+def envelope_of(response: object) -> Answer:
+    return said_in_200("json", 200, response)

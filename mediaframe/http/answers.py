@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
@@ -21,6 +24,7 @@ from mediaframe.exceptions import (
     NotFoundError,
     OAuthError,
     PermissionDeniedError,
+    RateLimitedError,
     ResponseFormatError,
     ServerError,
     TokenMissingError,
@@ -38,8 +42,10 @@ __all__ = [
     "read_answer",
 ]
 
-#: Statuses worth asking again: the service or a proxy in front of it is briefly unwell.
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Statuses worth asking again: the service or a proxy in front of it is briefly unwell, or
+#: limits the rate of requests (429, asked again after the ``Retry-After`` it sends).
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+TOO_MANY_REQUESTS = 429
 
 #: Envelope representations of v1 routes; v2 routes always speak JSON.
 REPRESENTATIONS = ("json", "yaml", "jsonp")
@@ -195,9 +201,10 @@ def read_answer(
         # challenge: that is a dead token, not a permission problem.
         raise _bodyless_error(response, line, placement)
     if code >= 400:
-        error = _api_error(code, meta, line, representation)
+        wait = _retry_after(response)
+        error = _api_error(code, meta, line, representation, wait)
         if code in RETRY_STATUSES:
-            raise Retry(error, retry_after=_retry_after(response))
+            raise Retry(error, retry_after=wait)
         raise error
     if refused is not None:
         # without its chain: the parser's error it may hold keeps the whole body
@@ -226,6 +233,8 @@ def _bodyless_error(response: requests.Response, line: str, placement: str | Non
     status = response.status_code
     challenge = response.headers.get("WWW-Authenticate", "")
     oauth_error = _challenge_error(challenge)
+    if status == TOO_MANY_REQUESTS:
+        return _rate_limited(response, line)
     if status in RETRY_STATUSES:
         return Retry(
             ServerError(
@@ -259,6 +268,8 @@ def _not_an_envelope(
 ) -> Exception:
     status = response.status_code
     snippet = _snippet(response.content)
+    if status == TOO_MANY_REQUESTS:  # a rate-limiting proxy's own page
+        return _rate_limited(response, line)
     if status >= 500:
         server = ServerError(
             f"The service failed (HTTP {status}) on {line} and answered with something else than "
@@ -303,12 +314,40 @@ def _not_an_envelope(
     return format_error
 
 
-def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: str) -> APIError:
+def _rate_limited(response: requests.Response, line: str) -> Retry:
+    """A 429 whose body is no envelope (a proxy's page, or nothing), asked again later."""
+    wait = _retry_after(response)
+    error = RateLimitedError(
+        f"Too Many Requests (HTTP {TOO_MANY_REQUESTS}) on {line}. {_rate_advice(wait)}",
+        status_code=TOO_MANY_REQUESTS,
+        request=line,
+    )
+    return Retry(error, retry_after=wait)
+
+
+def _rate_advice(wait: float | None) -> str:
+    asked = f" (it asked to wait {wait:g} s)" if wait else ""
+    return (
+        "The service (or a proxy before it) is rate-limiting this client and refused the "
+        f"request through every retry{asked}. Send fewer requests at once (a lower "
+        "concurrency=, or MEDIAFRAME_CONCURRENCY) and wait a while before trying again"
+    )
+
+
+def _api_error(
+    code: int,
+    meta: Mapping[str, Any],
+    line: str,
+    representation: str,
+    wait: float | None = None,
+) -> APIError:
     kind, advice = _STATUS_ERRORS.get(code, (ServerError if code >= 500 else APIError, ""))
     details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
     said = redact(str(details)) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
+    elif code == TOO_MANY_REQUESTS:
+        advice = _rate_advice(wait)
     kind_said = redact(str(meta.get("error_type") or "Error"))
     message = f"{kind_said} (HTTP {code}) on {line}: {said.rstrip('.')}."
     return kind(
@@ -342,9 +381,10 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
     ),
     406: (NotAcceptableError, ""),
     **dict.fromkeys(
-        sorted(RETRY_STATUSES),
+        sorted(RETRY_STATUSES - {TOO_MANY_REQUESTS}),
         (ServerError, "The service failed through every retry; try again later"),
     ),
+    TOO_MANY_REQUESTS: (RateLimitedError, ""),  # its advice says how long the service asked
 }
 
 
@@ -393,8 +433,34 @@ def _is_unclosed(content: bytes) -> bool:
 
 
 def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if _is_number(value) else None
+    """The seconds ``Retry-After`` asks to wait: a number of seconds, or an HTTP date read
+    against the answer's own ``Date`` (the server's clock; this machine's without one).
+    ``None`` when absent or unreadable; a date already past is 0."""
+    value = response.headers.get("Retry-After", "").strip()
+    if _is_number(value):
+        return float(value)
+    when = _http_date(value)
+    if when is None:
+        return None
+    now = _http_date(response.headers.get("Date", ""))
+    return max(0.0, when - (_now() if now is None else now))
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2026 07:28:00 GMT``) as a POSIX time; ``None`` if it is not
+    one."""
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, its offset unknown
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
+def _now() -> float:
+    """This machine's clock, for a ``Retry-After`` date of an answer without ``Date``."""
+    return time.time()
 
 
 def _is_number(text: str | None) -> TypeGuard[str]:
