@@ -9,6 +9,7 @@ import pytest
 import requests
 import yaml
 from fake_service import BASE, Answer, FakeService, golden
+from safety import servers
 
 import mediaframe as mf
 from mediaframe.config import Settings
@@ -17,6 +18,7 @@ from mediaframe.exceptions import (
     MalformedItemError,
     NotFoundError,
     RateLimitedError,
+    ResponseFormatError,
     ServerError,
 )
 from mediaframe.frames.fastjson import read_records
@@ -245,3 +247,42 @@ def test_a_retry_after_date_without_a_date_header_is_read_against_the_clock(monk
 
 def envelope_of(response: object) -> Answer:
     return said_in_200("json", 200, response)
+
+
+# --- a body that is not what its headers say (review 14, finding 14) --------------------------
+
+
+def _counting(behaviour: servers.Behaviour, served: list[int]) -> servers.Behaviour:
+    def behave(sock) -> None:  # type: ignore[no-untyped-def]
+        served.append(1)
+        behaviour(sock)
+
+    return behave
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_plain_body_said_to_be_compressed_is_a_format_error_not_retried(settings, coding):
+    """A false ``Content-Encoding`` is the server's (or a proxy's) mistake, the same on every
+    attempt: not a network failure, and not asked again."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: %s\r\n" % (
+        coding.encode()
+    ) + b"Content-Length: %d" % len(servers.ENVELOPE)
+    served: list[int] = []
+    with (
+        servers.serving(_counting(servers.raw(head, servers.ENVELOPE), served)) as url,
+        pytest.raises(ResponseFormatError) as caught,
+    ):
+        Transport(url, token=SECRET, settings=settings).get("/api/v1/me/")
+    message = str(caught.value)
+    assert f"Content-Encoding: {coding}" in message and "GET /api/v1/me/" in message
+    assert "network" not in message
+    assert len(served) == 1
+
+
+def test_a_body_requests_cannot_decompress_is_a_format_error(settings):
+    """The same through a session whose adapter reads the body itself (requests says so)."""
+    failure = requests.exceptions.ContentDecodingError("Received response with content-encoding")
+    fake = FakeService(failure)
+    with pytest.raises(ResponseFormatError, match="does not decompress"):
+        transport(fake, settings).get("/api/v1/me/")
+    assert len(fake.requests) == 1

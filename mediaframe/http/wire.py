@@ -13,6 +13,7 @@ from mediaframe.exceptions import (
     ConnectionFailedError,
     RedirectRefusedError,
     RequestTimeoutError,
+    ResponseFormatError,
     ResponseTooLargeError,
     TransportError,
 )
@@ -54,11 +55,9 @@ def send(
             response = session.send(prepared, timeout=wait, allow_redirects=False, **environment)
     except requests.Timeout as err:
         failure = Retry(timed_out(line, timeout, err))
-    except (
-        requests.ConnectionError,
-        requests.exceptions.ChunkedEncodingError,
-        requests.exceptions.ContentDecodingError,
-    ) as err:
+    except requests.exceptions.ContentDecodingError as err:  # an adapter that read the body
+        failure = _undecodable(line, None, err)
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as err:
         failure = Retry(_dropped(line, err))
     except requests.RequestException as err:
         failure = TransportError(f"{line}: {_library_message(err)}")
@@ -97,6 +96,8 @@ def read_body(
             chunk = raw.read1(_CHUNK, decode_content=True)
         except (urllib3.exceptions.TimeoutError, requests.Timeout) as err:
             failure = Retry(timed_out(line, timeout, err))
+        except urllib3.exceptions.DecodeError as err:  # before HTTPError, which it is
+            failure = _undecodable(line, response, err)
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as err:
             failure = Retry(_dropped(line, err))
         else:
@@ -144,6 +145,22 @@ def _dropped(line: str, err: BaseException) -> ConnectionFailedError:
     return ConnectionFailedError(
         f"{line}: the connection failed or dropped ({_library_message(err)}). "
         "Check the URL and the network, then try again"
+    )
+
+
+def _undecodable(
+    line: str, response: requests.Response | None, err: BaseException
+) -> ResponseFormatError:
+    """A body that does not decompress as its ``Content-Encoding`` says: the server's (or a
+    proxy's) label, the same on every attempt, so not asked again."""
+    coding = response.headers.get("Content-Encoding") if response is not None else None
+    said = f" (Content-Encoding: {redact(coding)[:40]})" if coding else ""
+    return ResponseFormatError(
+        f"{line}: the answer says its body is compressed{said}, but it does not decompress "
+        f"({_library_message(err)}): the service or a proxy before it labels a plain body "
+        "wrongly. Not retried, the same answer would come again: check base_url, or tell "
+        "the service's administrators",
+        status_code=response.status_code if response is not None else None,
     )
 
 
