@@ -145,6 +145,20 @@ def test_a_search_page_the_reader_refuses_in_a_whole_envelope_keeps_the_readers_
     assert len(fake.requests) == 1
 
 
+def test_a_search_page_the_reader_refuses_quotes_no_secret(settings):
+    """The reader's own words are kept, but what it quotes of the body is scrubbed: it knows no
+    secret, and a server may echo the request, token and all, in ``meta.request``."""
+    body = (
+        b'{"meta": {"request": "POST /api/v1/search/?oauth_token=%s", "http_code": 200}, '
+        b'"response": {"total_results": 0}}' % SECRET.encode()
+    )
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError) as caught:
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert "response.results.records" in str(caught.value)
+    assert SECRET[:6] not in str(caught.value) and SECRET[:6] not in caught.value.snippet
+
+
 def test_a_me_answer_whose_envelope_failed_is_never_kept_by_the_client(settings):
     """The failed ``/me/`` raises before the client keeps it: the next call asks again, and
     gets the user (an empty /me/ kept for the session made every later search fail)."""

@@ -210,10 +210,19 @@ def read_answer(
             raise Retry(error, retry_after=wait)
         raise error
     if refused is not None:
-        # without its chain: the parser's error it may hold keeps the whole body
-        refused.__cause__ = refused.__context__ = None
-        raise refused
+        raise _scrubbed(refused)
     return envelope["response"]
+
+
+def _scrubbed(error: ResponseFormatError) -> ResponseFormatError:
+    """A reader's own error, without its chain (a parser's error there keeps the whole body)
+    and with what it quotes of the body redacted (the reader knows no secret; a server may
+    echo the request, token and all)."""
+    error.__cause__ = error.__context__ = None
+    error.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in error.args)
+    if isinstance(error.snippet, str):
+        error.snippet = redact(error.snippet)
+    return error
 
 
 def _parse_failure(err: Exception) -> ValueError:
