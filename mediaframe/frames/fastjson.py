@@ -122,7 +122,8 @@ def records_json(
     ------
     ResponseFormatError
         The body is not JSON, or not a search envelope with a ``response.results.records``
-        list; ``snippet`` shows how it begins.
+        list, or its envelope says it failed (``meta.http_code`` of 400 or more, whatever the
+        HTTP status was); ``snippet`` shows how it begins.
     MalformedItemError
         A record's key does not follow the contract (as :func:`~mediaframe.frames.records`
         says).
