@@ -21,6 +21,7 @@ The tree::
     │   ├── NotFoundError             404
     │   ├── MethodNotAllowedError     405
     │   ├── NotAcceptableError        406
+    │   ├── RateLimitedError          429: the service or a proxy limits the rate, after retries
     │   └── ServerError               5xx, after retries
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   ├── MalformedItemError        one item of a response cannot be read; names the item
@@ -78,6 +79,7 @@ __all__ = [
     "OAuthError",
     "PermissionDeniedError",
     "ProfileWarning",
+    "RateLimitedError",
     "RedirectRefusedError",
     "RequestTimeoutError",
     "ResponseFormatError",
@@ -158,7 +160,8 @@ class APIError(MediaframeError):
 
     Attributes
     ----------
-    status_code : the true HTTP status (``meta.http_code`` for JSONP).
+    status_code : the true HTTP status: ``meta.http_code`` for JSONP, and in any
+        representation when the envelope says 400 or more under another status line.
     error_type, error_message, error_details : the envelope's ``meta`` members.
     request : the request line, ``"<METHOD> <path>"``, never with its query string.
     """
@@ -203,6 +206,11 @@ class MethodNotAllowedError(APIError):
 
 class NotAcceptableError(APIError):
     """HTTP 406: the service cannot produce the requested representation."""
+
+
+class RateLimitedError(APIError):
+    """HTTP 429 (in the status line or the envelope) that persisted through every retry, each
+    after the wait ``Retry-After`` asked for: send fewer requests at once, and wait."""
 
 
 class ServerError(APIError):
