@@ -192,7 +192,8 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
     Numbers and numeric text become ``Int64``/``Float64`` (an ``Int64`` column holding a
     fraction stays ``Float64``), anything becomes text for ``string``. A value that does not fit
     (``"1/250"`` for a number) leaves the column as it was, typed by the general rule: the data
-    stays whole rather than the dtype.
+    stays whole rather than the dtype (a text column's numeric texts then written as the numbers
+    they are, as :func:`_numbers_rendered` says).
     """
     if values is None:
         return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
@@ -216,7 +217,8 @@ def stable_array(values: Any, dtype: str, n: int) -> Any:
         return values  # true/false are not numbers here: the column keeps them
     numbers = pd.to_numeric(series, errors="coerce")
     if (numbers.notna() != present).any() or (numbers[present].abs() > _EXACT).any():
-        return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
+        # not numbers, or beyond what a float holds exactly: the rule keeps them
+        return _numbers_rendered(values, numbers) if series.dtype == "string" else values
     if dtype == "Int64" and not (numbers[present] == numbers[present].round()).all():
         dtype = "Float64"
     return pd.array(numbers, dtype=dtype)
@@ -235,10 +237,28 @@ def _text_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:
     present = ~values.isna()
     written = numbers[present]
     if (numbers.isna() == present).any() or (abs(written) > _EXACT).any():
-        return values  # not numbers, or beyond what a float holds exactly: the rule keeps them
+        return _numbers_rendered(values, numbers)  # not all numbers: the column stays text
     if dtype == "Int64" and not (written == written.round()).all():
         dtype = "Float64"
     return pd.array(numbers, dtype=dtype)
+
+
+def _numbers_rendered(values: Any, numbers: Any) -> Any:
+    """The text column ``values`` of a stable numeric name that holds some text no number:
+    each text that is a number (within 2**53, parsed as ``numbers`` says) rendered as that
+    number (:func:`~mediaframe.frames.arrays.render_text`), the others as written.
+
+    A page whose texts are all numbers reads them as numbers, which a join with a page of
+    other text renders by value (``"00"`` becomes ``"0"``): rendering them so here too makes
+    the column the same whether its pages are joined or read at once.
+    """
+    parsed = pd.Series(numbers, copy=False)
+    fits = (parsed.notna() & (parsed.abs() <= _EXACT)).to_numpy(dtype=bool)
+    if not fits.any():
+        return values
+    rendered = pd.Series(values, copy=False).to_numpy(dtype=object, copy=True)
+    rendered[fits] = [render_text(number) for number in parsed[fits].tolist()]
+    return text([None if pd.isna(value) else value for value in rendered])
 
 
 def _plain_numbers(values: pd.arrays.ArrowStringArray, dtype: str) -> Any:

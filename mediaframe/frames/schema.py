@@ -137,7 +137,8 @@ RECORDS = Frame(
         "columns, whatever the input holds, each in one dtype: "
         + ", ".join(f"`{name}` `{dtype}`" for name, dtype in TECHNICAL.items())
         + ' (numeric text such as `"-3"` is read as a number; a value that does not fit leaves '
-        "that column to the rule below, so nothing is lost). Other names follow the rule; a "
+        "that column to the rule below, so nothing is lost, its numeric texts then written as "
+        'the numbers they are, `"00"` as `0`). Other names follow the rule; a '
         "name equal to a declared column or to an unknown "
         "member is prefixed `technical_` until it is free (so `title` → `technical_title`). "
         + UNKNOWN

@@ -129,6 +129,24 @@ def test_an_integer_of_2_53_on_one_page_and_a_float_on_another_concatenate_alike
     assert str(whole["ISO"].dtype) == "Int64" and whole["ISO"].tolist() == [2**53, 0]
 
 
+def test_numeric_text_beside_other_text_is_rendered_as_a_page_of_numbers_alone_gives_it():
+    # found by test_pages_concatenate_to_the_frame_of_all_items: "00" alone on a page is the
+    # number 0 of the stable Int64 column, which a join with a page of "" renders "0"; read at
+    # once the column was text and kept "00"
+    pages = [
+        [{"databox_id": 1, "record_id": 1, "technical_informations": [
+            {"name": "ISO", "value": ""}]}],
+        [{"databox_id": 1, "record_id": 2, "technical_informations": [
+            {"name": "ISO", "value": "00"}, {"name": "Aperture", "value": "+2.50"}]}],
+        [{"databox_id": 1, "record_id": 3, "technical_informations": [
+            {"name": "Aperture", "value": "f/2"}]}],
+    ]  # fmt: skip
+    whole = records([item for page in pages for item in page])
+    pd.testing.assert_frame_equal(concat_records([records(page) for page in pages]), whole)
+    assert whole["ISO"].tolist() == ["", "0", pd.NA]
+    assert whole["Aperture"].tolist() == [pd.NA, "2.5", "f/2"]
+
+
 NUMERIC_TEXT = st.one_of(
     st.none(),
     st.sampled_from(["12", "-3", "10.3", "-0", " 7", "+3", "1e5", "nan", "inf", "1/250", "", "x"]),
