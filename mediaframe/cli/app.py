@@ -18,6 +18,7 @@ import click
 import pandas as pd
 
 from mediaframe import __version__
+from mediaframe.cli.messages import said_for_cli, warnings_said
 from mediaframe.cli.table import printable
 from mediaframe.config import Connection, Settings
 from mediaframe.exceptions import (
@@ -107,7 +108,7 @@ def reported(command: F) -> F:
             return command(*args, **kwargs)
         except MediaframeError as err:
             # one line whatever the message holds, and no server text driving the terminal
-            message = printable(err, one_line=True)
+            message = printable(said_for_cli(err), one_line=True)
             click.echo(f"Error: {message}", err=True)
             if isinstance(err, AuthenticationError):
                 sys.exit(EXIT_AUTHENTICATION)
@@ -364,3 +365,5 @@ def main(
     Every command is described in docs/cli.md.
     """
     ctx.obj = State(base_url=base_url, profile=profile, token_stdin=token_stdin, quiet=quiet)
+    # for this command only: the library itself never changes how warnings are shown
+    ctx.with_resource(warnings_said())

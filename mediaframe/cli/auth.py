@@ -14,13 +14,15 @@ from click.core import ParameterSource
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
 from mediaframe.cli.app import State, chosen_base_url, chosen_profile, main, once, reported
-from mediaframe.cli.table import printable
+from mediaframe.cli.table import printable, unsafe
 from mediaframe.client import Client, connect
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError
 
-# C1 controls (U+0080-U+009F), which json.dumps leaves as they are; some terminals obey them
-_C1 = re.compile("[\x80-\x9f]")
+# json.dumps escapes C0 controls but leaves C1 ones, which some terminals obey, and format
+# characters (bidi controls could make a line read otherwise): these are escaped too, so the
+# JSON still says exactly what the server did
+_NOT_ASCII = re.compile("[^\x00-\x7f]")
 
 
 def _no_plain_argument(ctx: click.Context, name: str, value: str | None) -> str | None:
@@ -227,6 +229,11 @@ def _ask(url: str) -> str:
     return str(click.prompt("Code or address", err=True))
 
 
+def _json_escaped(match: re.Match[str]) -> str:
+    char = match[0]
+    return json.dumps(char)[1:-1] if unsafe(char) else char  # \u escapes; pairs above FFFF
+
+
 def _who(user: dict[str, Any]) -> str:
     login = user.get("login") or user.get("id") or "?"
     name, email = user.get("display_name"), user.get("email")
@@ -286,7 +293,7 @@ def whoami(state: State, profile: str | None, as_json: bool) -> None:
         user = client.whoami()
         if as_json:
             text = json.dumps(user, ensure_ascii=False, indent=2)  # escapes C0 controls
-            click.echo(_C1.sub(lambda m: f"\\u{ord(m[0]):04x}", text))  # and now C1 ones
+            click.echo(_NOT_ASCII.sub(_json_escaped, text))
         else:
             where = f" [profile {client.profile}]" if client.profile else ""
             click.echo(f"{_who(user)} on {client.base_url}{where}")
