@@ -555,3 +555,13 @@ def test_a_compression_a_format_cannot_take_is_refused_before_any_harvest(
     assert result.exit_code == 1 and says in result.stderr, result.stderr
     assert ".csv.gz" in result.stderr  # what to write instead
     assert not (tmp_path / name).exists()
+
+
+def test_cache_ls_lists_the_folder_a_refused_search_left(run):
+    refused = run("records", "(sunset AND")
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: "), refused.stderr
+    assert run("records", "sunset", "--limit", "1").exit_code == 0
+    listing = run("cache", "ls", "--limit", "-1")
+    assert listing.exit_code == 0, listing.stderr
+    assert "sunset" in listing.stdout
+    assert "(unknown: nothing harvested)" in listing.stdout, listing.stdout
