@@ -199,6 +199,7 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%%mf_search 1x\nsunset", "'1x' is not a Python name"),
         ("%%mf_search x --bases a,b\nsunset", "give ids like 1,2"),
         ("%%mf_search x --date-min 2020-13-01\nsunset", "date_min='2020-13-01' is not a real day"),
+        ("%%mf_search x\n(sunset AND", "BadRequestError: "),
         ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
         ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
         ("%mf_connect work --token abc", "--token goes with a service URL"),
