@@ -56,9 +56,10 @@ def connect_to(target: str, *, token: str | None = None) -> Client:
         try:
             return connect(target)
         except ConfigurationError as err:  # no stored login for it: the magic's own way out
+            said = str(err).split("; or pass connect() a token")[0]  # connect()'s way out
             raise ConfigurationError(
                 # not "token: ...", which redact() would take for a token's value
-                f"{err}; or pass a token, as in %mf_connect {shown_url(target)} --token $token"
+                f"{said}; or pass a token, as in %mf_connect {shown_url(target)} --token $token"
             ) from err
     if token is not None:
         raise ConfigurationError(

@@ -201,7 +201,7 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%%mf_search x --date-min 2020-13-01\nsunset", "date_min='2020-13-01' is not a real day"),
         ("%%mf_search x\n(sunset AND", "BadRequestError: "),
         ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
-        ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
+        ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile --url URL"),
         ("%mf_connect work --token abc", "--token goes with a service URL"),
         (
             "%mf_connect https://example.org",
@@ -247,8 +247,8 @@ _TOKENS = [
 @pytest.mark.parametrize(
     ("cell", "said"),
     [
-        ("%mf_connect {t}", "run `mediaframe login --profile ***`"),
-        ("%mf_connect $typed", "run `mediaframe login --profile ***`"),
+        ("%mf_connect {t}", "run `mediaframe login --profile *** --url URL"),
+        ("%mf_connect $typed", "run `mediaframe login --profile *** --url URL"),
         ("%mf_connect https://example.org {t}", "unrecognized arguments: ***"),
         ("%mf_connect https://example.org --name {t}", "is not a Python name"),
         ("%mf_connect {t} --token $tok", "--token goes with a service URL"),
@@ -285,7 +285,7 @@ def test_a_token_typed_where_a_magic_wants_a_name_is_never_repeated(
 def test_a_profile_name_is_still_said_as_typed(ip, served: Emulator, name: str) -> None:
     result = ip.run_cell(f"%mf_connect {name}")
     assert isinstance(result.error_in_exec, UsageError)
-    assert f"run `mediaframe login --profile {name}`" in str(result.error_in_exec)
+    assert f"run `mediaframe login --profile {name} --url" in str(result.error_in_exec)
 
 
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:

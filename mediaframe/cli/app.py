@@ -358,7 +358,7 @@ def main(
 
     \b
     Examples:
-      mediaframe login --url https://assets.example.org --username ada
+      mediaframe login --url https://assets.example.org --client-id my-app --username ada
       mediaframe records "sunset" --record-type image -o sunset.xlsx
       MEDIAFRAME_BASE_URL=https://a.example MEDIAFRAME_TOKEN=... mediaframe audit -o audit.html
 

@@ -114,7 +114,8 @@ def login(
 
     \b
     Example:
-      mediaframe login --url https://assets.example.org --username ada --profile work
+      mediaframe login --url https://assets.example.org --client-id my-app --username ada \
+        --profile work
     """
     settings = state.settings
     name = _profile_name(state, profile, settings)

@@ -48,6 +48,11 @@ _OPTION_NAMES: tuple[tuple[str, str], ...] = (
     (r"\bttl=", "--ttl "),
     (r"give seconds, a timedelta, or a string", "give seconds or a duration"),
     (r"\bCheck the parameters of the call\b", "Check the query and the options"),
+    (
+        r"; or pass connect\(\) a token as token=",
+        "; or give a token: --token-stdin or MEDIAFRAME_TOKEN",
+    ),
+    (r"\bpass token= to connect\(\)", "give a token (--token-stdin or MEDIAFRAME_TOKEN)"),
 )
 _TRANSLATIONS = tuple((re.compile(pattern), said) for pattern, said in _OPTION_NAMES)
 

@@ -111,3 +111,43 @@ def test_an_html_page_isolates_each_bit_of_a_servers_text(run, tmp_path):
     rule = next(line for line in style.splitlines() if "unicode-bidi: isolate" in line)
     for selector in ("td", "th", "dd", "nav a", ".mf-cut-cell"):
         assert selector in [s.strip() for s in rule.split("{")[0].split(",")], rule
+
+
+def test_with_no_login_the_suggested_login_names_what_it_needs(emulator, tmp_path):
+    from tests.cli.conftest import runner_for
+
+    run = runner_for(emulator, tmp_path, MEDIAFRAME_TOKEN=None, MEDIAFRAME_BASE_URL=None)
+    result = run("me")
+    assert result.exit_code == 2, result.stderr
+    said = result.stderr
+    assert "`mediaframe login --profile default --url URL --client-id ID --username NAME`" in said
+    assert "`mediaframe emulator serve`" in said
+    # an address without a token: the CLI's way to give one, not connect()'s
+    with_url = run("me", MEDIAFRAME_BASE_URL=emulator.base_url)
+    assert "--token-stdin or MEDIAFRAME_TOKEN" in with_url.stderr
+    assert "connect()" not in with_url.stderr, with_url.stderr
+
+
+def test_a_rejected_token_says_how_to_log_in_again(fresh_emulator, tmp_path):
+    from tests.cli.conftest import runner_for
+
+    emu = fresh_emulator()
+    run = runner_for(emu, tmp_path)
+    token = emu.token_for("demo")
+    emu.revoke(token)
+    result = run("me", MEDIAFRAME_TOKEN=token)
+    assert result.exit_code == 3, result.stderr
+    assert "Log in again: `mediaframe login --url URL --client-id ID --username NAME`" in (
+        result.stderr
+    )
+
+
+def test_connect_to_an_address_without_a_login_mentions_a_token(tmp_path):
+    import mediaframe as mf
+    from mediaframe.config import Settings
+    from mediaframe.exceptions import ConfigurationError
+
+    settings = Settings.from_env().replace(config_dir=tmp_path / "config")
+    with pytest.raises(ConfigurationError, match=r"a token as token=") as raised:
+        mf.connect("http://127.0.0.1:9", settings=settings)
+    assert "--url URL --client-id ID" in str(raised.value)
