@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -64,7 +65,21 @@ class State:
     @property
     def settings(self) -> Settings:
         settings = Settings.from_env()
-        return settings.replace(progress=False) if self.quiet else settings
+        return settings.replace(progress=self._bars(settings))
+
+    @property
+    def bars(self) -> bool:
+        """Whether progress bars are drawn (see :attr:`settings`)."""
+        return self.settings.progress
+
+    def _bars(self, settings: Settings) -> bool:
+        # not with --quiet; else only on a terminal, unless MEDIAFRAME_PROGRESS says (=1 forces
+        # them): a scheduler's log would fill with frames joined by carriage returns
+        if self.quiet:
+            return False
+        if os.environ.get("MEDIAFRAME_PROGRESS", "").strip():
+            return settings.progress
+        return stderr_is_a_terminal()
 
     def connect(self, settings: Settings | None = None) -> Any:
         """A client: a token (``--token-stdin`` or ``MEDIAFRAME_TOKEN``) with a base URL, else a
@@ -97,6 +112,12 @@ class State:
         """Narration and progress on stderr, silenced by ``--quiet``."""
         if not self.quiet:
             click.echo(printable(message), err=True)
+
+
+def stderr_is_a_terminal() -> bool:
+    """Whether standard error is a terminal, where a progress bar can redraw its line."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def reported(command: F) -> F:

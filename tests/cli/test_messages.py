@@ -151,3 +151,14 @@ def test_connect_to_an_address_without_a_login_mentions_a_token(tmp_path):
     with pytest.raises(ConfigurationError, match=r"a token as token=") as raised:
         mf.connect("http://127.0.0.1:9", settings=settings)
     assert "--url URL --client-id ID" in str(raised.value)
+
+
+@pytest.mark.parametrize(("progress", "drawn"), [(None, False), ("1", True), ("0", False)])
+def test_progress_bars_only_on_a_terminal_unless_asked_for(emulator, tmp_path, progress, drawn):
+    # a scheduler's log (stderr not a terminal) filled with bar frames joined by \r
+    from tests.cli.conftest import runner_for
+
+    run = runner_for(emulator, tmp_path, MEDIAFRAME_PROGRESS=progress)
+    result = run("records", "sunset", "-o", str(tmp_path / "r.parquet"))
+    assert result.exit_code == 0, result.stderr
+    assert ("\r" in result.stderr) is drawn, repr(result.stderr)
