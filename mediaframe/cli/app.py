@@ -136,10 +136,24 @@ def reported(command: F) -> F:
             usage = isinstance(err, ConfigurationError | InvalidParameterError)
             sys.exit(EXIT_CONFIGURATION if usage else EXIT_ERROR)
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            click.echo(_interrupted(), err=True)
             sys.exit(EXIT_INTERRUPTED)
 
     return run  # type: ignore[return-value]
+
+
+#: The commands that harvest, whose finished shards stay in the cache when interrupted.
+_HARVESTS = frozenset({"records", "stories", "sync", "audit", "report"})
+
+
+def _interrupted() -> str:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.command.name in _HARVESTS:
+        return (
+            "Interrupted; the shards already harvested are kept: run the same command again "
+            "to resume."
+        )
+    return "Interrupted."
 
 
 def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:

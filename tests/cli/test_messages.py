@@ -162,3 +162,30 @@ def test_progress_bars_only_on_a_terminal_unless_asked_for(emulator, tmp_path, p
     result = run("records", "sunset", "-o", str(tmp_path / "r.parquet"))
     assert result.exit_code == 0, result.stderr
     assert ("\r" in result.stderr) is drawn, repr(result.stderr)
+
+
+def test_an_interrupted_harvest_says_running_it_again_resumes(run, monkeypatch):
+    from mediaframe.client import Client
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Client, "records", interrupted)
+    result = run("records", "sunset")
+    assert result.exit_code == 130
+    assert result.stderr == (
+        "Interrupted; the shards already harvested are kept: run the same command again to "
+        "resume.\n"
+    )
+    monkeypatch.setattr(Client, "me", interrupted)
+    assert run("me").stderr == "Interrupted.\n"  # nothing harvested, nothing to resume
+
+
+def test_the_summary_says_how_many_shards_were_resumed():
+    from mediaframe.harvest import HarvestReport
+
+    shards = [{"id": str(n)} for n in range(27)]
+    report = HarvestReport("records", "", {}, 10, 10, complete=True, shards=shards, requests=10)
+    assert "from 27 shard(s), 10 request(s)" in report.summary()
+    report.resumed_shards = 18
+    assert "from 27 shard(s) (18 resumed), 10 request(s)" in report.summary()
