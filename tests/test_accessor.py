@@ -185,6 +185,13 @@ def test_connect_and_search_magics(ip, served: Emulator, capsys) -> None:
     assert found.media.report().complete  # the extension registered df.media
 
 
+def test_search_magic_takes_the_command_lines_date_options(ip, served: Emulator) -> None:
+    ip.user_ns["client"] = client = mf.connect(served.base_url, token=served.token)
+    ip.run_cell_magic("mf_search", "dated --since 2020-01-01 --until 2021-12-31", "\n")
+    expected = client.records(date_min="2020-01-01", date_max="2021-12-31", date_field="created_on")
+    pd.testing.assert_frame_equal(ip.user_ns["dated"], expected)
+
+
 def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Path) -> None:
     profile = Profile(served.base_url, Token(served.token), None, None)
     TokenStore(tmp_path / "config").save("work", profile)

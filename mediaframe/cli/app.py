@@ -42,6 +42,7 @@ __all__ = [
     "main",
     "once",
     "output_option",
+    "quiet_option",
     "reads",
     "reported",
 ]
@@ -233,7 +234,8 @@ def _remember_base_url(ctx: click.Context, param: click.Parameter, values: tuple
 
 
 def connection_options(command: F) -> F:
-    """``--base-url``, ``--profile`` and ``--token-stdin``, also accepted after the command."""
+    """``--base-url``, ``--profile``, ``--token-stdin`` and ``--quiet``, also accepted after the
+    command."""
     options = [
         click.option(
             "--base-url",
@@ -256,18 +258,23 @@ def connection_options(command: F) -> F:
             callback=_remember("token_stdin"),
             help="Read a token from standard input (needs --base-url); else MEDIAFRAME_TOKEN.",
         ),
-        click.option(
-            "-q",
-            "--quiet",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember("quiet"),
-            help="No progress or narration on stderr.",
-        ),
     ]
+    command = quiet_option(command)
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def quiet_option(command: F) -> F:
+    """``-q``/``--quiet`` after the command, as before it."""
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember("quiet"),
+        help="No progress or narration on stderr.",
+    )(command)
 
 
 def output_option(command: F) -> F:

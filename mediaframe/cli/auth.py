@@ -13,7 +13,16 @@ from click.core import ParameterSource
 
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
-from mediaframe.cli.app import State, chosen_base_url, chosen_profile, main, once, reported
+from mediaframe.cli.app import (
+    State,
+    chosen_base_url,
+    chosen_profile,
+    connection_options,
+    main,
+    once,
+    quiet_option,
+    reported,
+)
 from mediaframe.cli.table import printable, unsafe
 from mediaframe.client import Client, connect
 from mediaframe.config import Settings
@@ -52,6 +61,7 @@ def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
 @main.command()
 @click.option(
     "--url",
+    "--base-url",
     "base_url",
     multiple=True,
     callback=once("service addresses"),
@@ -87,6 +97,7 @@ def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
     callback=lambda ctx, _, value: _no_plain_argument(ctx, "client_secret", value),
 )
 @click.option("--redirect-uri", help="Registered callback (--browser: http://127.0.0.1:PORT/...).")
+@quiet_option
 @click.pass_obj
 @reported
 def login(
@@ -250,6 +261,7 @@ def _who(user: dict[str, Any]) -> str:
     callback=once("profiles"),
     help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').",
 )
+@quiet_option
 @click.pass_obj
 @reported
 def logout(state: State, profile: str | None) -> None:
@@ -272,24 +284,17 @@ def logout(state: State, profile: str | None) -> None:
 
 
 @main.command()
-@click.option(
-    "--profile",
-    multiple=True,
-    callback=once("profiles"),
-    help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').",
-)
 @click.option("--json", "as_json", is_flag=True, help="Print the user as JSON.")
+@connection_options
 @click.pass_obj
 @reported
-def whoami(state: State, profile: str | None, as_json: bool) -> None:
+def whoami(state: State, as_json: bool) -> None:
     """Print the user a stored profile (or a token) logs in as, never the token.
 
     \b
     Example:
       mediaframe whoami --profile work
     """
-    if profile:
-        state.profile = _profile_name(state, profile, state.settings)
     with state.connect() as client:
         user = client.whoami()
         if as_json:

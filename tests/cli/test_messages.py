@@ -189,3 +189,20 @@ def test_the_summary_says_how_many_shards_were_resumed():
     assert "from 27 shard(s), 10 request(s)" in report.summary()
     report.resumed_shards = 18
     assert "from 27 shard(s) (18 resumed), 10 request(s)" in report.summary()
+
+
+def test_records_takes_the_magics_date_options_too(run, tmp_path):
+    one = run(
+        "records", "--since", "2020-01-01", "--until", "2021-12-31", "-o", str(tmp_path / "a.csv")
+    )
+    other = run(
+        "records",
+        "--date-min",
+        "2020-01-01",
+        "--date-max",
+        "2021-12-31",
+        "-o",
+        str(tmp_path / "b.csv"),
+    )
+    assert one.exit_code == 0 and other.exit_code == 0, one.stderr + other.stderr
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
