@@ -404,7 +404,10 @@ def main(
       mediaframe records "sunset" --record-type image -o sunset.xlsx
       MEDIAFRAME_BASE_URL=https://a.example MEDIAFRAME_TOKEN=... mediaframe audit -o audit.html
 
-    Every command is described in docs/cli.md.
+    `mediaframe COMMAND --help` shows a command's options and an example; `mediaframe login
+    --help` the ways to log in. To try the commands without a service, `mediaframe emulator
+    serve` starts a local one. The guides (docs/cli.md, docs/auth.md, ...) are in the docs/
+    folder of mediaframe's source checkout; an installed package does not include them.
     """
     ctx.obj = State(base_url=base_url, profile=profile, token_stdin=token_stdin, quiet=quiet)
     # for this command only: the library itself never changes how warnings are shown

@@ -113,7 +113,8 @@ def login(
     client_secret: str | None,
     redirect_uri: str | None,
 ) -> None:
-    """Log in and store a token profile (file mode 0600); see docs/auth.md.
+    """Log in and store a token profile (file mode 0600); docs/auth.md in the source checkout
+    says more.
 
     \b
     Pick one way:
