@@ -89,6 +89,59 @@ def test_other_urls_are_refused(url, message):
         auth.check_base_url(url)
 
 
+@pytest.mark.parametrize(
+    ("url", "root"),
+    [
+        ("https://assets.example.org/api/v1", "https://assets.example.org"),
+        ("https://assets.example.org/api/v1/", "https://assets.example.org"),
+        ("https://assets.example.org/dam/API/V2", "https://assets.example.org/dam"),
+        ("http://127.0.0.1:8080/api/oauthv2/token", "http://127.0.0.1:8080"),
+    ],
+)
+def test_a_url_ending_in_an_api_path_is_refused_naming_the_root(url, root):
+    """Joined to such a URL every route doubles (/api/v1/api/v1/me/): refused before a
+    password prompt or a request, saying which URL to give."""
+    with pytest.raises(ConfigurationError, match="ends in the API's own path") as caught:
+        auth.check_base_url(url)
+    assert f"give the service root, e.g. {root} " in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://assets.example.org/dam",
+        "https://assets.example.org/api",
+        "https://gateway.example.org/api/v1/dam",
+        "http://[::1]/v1",
+    ],
+)
+def test_a_service_under_a_path_is_accepted(url):
+    # a gateway may mount the service under a path, even one named /api (its routes are then
+    # /api/api/v1/...): only the API's own route prefixes are refused
+    assert auth.check_base_url(url) == url
+
+
+@pytest.mark.parametrize("suffix", ["/api", "/api/"])
+def test_a_login_at_a_url_ending_in_api_says_to_give_the_root(emulator, suffix):
+    with pytest.raises(ResponseFormatError, match="HTTP 404") as caught:
+        auth.password_grant(
+            emulator.base_url + suffix,
+            client_id=emulator.client_id,
+            client_secret=emulator.client_secret,
+            username="demo",
+            password=emulator.password,
+        )
+    said = str(caught.value)
+    assert f"no token endpoint at {emulator.base_url}/api/api/oauthv2/token" in said
+    assert f"base_url ends in /api: give the service root, e.g. {emulator.base_url}" in said
+
+
+def test_a_404_at_the_token_endpoint_says_to_give_the_root():
+    fake = FakeService(Answer(404, {"Content-Type": "text/html"}, b"<h1>Not Found</h1>"))
+    with pytest.raises(ResponseFormatError, match="give the service root"):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
+
+
 # --- redaction ---------------------------------------------------------------------------------
 
 

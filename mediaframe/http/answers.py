@@ -145,16 +145,19 @@ def read_answer(
     representation: str,
     placement: str | None,
     decode: Decode = None,
+    *,
+    not_found: str = "",
 ) -> Any:
     """The ``response`` member of a whole answer (or what ``decode`` makes of its body).
 
     Raises the error the answer stands for: a :class:`Retry` for what is worth asking again, a
     :class:`HeaderRefused` when the token was not taken from the header (``placement``), else
-    the :class:`~mediaframe.exceptions.MediaframeError` to show.
+    the :class:`~mediaframe.exceptions.MediaframeError` to show. ``not_found`` is the advice
+    of a 404 when the base URL itself is the likely mistake.
     """
     status = response.status_code
     if not content.strip():
-        raise _bodyless_error(response, line, placement)
+        raise _bodyless_error(response, line, placement, not_found)
     if _is_cut_short(response):
         raise Retry(
             ResponseFormatError(
@@ -169,7 +172,7 @@ def read_answer(
             return decode(content)
         envelope = decode_envelope(content, representation)
     except ResponseFormatError as err:
-        failure = _not_an_envelope(response, line, placement, err)
+        failure = _not_an_envelope(response, line, placement, err, not_found)
     if failure is not None:
         # raised out here, told in its own words: a reader's error may chain the parser's,
         # which keeps the whole body (and a token a server or proxy page echoed) in its `doc`
@@ -184,7 +187,7 @@ def read_answer(
         # challenge: that is a dead token, not a permission problem.
         raise _bodyless_error(response, line, placement)
     if code >= 400:
-        error = _api_error(code, meta, line, representation)
+        error = _api_error(code, meta, line, representation, not_found)
         if code in RETRY_STATUSES:
             raise Retry(error, retry_after=_retry_after(response))
         raise error
@@ -207,7 +210,9 @@ def _parse_failure(err: Exception) -> ValueError:
 # --- answers that are not the envelope --------------------------------------------------------
 
 
-def _bodyless_error(response: requests.Response, line: str, placement: str | None) -> Exception:
+def _bodyless_error(
+    response: requests.Response, line: str, placement: str | None, not_found: str = ""
+) -> Exception:
     status = response.status_code
     challenge = response.headers.get("WWW-Authenticate", "")
     oauth_error = _challenge_error(challenge)
@@ -232,16 +237,20 @@ def _bodyless_error(response: requests.Response, line: str, placement: str | Non
             "pass token= to connect()"
         )
         return HeaderRefused(error) if placement == "header" else error
+    advice = (status == 404 and not_found) or "Check base_url points at the service"
     return ResponseFormatError(
-        f"{line}: HTTP {status} with an empty body, not the service's envelope. "
-        "Check base_url points at the service",
+        f"{line}: HTTP {status} with an empty body, not the service's envelope. {advice}",
         status_code=status,
         snippet="",
     )
 
 
 def _not_an_envelope(
-    response: requests.Response, line: str, placement: str | None, err: ResponseFormatError
+    response: requests.Response,
+    line: str,
+    placement: str | None,
+    err: ResponseFormatError,
+    not_found: str = "",
 ) -> Exception:
     status = response.status_code
     snippet = _snippet(response.content)
@@ -274,9 +283,10 @@ def _not_an_envelope(
         return HeaderRefused(error) if placement == "header" else error
     # the parser's reason (already stripped of the body and redacted) tells damage from a page
     reason = f" ({err.__cause__})" if isinstance(err.__cause__, ValueError) else ""
+    advice = (status == 404 and not_found) or "Check base_url and try again later"
     format_error = ResponseFormatError(
         f"{line}: HTTP {status}, {redact(str(err))}{reason} — not the service's answer (a proxy or "
-        f"login page?): {snippet!r}. Check base_url and try again later",
+        f"login page?): {snippet!r}. {advice}",
         status_code=status,
         snippet=snippet,
     )
@@ -289,8 +299,12 @@ def _not_an_envelope(
     return format_error
 
 
-def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: str) -> APIError:
+def _api_error(
+    code: int, meta: Mapping[str, Any], line: str, representation: str, not_found: str = ""
+) -> APIError:
     kind, advice = _STATUS_ERRORS.get(code, (ServerError if code >= 500 else APIError, ""))
+    if code == 404 and not_found:
+        advice = not_found
     details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
     said = redact(str(details)) if details else "no details"
     if code == 406:

@@ -18,7 +18,13 @@ from mediaframe.http import deadline
 from mediaframe.http.answers import REPRESENTATIONS, Decode, HeaderRefused, Retry, read_answer
 from mediaframe.http.slots import slot
 from mediaframe.http.wire import read_body, release, send
-from mediaframe.tokens import TOKEN_PARAM, Token, check_base_url, install_redaction
+from mediaframe.tokens import (
+    TOKEN_PARAM,
+    Token,
+    check_base_url,
+    install_redaction,
+    service_root_hint,
+)
 from mediaframe.tokens import token_header as _token_header
 
 __all__ = ["Params", "Transport"]
@@ -81,6 +87,7 @@ class Transport:
                 f"representation must be json, yaml or jsonp, not {representation!r}"
             )
         self.base_url = check_base_url(base_url)
+        self._not_found = service_root_hint(self.base_url)  # a 404's advice, for a URL ending /api
         self.settings = settings or Settings.from_env()
         self.representation = representation
         self._token = Token(token) if isinstance(token, str) else token
@@ -286,7 +293,13 @@ class Transport:
                 release(response)
         log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
         result = read_answer(
-            response, content, line, representation, placement if token else None, decode
+            response,
+            content,
+            line,
+            representation,
+            placement if token else None,
+            decode,
+            not_found=self._not_found,
         )
         if self._placement is None and token is not None:
             self._placement = "header"  # the header worked: no need to test it again
