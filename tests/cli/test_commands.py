@@ -217,6 +217,12 @@ def _commands_with(option, group=main, path=()):
 _A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3cret-t0ken"
 
 
+def _rest_of(command):
+    """What a run of ``command`` needs besides the address: a token for login, else a limit
+    where the command shows rows."""
+    return {"login": ["--token-stdin"], "whoami": []}.get(command, ["--limit", "1"])
+
+
 @pytest.mark.parametrize("command", list(_commands_with("--base-url")))
 @pytest.mark.parametrize(
     "where",
@@ -230,7 +236,7 @@ _A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3c
 def test_two_different_base_urls_are_refused_naming_both(run, command, where):
     words = command.split()
     args = [w for part in where for w in (words if part == "{}" else [part])]
-    result = run(*args, "--limit", "1")
+    result = run(*args, *_rest_of(command), input="t0ken-from-stdin")
     assert result.exit_code == 2, result.output
     assert "two service addresses" in result.stderr, result.stderr
     assert _A in result.stderr and "https://***@b.example.org/?..." in result.stderr
@@ -241,7 +247,7 @@ def test_two_different_base_urls_are_refused_naming_both(run, command, where):
 def test_the_same_base_url_given_twice_is_taken(run, emulator, command):
     url = emulator.base_url
     result = run("--base-url", url, *command.split(), "--base-url", url, "--base-url", url,
-                 "--limit", "1")  # fmt: skip
+                 *_rest_of(command), input=emulator.token)  # fmt: skip
     assert "two service addresses" not in result.stderr
     assert result.exit_code == 0, result.stderr
 
