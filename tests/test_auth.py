@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -740,17 +741,62 @@ def test_browser_flow_is_not_held_by_a_connection_that_sends_nothing():
 def test_browser_flow_refuses_a_forged_state():
     fake = FakeService(golden("token_ok"))
     redirect = f"http://127.0.0.1:{_free_port()}/callback"
-    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state=forged")
-    with pytest.raises(StateMismatchError):
+    refused = []
+
+    def forge(url):  # the callback serves before the browser opens: asked in this thread
+        refused.append(requests.get(f"{redirect}?code=the-code&state=forged", timeout=10))
+
+    with pytest.raises(StateMismatchError, match="1 request"):
         auth.login_browser(
             BASE,
             client_id="a",
             redirect_uri=redirect,
-            open_browser=browser,
-            wait=10,
+            open_browser=forge,
+            wait=0,
             session=fake.session(),
         )
+    assert refused[0].status_code == 400
     assert fake.requests == [], "no code exchanged after a state mismatch"
+
+
+@pytest.mark.parametrize(
+    ("genuine", "outcome"),
+    [("code=the-code", None), ("error=access_denied", "access_denied")],
+    ids=["code", "error"],
+)
+def test_a_forged_callback_before_the_browsers_answer_is_ignored(genuine, outcome):
+    # review 14, finding 2: any local process, or an <img> on a page the user has open, could
+    # hit the callback first and end the login
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    answers = []
+
+    def forged_then_browser(url):
+        state = parse_qs(urlsplit(url).query)["state"][0]
+
+        def hits():
+            for query in ("code=AAAA&state=forged", "code=AAAA", f"{genuine}&state={state}"):
+                answers.append(requests.get(f"{redirect}?{query}", timeout=10).status_code)
+
+        threading.Thread(target=hits).start()
+
+    login = functools.partial(
+        auth.login_browser,
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=forged_then_browser,
+        wait=10,
+        session=fake.session(),
+    )
+    if outcome is None:
+        assert login().access_token == SECRET
+        assert ("code", "the-code") in form(fake.requests[0])
+    else:
+        with pytest.raises(OAuthError, match=outcome) as caught:
+            login()
+        assert not isinstance(caught.value, StateMismatchError) and fake.requests == []
+    assert answers[:2] == [400, 400]
 
 
 def test_browser_flow_gives_up_after_waiting():

@@ -49,6 +49,11 @@ def _no_automatic_auth(request: requests.PreparedRequest) -> requests.PreparedRe
     return request
 
 
+def _wait(seconds: float) -> None:
+    """Wait before a retry (tests record the delay here instead of sleeping it)."""
+    time.sleep(seconds)
+
+
 class Transport:
     """Sends reads to one service and returns the ``response`` member of its envelope.
 
@@ -169,7 +174,7 @@ class Transport:
                     raise retry.error from retry.error.__cause__
                 delay = self._backoff(attempt, retry.retry_after)
                 log.debug("%s %s: %s; retry %d in %.2f s", method, path, retry, attempt + 1, delay)
-                time.sleep(delay)
+                _wait(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- token: refresh, placement fallback --------------------------------------------------
