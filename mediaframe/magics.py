@@ -9,8 +9,9 @@
     The cell's body is the query; every record it matches (the complete harvest, with
     progress) is stored in ``<var>`` without being displayed, and one summary line printed.
 
-A bad argument (a name, an id, a date, a profile, a URL, a quote left open) is said as IPython
-says its own: a ``UsageError`` shown as its message alone, which still stops a notebook run.
+A bad argument (a name, an id, a date, a profile, a URL, a quote left open, a query the
+server refuses), and any other mediaframe error, is said as IPython says its own: a
+``UsageError`` shown as its message alone, which still stops a notebook run.
 Nothing is chained, so that even ``%xmode Verbose`` shows no more than the message, and the
 message is redacted (:func:`mediaframe.tokens.redact`): the ``--token`` value, and any word of
 the line that looks like a token (a token typed, or a ``$variable`` holding one expanded, where
@@ -35,7 +36,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 import mediaframe.accessor  # noqa: F401  (registers df.media)
 from mediaframe.auth import shown_url
 from mediaframe.client import Client, connect
-from mediaframe.exceptions import ConfigurationError, InvalidParameterError
+from mediaframe.exceptions import ConfigurationError, InvalidParameterError, MediaframeError
 from mediaframe.harvest import HarvestReport
 from mediaframe.tokens import redact, register_secret
 
@@ -55,9 +56,10 @@ def connect_to(target: str, *, token: str | None = None) -> Client:
         try:
             return connect(target)
         except ConfigurationError as err:  # no stored login for it: the magic's own way out
+            said = str(err).split("; or pass connect() a token")[0]  # connect()'s way out
             raise ConfigurationError(
                 # not "token: ...", which redact() would take for a token's value
-                f"{err}; or pass a token, as in %mf_connect {shown_url(target)} --token $token"
+                f"{said}; or pass a token, as in %mf_connect {shown_url(target)} --token $token"
             ) from err
     if token is not None:
         raise ConfigurationError(
@@ -84,13 +86,14 @@ def search_into(
 
 @contextlib.contextmanager
 def _said_as_usage() -> Iterator[None]:
-    """A bad argument of a magic (a name, an id, a date, a profile, a URL) as IPython says its
-    own: the message, which says what to give, redacted, without a traceback through
-    mediaframe's code (not even chained: under ``%xmode Verbose`` it would show the line, token
-    expanded)."""
+    """A bad argument of a magic (a name, an id, a date, a profile, a URL, a query the server
+    refuses) and any other mediaframe error (the server unreachable, a refused token) as
+    IPython says its own: the message, which says what to do, redacted, without a traceback
+    through mediaframe's code (not even chained: under ``%xmode Verbose`` it would show the
+    line, token expanded)."""
     try:
         yield
-    except (InvalidParameterError, ConfigurationError) as err:
+    except MediaframeError as err:  # a query the server refused too: the likeliest mistake
         raise _usage(f"{type(err).__name__}: {err}") from None
 
 
@@ -171,8 +174,8 @@ class MediaframeMagics(Magics):
     @argument("--record-type", help="image, video, audio, document, flash or unknown")
     @argument("--bases", help="collection (base) ids, comma-separated")
     @argument("--date-field", help="created_on or updated_on")
-    @argument("--date-min", help="Y/m/d")
-    @argument("--date-max", help="Y/m/d")
+    @argument("--date-min", "--since", dest="date_min", help="first day, Y/m/d or Y-m-d")
+    @argument("--date-max", "--until", dest="date_max", help="last day, Y/m/d or Y-m-d")
     @argument("--refresh", action="store_true", help="harvest again, ignoring the cache")
     @argument("--offline", action="store_true", help="read only the cache")
     @argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -17,6 +17,7 @@ matplotlib is imported when a plot is drawn, not with this module: ``pip install
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from collections.abc import Mapping
@@ -51,6 +52,9 @@ TOP = 20
 _INSTALL = 'pip install -e ".[notebook]" in the mediaframe folder'
 #: Inches of figure height per row of a heat map drawn on a new figure (its labels are ~8 pt).
 _ROW_INCHES = 0.2
+#: Controls (C0, DEL, C1) in a server's text, dropped from a label before it is drawn: they draw
+#: as nothing, and matplotlib's warning about their missing glyph would print them raw.
+_CONTROLS = r"[\x00-\x1f\x7f-\x9f]"
 
 
 class _HasCollections(Protocol):
@@ -210,8 +214,9 @@ def status_usage(
 def facet_counts(frame: pd.DataFrame, name: str, *, ax: Axes | None = None, **style: Any) -> Axes:
     """The counts of one facet of ``client.facets()`` (the server's counts), as bars."""
     rows = frame[_column(frame, "facet") == name]
-    counts = rows.set_index(rows["value"].astype("string").fillna("(not set)"))["count"]
-    counts = counts.astype("Int64").fillna(0).sort_values(ascending=False, kind="stable")
+    counts = rows.set_index(_labels(rows["value"].astype("string").fillna("(not set)")))["count"]
+    counts = counts.astype("Int64").fillna(0).groupby(level=0, sort=False).sum()
+    counts = counts.sort_values(ascending=False, kind="stable")
     ax = _axes(ax)
     ax.set_title(f"Records per {name} (server counts)")
     ax.set_xlabel("records")
@@ -273,7 +278,8 @@ def feed_activity(
     bottom = np.zeros(len(counts))
     for name, entries in frame.groupby(feed.astype("string").fillna("(no feed)"), sort=True):
         mine = _per_period(entries, by, period)[0].reindex(counts.index, fill_value=0)
-        ax.bar(counts.index, mine.to_numpy(), width=width, bottom=bottom, label=str(name), **style)
+        shown = _label(name)
+        ax.bar(counts.index, mine.to_numpy(), width=width, bottom=bottom, label=shown, **style)
         bottom += mine.to_numpy()
     ax.legend(title="feed", fontsize="small")
     return ax
@@ -349,7 +355,7 @@ def _bars(
     why: str | None = None,
 ) -> Axes:
     """Horizontal bars of the most frequent values (the rest summed as "other"), top first."""
-    counts = values.astype("string").fillna("(not set)").value_counts()
+    counts = _labels(values.astype("string").fillna("(not set)")).value_counts()
     if len(counts) > TOP:
         counts = pd.concat(
             [counts.iloc[: TOP - 1], pd.Series({"other": counts.iloc[TOP - 1 :].sum()})]
@@ -366,13 +372,15 @@ def _bars(
 
 def _collection_labels(frame: pd.DataFrame, names: Names) -> pd.Series:
     if "collection" in frame.columns:
-        return frame["collection"].astype("string").fillna("(no collection)")
+        return _labels(frame["collection"].astype("string").fillna("(no collection)"))
     base = _column(frame, "base_id")
     known = _names(names)
-    return pd.Series(
-        [known.get(int(b), f"base {int(b)}") if pd.notna(b) else "(no base)" for b in base],
-        index=frame.index,
-        dtype="string",
+    return _labels(
+        pd.Series(
+            [known.get(int(b), f"base {int(b)}") if pd.notna(b) else "(no base)" for b in base],
+            index=frame.index,
+            dtype="string",
+        )
     )
 
 
@@ -391,7 +399,7 @@ def _bit_label(bit: int, statuses: pd.DataFrame | None) -> str:
     if statuses is None or "label_on_en" not in statuses.columns:
         return str(bit)
     labels = statuses.loc[statuses["position"] == bit, "label_on_en"].dropna().unique()
-    return f"{bit} · {labels[0]}" if len(labels) == 1 else str(bit)
+    return f"{bit} · {_label(labels[0])}" if len(labels) == 1 else str(bit)
 
 
 def _heat_map(
@@ -407,13 +415,23 @@ def _heat_map(
         np.ma.masked_invalid(values), **{"cmap": "Blues", "vmin": 0, "vmax": 1, **style}
     )
     image.axes.set_aspect("auto")
-    ax.set_xticks(range(len(columns)), labels=columns, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), labels=[str(r) for r in rows])
+    ax.set_xticks(range(len(columns)), labels=[_label(c) for c in columns], rotation=45, ha="right")
+    ax.set_yticks(range(len(rows)), labels=[_label(r) for r in rows])
     if text:  # the share in each cell, so the map reads without the colour bar
         for (row, col), share in np.ndenumerate(values):
             colour = "white" if share > 0.6 else "black"
             ax.text(col, row, f"{share:.0%}", ha="center", va="center", color=colour, fontsize=8)
     ax.figure.colorbar(image, ax=ax, shrink=0.8)
+
+
+def _label(text: object) -> str:
+    """A server's text (a collection's, a feed's or a value's name) as a label may draw it."""
+    return re.sub(_CONTROLS, "", str(text))
+
+
+def _labels(values: pd.Series) -> pd.Series:
+    """:func:`_label` of each text of ``values``; two that differ only by controls become one."""
+    return values.str.replace(_CONTROLS, "", regex=True)
 
 
 def _undated(count: int) -> str:

@@ -185,6 +185,13 @@ def test_connect_and_search_magics(ip, served: Emulator, capsys) -> None:
     assert found.media.report().complete  # the extension registered df.media
 
 
+def test_search_magic_takes_the_command_lines_date_options(ip, served: Emulator) -> None:
+    ip.user_ns["client"] = client = mf.connect(served.base_url, token=served.token)
+    ip.run_cell_magic("mf_search", "dated --since 2020-01-01 --until 2021-12-31", "\n")
+    expected = client.records(date_min="2020-01-01", date_max="2021-12-31", date_field="created_on")
+    pd.testing.assert_frame_equal(ip.user_ns["dated"], expected)
+
+
 def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Path) -> None:
     profile = Profile(served.base_url, Token(served.token), None, None)
     TokenStore(tmp_path / "config").save("work", profile)
@@ -199,8 +206,9 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%%mf_search 1x\nsunset", "'1x' is not a Python name"),
         ("%%mf_search x --bases a,b\nsunset", "give ids like 1,2"),
         ("%%mf_search x --date-min 2020-13-01\nsunset", "date_min='2020-13-01' is not a real day"),
+        ("%%mf_search x\n(sunset AND", "BadRequestError: "),
         ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
-        ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
+        ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile --url URL"),
         ("%mf_connect work --token abc", "--token goes with a service URL"),
         (
             "%mf_connect https://example.org",
@@ -246,8 +254,8 @@ _TOKENS = [
 @pytest.mark.parametrize(
     ("cell", "said"),
     [
-        ("%mf_connect {t}", "run `mediaframe login --profile ***`"),
-        ("%mf_connect $typed", "run `mediaframe login --profile ***`"),
+        ("%mf_connect {t}", "run `mediaframe login --profile *** --url URL"),
+        ("%mf_connect $typed", "run `mediaframe login --profile *** --url URL"),
         ("%mf_connect https://example.org {t}", "unrecognized arguments: ***"),
         ("%mf_connect https://example.org --name {t}", "is not a Python name"),
         ("%mf_connect {t} --token $tok", "--token goes with a service URL"),
@@ -284,7 +292,7 @@ def test_a_token_typed_where_a_magic_wants_a_name_is_never_repeated(
 def test_a_profile_name_is_still_said_as_typed(ip, served: Emulator, name: str) -> None:
     result = ip.run_cell(f"%mf_connect {name}")
     assert isinstance(result.error_in_exec, UsageError)
-    assert f"run `mediaframe login --profile {name}`" in str(result.error_in_exec)
+    assert f"run `mediaframe login --profile {name} --url" in str(result.error_in_exec)
 
 
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:

@@ -290,3 +290,17 @@ def test_a_full_disk_without_a_terminal_says_what_to_do_and_leaves_nothing_behin
     assert "mediaframe login --profile default` again" in login.output
     store = TokenStore(tmp_path)
     assert store.names() == [] and list(store.directory.iterdir()) == []
+
+
+def test_connection_options_also_go_after_login_logout_and_whoami(run, emulator, tmp_path):
+    # docs/cli.md: --base-url, --profile, --token-stdin and --quiet go after the command too
+    login = run(
+        "login", "--base-url", emulator.base_url, "--token-stdin", "--quiet", "--profile", "w",
+        input=emulator.token,
+    )  # fmt: skip
+    assert login.exit_code == 0, login.output
+    who = run("whoami", "--base-url", emulator.base_url, "--token-stdin", input=emulator.token)
+    assert who.exit_code == 0 and who.output.startswith("demo"), who.output
+    assert run("whoami", "--profile", "w", "--quiet").exit_code == 0
+    logout = run("logout", "--profile", "w", "-q")
+    assert logout.exit_code == 0 and "profile 'w' removed" in logout.output

@@ -313,3 +313,27 @@ def test_facet_counts_are_the_servers_counts(client: mf.Client) -> None:
     assert ax.get_title() == "Records per Type_Name (server counts)"
     with pytest.warns(mf.EmptyPlotWarning):
         plots.facet_counts(facets, "NoSuchFacet")
+
+
+def test_controls_in_a_servers_names_are_dropped_before_drawing() -> None:
+    # SO (0x0E) in a collection's name: drawn, matplotlib warned that its glyph is missing and
+    # repeated it raw on stderr (the test suite turns that warning into an error)
+    import io
+
+    names = {1: "Arch\x0eive", 2: "Ph\x1b[2Jotos\x9b"}
+    frame = pd.DataFrame({"base_id": [1, 1, 2]})
+    bars = plots.collections(frame, names=names)
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["Ph[2Jotos", "Archive"]
+    heat = plots.status_usage(
+        frame.assign(status_4=[True, False, True]),
+        names=names,
+        statuses=pd.DataFrame({"position": [4], "label_on_en": ["pub\x0elished"]}),
+    )
+    assert [t.get_text() for t in heat.get_yticklabels()] == ["Archive", "Ph[2Jotos"]
+    assert [t.get_text() for t in heat.get_xticklabels()] == ["4 · published"]
+    facets = pd.DataFrame({"facet": ["kind"] * 2, "value": ["a\x0e", "a"], "count": [2, 3]})
+    merged = plots.facet_counts(facets, "kind")
+    assert [t.get_text() for t in merged.get_yticklabels()] == ["a"]
+    assert [b.get_width() for b in merged.patches] == [5]
+    for ax in (bars, heat, merged):
+        ax.figure.savefig(io.StringIO(), format="svg")

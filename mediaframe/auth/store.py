@@ -105,7 +105,10 @@ class TokenStore:
             raw = path.read_bytes() if stat.S_ISREG(mode) else None
         except FileNotFoundError:
             raise ConfigurationError(
-                f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name}`"
+                f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name} "
+                "--url URL --client-id ID --username NAME` (the service's address, your OAuth "
+                "application's client id and your user; `mediaframe login --help` shows the other "
+                "ways in), or try mediaframe on a local service: `mediaframe emulator serve`"
             ) from None
         except OSError as err:  # not readable by this user (written by `sudo`?), a link loop
             problem = err.strerror or type(err).__name__

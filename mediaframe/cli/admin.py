@@ -37,6 +37,13 @@ def age_text(age: Any) -> str:
     return f"{seconds} s"
 
 
+def _shown_query(query: Any) -> str:
+    # a harvest folder whose search never started (the server refused it) says no query
+    if query is None or pd.isna(query):
+        return "(unknown: nothing harvested)"
+    return repr(query) if query == "" else str(query)
+
+
 @main.group()
 def cache() -> None:
     """List or clear the parquet cache of harvests (MEDIAFRAME_CACHE_DIR).
@@ -76,7 +83,7 @@ def cache_ls(state: State, output: Path | None, limit: int) -> None:
     shown = pd.DataFrame(
         {
             "kind": listing["kind"],
-            "query": listing["query"].map(lambda q: repr(q) if q == "" else q),
+            "query": listing["query"].map(_shown_query),
             "filters": listing["filters"],
             "hits": listing["hits"],
             "size": listing["size_bytes"].map(size_text),

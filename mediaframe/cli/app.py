@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ import click
 import pandas as pd
 
 from mediaframe import __version__
+from mediaframe.cli.messages import said_for_cli, warnings_said
 from mediaframe.cli.table import printable
 from mediaframe.config import Connection, Settings
 from mediaframe.exceptions import (
@@ -40,6 +42,7 @@ __all__ = [
     "main",
     "once",
     "output_option",
+    "quiet_option",
     "reads",
     "reported",
 ]
@@ -63,7 +66,21 @@ class State:
     @property
     def settings(self) -> Settings:
         settings = Settings.from_env()
-        return settings.replace(progress=False) if self.quiet else settings
+        return settings.replace(progress=self._bars(settings))
+
+    @property
+    def bars(self) -> bool:
+        """Whether progress bars are drawn (see :attr:`settings`)."""
+        return self.settings.progress
+
+    def _bars(self, settings: Settings) -> bool:
+        # not with --quiet; else only on a terminal, unless MEDIAFRAME_PROGRESS says (=1 forces
+        # them): a scheduler's log would fill with frames joined by carriage returns
+        if self.quiet:
+            return False
+        if os.environ.get("MEDIAFRAME_PROGRESS", "").strip():
+            return settings.progress
+        return stderr_is_a_terminal()
 
     def connect(self, settings: Settings | None = None) -> Any:
         """A client: a token (``--token-stdin`` or ``MEDIAFRAME_TOKEN``) with a base URL, else a
@@ -98,6 +115,12 @@ class State:
             click.echo(printable(message), err=True)
 
 
+def stderr_is_a_terminal() -> bool:
+    """Whether standard error is a terminal, where a progress bar can redraw its line."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
 def reported(command: F) -> F:
     """Turn mediaframe errors into one line on stderr and an exit code that says which kind."""
 
@@ -107,17 +130,31 @@ def reported(command: F) -> F:
             return command(*args, **kwargs)
         except MediaframeError as err:
             # one line whatever the message holds, and no server text driving the terminal
-            message = printable(err, one_line=True)
+            message = printable(said_for_cli(err), one_line=True)
             click.echo(f"Error: {message}", err=True)
             if isinstance(err, AuthenticationError):
                 sys.exit(EXIT_AUTHENTICATION)
             usage = isinstance(err, ConfigurationError | InvalidParameterError)
             sys.exit(EXIT_CONFIGURATION if usage else EXIT_ERROR)
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            click.echo(_interrupted(), err=True)
             sys.exit(EXIT_INTERRUPTED)
 
     return run  # type: ignore[return-value]
+
+
+#: The commands that harvest, whose finished shards stay in the cache when interrupted.
+_HARVESTS = frozenset({"records", "stories", "sync", "audit", "report"})
+
+
+def _interrupted() -> str:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.command.name in _HARVESTS:
+        return (
+            "Interrupted; the shards already harvested are kept: run the same command again "
+            "to resume."
+        )
+    return "Interrupted."
 
 
 def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -197,7 +234,8 @@ def _remember_base_url(ctx: click.Context, param: click.Parameter, values: tuple
 
 
 def connection_options(command: F) -> F:
-    """``--base-url``, ``--profile`` and ``--token-stdin``, also accepted after the command."""
+    """``--base-url``, ``--profile``, ``--token-stdin`` and ``--quiet``, also accepted after the
+    command."""
     options = [
         click.option(
             "--base-url",
@@ -220,18 +258,23 @@ def connection_options(command: F) -> F:
             callback=_remember("token_stdin"),
             help="Read a token from standard input (needs --base-url); else MEDIAFRAME_TOKEN.",
         ),
-        click.option(
-            "-q",
-            "--quiet",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember("quiet"),
-            help="No progress or narration on stderr.",
-        ),
     ]
+    command = quiet_option(command)
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def quiet_option(command: F) -> F:
+    """``-q``/``--quiet`` after the command, as before it."""
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember("quiet"),
+        help="No progress or narration on stderr.",
+    )(command)
 
 
 def output_option(command: F) -> F:
@@ -357,10 +400,15 @@ def main(
 
     \b
     Examples:
-      mediaframe login --url https://assets.example.org --username ada
+      mediaframe login --url https://assets.example.org --client-id my-app --username ada
       mediaframe records "sunset" --record-type image -o sunset.xlsx
       MEDIAFRAME_BASE_URL=https://a.example MEDIAFRAME_TOKEN=... mediaframe audit -o audit.html
 
-    Every command is described in docs/cli.md.
+    `mediaframe COMMAND --help` shows a command's options and an example; `mediaframe login
+    --help` the ways to log in. To try the commands without a service, `mediaframe emulator
+    serve` starts a local one. The guides (docs/cli.md, docs/auth.md, ...) are in the docs/
+    folder of mediaframe's source checkout; an installed package does not include them.
     """
     ctx.obj = State(base_url=base_url, profile=profile, token_stdin=token_stdin, quiet=quiet)
+    # for this command only: the library itself never changes how warnings are shown
+    ctx.with_resource(warnings_said())

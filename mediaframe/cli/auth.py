@@ -13,14 +13,25 @@ from click.core import ParameterSource
 
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
-from mediaframe.cli.app import State, chosen_base_url, chosen_profile, main, once, reported
-from mediaframe.cli.table import printable
+from mediaframe.cli.app import (
+    State,
+    chosen_base_url,
+    chosen_profile,
+    connection_options,
+    main,
+    once,
+    quiet_option,
+    reported,
+)
+from mediaframe.cli.table import printable, unsafe
 from mediaframe.client import Client, connect
 from mediaframe.config import Settings
 from mediaframe.exceptions import ConfigurationError
 
-# C1 controls (U+0080-U+009F), which json.dumps leaves as they are; some terminals obey them
-_C1 = re.compile("[\x80-\x9f]")
+# json.dumps escapes C0 controls but leaves C1 ones, which some terminals obey, and format
+# characters (bidi controls could make a line read otherwise): these are escaped too, so the
+# JSON still says exactly what the server did
+_NOT_ASCII = re.compile("[^\x00-\x7f]")
 
 
 def _no_plain_argument(ctx: click.Context, name: str, value: str | None) -> str | None:
@@ -50,6 +61,7 @@ def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
 @main.command()
 @click.option(
     "--url",
+    "--base-url",
     "base_url",
     multiple=True,
     callback=once("service addresses"),
@@ -85,6 +97,7 @@ def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
     callback=lambda ctx, _, value: _no_plain_argument(ctx, "client_secret", value),
 )
 @click.option("--redirect-uri", help="Registered callback (--browser: http://127.0.0.1:PORT/...).")
+@quiet_option
 @click.pass_obj
 @reported
 def login(
@@ -100,7 +113,8 @@ def login(
     client_secret: str | None,
     redirect_uri: str | None,
 ) -> None:
-    """Log in and store a token profile (file mode 0600); see docs/auth.md.
+    """Log in and store a token profile (file mode 0600); docs/auth.md in the source checkout
+    says more.
 
     \b
     Pick one way:
@@ -112,7 +126,8 @@ def login(
 
     \b
     Example:
-      mediaframe login --url https://assets.example.org --username ada --profile work
+      mediaframe login --url https://assets.example.org --client-id my-app --username ada \
+        --profile work
     """
     settings = state.settings
     name = _profile_name(state, profile, settings)
@@ -227,6 +242,11 @@ def _ask(url: str) -> str:
     return str(click.prompt("Code or address", err=True))
 
 
+def _json_escaped(match: re.Match[str]) -> str:
+    char = match[0]
+    return json.dumps(char)[1:-1] if unsafe(char) else char  # \u escapes; pairs above FFFF
+
+
 def _who(user: dict[str, Any]) -> str:
     login = user.get("login") or user.get("id") or "?"
     name, email = user.get("display_name"), user.get("email")
@@ -242,6 +262,7 @@ def _who(user: dict[str, Any]) -> str:
     callback=once("profiles"),
     help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').",
 )
+@quiet_option
 @click.pass_obj
 @reported
 def logout(state: State, profile: str | None) -> None:
@@ -264,29 +285,22 @@ def logout(state: State, profile: str | None) -> None:
 
 
 @main.command()
-@click.option(
-    "--profile",
-    multiple=True,
-    callback=once("profiles"),
-    help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').",
-)
 @click.option("--json", "as_json", is_flag=True, help="Print the user as JSON.")
+@connection_options
 @click.pass_obj
 @reported
-def whoami(state: State, profile: str | None, as_json: bool) -> None:
+def whoami(state: State, as_json: bool) -> None:
     """Print the user a stored profile (or a token) logs in as, never the token.
 
     \b
     Example:
       mediaframe whoami --profile work
     """
-    if profile:
-        state.profile = _profile_name(state, profile, state.settings)
     with state.connect() as client:
         user = client.whoami()
         if as_json:
             text = json.dumps(user, ensure_ascii=False, indent=2)  # escapes C0 controls
-            click.echo(_C1.sub(lambda m: f"\\u{ord(m[0]):04x}", text))  # and now C1 ones
+            click.echo(_NOT_ASCII.sub(_json_escaped, text))
         else:
             where = f" [profile {client.profile}]" if client.profile else ""
             click.echo(f"{_who(user)} on {client.base_url}{where}")

@@ -44,8 +44,13 @@ def search_options(command: F) -> F:
             "--date-field",
             help="Field --since/--until filter on (default created_on when either is given).",
         ),
-        click.option("--since", "date_min", help="First day, Y/m/d or Y-m-d (inclusive)."),
-        click.option("--until", "date_max", help="Last day, Y/m/d or Y-m-d (inclusive)."),
+        # --date-min/--date-max as well: what %%mf_search and the library call them
+        click.option(
+            "--since", "--date-min", "date_min", help="First day, Y/m/d or Y-m-d (inclusive)."
+        ),
+        click.option(
+            "--until", "--date-max", "date_max", help="Last day, Y/m/d or Y-m-d (inclusive)."
+        ),
         click.option(
             "--status",
             multiple=True,

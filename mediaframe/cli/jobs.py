@@ -151,10 +151,14 @@ def _written(state: State, result: Any, output: Path | None, limit: int) -> None
     show_default=True,
     help="Folder for the exports and the parquet cache.",
 )
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar (default: when standard error is a terminal).",
+)
 @click.pass_obj
 @reported
-def demo(state: State, records: int, cap: int, seed: int, out: Path, progress: bool) -> None:
+def demo(state: State, records: int, cap: int, seed: int, out: Path, progress: bool | None) -> None:
     """Harvest a local emulator completely, prove it, audit it, report on it and export it.
 
     \b
@@ -169,7 +173,7 @@ def demo(state: State, records: int, cap: int, seed: int, out: Path, progress: b
         cap=cap,
         seed=seed,
         echo=click.echo,
-        progress=progress and not state.quiet,
+        progress=state.bars if progress is None else progress and not state.quiet,
     )
     if not result["matches_ground_truth"]:
         sys.exit(EXIT_ERROR)

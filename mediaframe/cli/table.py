@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["printable", "render"]
+__all__ = ["printable", "render", "unsafe"]
 
 # Values come from a server: an escape sequence could rewrite the terminal, so every control
-# character (C0, DEL and C1) is shown as a visible replacement.
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# character (C0, DEL and C1) is shown as a visible replacement; so is every format character
+# (Unicode's Cf: U+202E and the other bidi controls could make a row say something else),
+# except the two joiners some scripts and emoji are written with, which reorder nothing.
+_SUSPECT = re.compile(r"[^\x20-\x7e]")
+_JOINERS = frozenset("\N{ZERO WIDTH NON-JOINER}\N{ZERO WIDTH JOINER}")
 _GAP = "  "
 
 
@@ -87,8 +91,23 @@ def printable(text: object, *, one_line: bool = False) -> str:
     value = str(text)
     if one_line:
         value = " ".join(value.split())
-    kept = "" if one_line else "\t\n"
-    return _CONTROLS.sub(lambda m: m[0] if m[0] in kept else "\N{REPLACEMENT CHARACTER}", value)
+    return _neutralised(value, kept="" if one_line else "\t\n")
+
+
+def _neutralised(text: str, *, kept: str = "") -> str:
+    """``text`` with each control and format character but those ``kept`` replaced by U+FFFD."""
+
+    def shown(match: re.Match[str]) -> str:
+        char = match[0]
+        return char if char in kept or not unsafe(char) else "\N{REPLACEMENT CHARACTER}"
+
+    return _SUSPECT.sub(shown, text)
+
+
+def unsafe(char: str) -> bool:
+    """Whether the character ``char`` must not reach a terminal as it is: a control (C0, DEL,
+    C1) or a format character other than the two joiners."""
+    return char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -103,7 +122,7 @@ def _cell(value: Any, limit: int) -> str:
         text = value.isoformat(sep=" ")
     else:
         text = str(value)
-    return _cut(_CONTROLS.sub("\N{REPLACEMENT CHARACTER}", text), limit)
+    return _cut(_neutralised(text), limit)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -89,7 +89,14 @@ def connect(
             representation=representation,
         )
     name = profile or settings.profile
-    stored = TokenStore(settings.config_dir).load(name)
+    try:
+        stored = TokenStore(settings.config_dir).load(name)
+    except ConfigurationError as err:
+        if base_url is None or profile is not None:
+            raise
+        # connect(url) alone: a token is the other way in, and the likelier one from Python
+        # (said so that redact() finds no token's value after "token=")
+        raise ConfigurationError(f"{err}; or pass connect() a token as token=") from err
     if base_url is not None and check_base_url(base_url) != stored.base_url:
         raise ConfigurationError(
             f"profile {name!r} is for {stored.base_url}, not {base_url}: pick another profile "

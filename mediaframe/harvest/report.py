@@ -74,7 +74,9 @@ class HarvestReport:
         state = "complete" if self.complete else "INCOMPLETE"
         return (
             f"{self.fetched} {self.kind} of {self.total_results} ({state}) from "
-            f"{len(self.shards)} shard(s), {self.requests} request(s), {self.seconds:.1f} s"
+            f"{len(self.shards)} shard(s)"
+            + (f" ({self.resumed_shards} resumed)" if self.resumed_shards else "")
+            + f", {self.requests} request(s), {self.seconds:.1f} s"
             + (f", {self.duplicates} duplicate(s) dropped" if self.duplicates else "")
             + (", from cache" if self.from_cache else "")
         )

@@ -261,11 +261,12 @@ def _bodyless_error(
     if status == 401 or oauth_error in ("invalid_token", "expired_token"):
         return TokenRejectedError(
             f"The token was rejected (HTTP {status}) on {line}: it is unknown, revoked or "
-            "expired. Log in again: `mediaframe login`"
+            "expired. Log in again: `mediaframe login --url URL --client-id ID --username NAME`"
         )
     if status == 400 and challenge:
         error = TokenMissingError(
-            f"The service saw no token (HTTP 400) on {line}. Log in (`mediaframe login`) or "
+            f"The service saw no token (HTTP 400) on {line}. Log in (`mediaframe login --url URL "
+            "--client-id ID --username NAME`) or "
             "pass token= to connect()"
         )
         return HeaderRefused(error) if placement == "header" else error

@@ -72,7 +72,7 @@ def test_status_and_field_options_are_parsed_and_checked(run, emulator, tmp_path
     bad = run("records", "--status", "four:on")
     assert bad.exit_code == 2 and "BIT:on|off:DATABOX" in bad.stderr
     bad_date = run("records", "--since", "2024-13-45")
-    assert bad_date.exit_code == 2 and "date_min" in bad_date.stderr
+    assert bad_date.exit_code == 2 and "--since" in bad_date.stderr
     assert len(bad_date.stderr.strip().splitlines()) == 1
 
 
@@ -217,6 +217,12 @@ def _commands_with(option, group=main, path=()):
 _A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3cret-t0ken"
 
 
+def _rest_of(command):
+    """What a run of ``command`` needs besides the address: a token for login, else a limit
+    where the command shows rows."""
+    return {"login": ["--token-stdin"], "whoami": []}.get(command, ["--limit", "1"])
+
+
 @pytest.mark.parametrize("command", list(_commands_with("--base-url")))
 @pytest.mark.parametrize(
     "where",
@@ -230,7 +236,7 @@ _A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3c
 def test_two_different_base_urls_are_refused_naming_both(run, command, where):
     words = command.split()
     args = [w for part in where for w in (words if part == "{}" else [part])]
-    result = run(*args, "--limit", "1")
+    result = run(*args, *_rest_of(command), input="t0ken-from-stdin")
     assert result.exit_code == 2, result.output
     assert "two service addresses" in result.stderr, result.stderr
     assert _A in result.stderr and "https://***@b.example.org/?..." in result.stderr
@@ -241,7 +247,7 @@ def test_two_different_base_urls_are_refused_naming_both(run, command, where):
 def test_the_same_base_url_given_twice_is_taken(run, emulator, command):
     url = emulator.base_url
     result = run("--base-url", url, *command.split(), "--base-url", url, "--base-url", url,
-                 "--limit", "1")  # fmt: skip
+                 *_rest_of(command), input=emulator.token)  # fmt: skip
     assert "two service addresses" not in result.stderr
     assert result.exit_code == 0, result.stderr
 
@@ -373,7 +379,8 @@ def test_a_lying_servers_error_cannot_drive_the_terminal(tmp_path):
 
 
 def test_a_lying_servers_user_name_cannot_drive_the_terminal(tmp_path):
-    user = {"id": 1, "login": "ada\x1b]0;PWNED\x07", "display_name": "A\x9b2J", "email": None}
+    # bidi controls too: U+202E could make the line read otherwise
+    user = {"id": 1, "login": "ada\x1b]0;PWNED\x07", "display_name": "A\x9b2J\u202e", "email": None}
     body = json.dumps({"meta": {"http_code": 200}, "response": {"user": user}}).encode()
     env = {
         "MEDIAFRAME_BASE_URL": "",
@@ -387,7 +394,7 @@ def test_a_lying_servers_user_name_cannot_drive_the_terminal(tmp_path):
         as_json = CliRunner().invoke(main, ["whoami", "--json"], env=env)
     assert plain.exit_code == 0 and as_json.exit_code == 0, plain.stderr + as_json.stderr
     for shown in (plain.stdout, as_json.stdout):
-        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown), repr(shown)
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", shown), repr(shown)
     assert json.loads(as_json.stdout) == user  # the JSON still says exactly what the server did
 
 
@@ -398,7 +405,7 @@ def test_ttl_takes_durations_as_people_write_them(run, tmp_path):
         assert again.exit_code == 0, again.stderr
         assert read_parquet(tmp_path / "b.parquet").attrs["harvest"]["from_cache"], ttl
     wrong = run("records", "--ttl", "soon")
-    assert wrong.exit_code == 2 and "ttl='soon' is not a duration" in wrong.stderr
+    assert wrong.exit_code == 2 and "--ttl 'soon' is not a duration" in wrong.stderr
     assert run("audit", "--ttl", "1h").exit_code == 0
 
 
@@ -554,3 +561,13 @@ def test_a_compression_a_format_cannot_take_is_refused_before_any_harvest(
     assert result.exit_code == 1 and says in result.stderr, result.stderr
     assert ".csv.gz" in result.stderr  # what to write instead
     assert not (tmp_path / name).exists()
+
+
+def test_cache_ls_lists_the_folder_a_refused_search_left(run):
+    refused = run("records", "(sunset AND")
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: "), refused.stderr
+    assert run("records", "sunset", "--limit", "1").exit_code == 0
+    listing = run("cache", "ls", "--limit", "-1")
+    assert listing.exit_code == 0, listing.stderr
+    assert "sunset" in listing.stdout
+    assert "(unknown: nothing harvested)" in listing.stdout, listing.stdout

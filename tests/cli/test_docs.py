@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -42,3 +43,12 @@ def test_each_command_help_has_an_example(path):
     result = CliRunner().invoke(main, [*path, "--help"])
     assert result.exit_code == 0
     assert "Example" in result.stdout and f"mediaframe {path[0]}" in result.stdout
+
+
+@pytest.mark.parametrize("path", [(), *COMMANDS], ids=lambda p: " ".join(p) or "mediaframe")
+def test_a_help_naming_a_docs_page_says_where_it_is(path):
+    # an installed package ships no docs/: a help page naming one says it is in the checkout
+    shown = " ".join(CliRunner().invoke(main, [*path, "--help"]).stdout.split())
+    for page in set(re.findall(r"docs/[\w-]+\.md", shown)):
+        assert (Path(__file__).parents[2] / page).is_file(), page
+        assert "source checkout" in shown, f"{' '.join(path)} --help names {page} without where"
