@@ -105,18 +105,17 @@ class TokenStore:
             raw = path.read_bytes() if stat.S_ISREG(mode) else None
         except FileNotFoundError:
             raise ConfigurationError(
-                f"no profile {name!r} in {self.directory}: run `mediaframe login --profile {name} "
-                "--url URL --client-id ID --username NAME` (the service's address, your OAuth "
-                "application's client id and your user; `mediaframe login --help` shows the other "
-                "ways in), or try mediaframe on a local service: `mediaframe emulator serve`"
+                f"no profile {name!r} in {self.directory}: run `{login_command(name)}` (the "
+                "service's address, your OAuth application's client id and your user; "
+                "`mediaframe login --help` shows the other ways in), or try mediaframe on a local "
+                "service: `mediaframe emulator serve`"
             ) from None
         except OSError as err:  # not readable by this user (written by `sudo`?), a link loop
             problem = err.strerror or type(err).__name__
         if problem is not None or raw is None:
             raise ConfigurationError(
                 f"cannot read profile file {path} ({problem or 'not a regular file'}): check "
-                f"what it is and who owns it, or remove it and run `mediaframe login --profile "
-                f"{name}` again"
+                f"what it is and who owns it, or remove it and run `{login_command(name)}` again"
             )
         if os.name == "posix" and mode & 0o077:
             raise ConfigurationError(
@@ -130,8 +129,7 @@ class TokenStore:
         # raised out here, not in the except block: a JSONDecodeError keeps the whole file (the
         # token, the client secret) in its `doc`, and would ride along as __context__
         raise ConfigurationError(
-            f"profile file {path} is damaged ({damage}): run "
-            f"`mediaframe login --profile {name}` again"
+            f"profile file {path} is damaged ({damage}): run `{login_command(name)}` again"
         )
 
     def save(self, name: str, profile: Profile) -> Path:
@@ -222,6 +220,12 @@ _WRITABLE_ADVICE = (
     "make it a folder this user can write in (no file in its place or its parents', space on "
     "its disk, not read-only), or set MEDIAFRAME_CONFIG_DIR to a folder you can write"
 )
+
+
+def login_command(name: str) -> str:
+    """The login that makes profile ``name`` anew: a profile that is missing or damaged gives
+    none of what it needs, so the command names each."""
+    return f"mediaframe login --profile {name} --url URL --client-id ID --username NAME"
 
 
 def _reason(err: OSError) -> str:
