@@ -17,17 +17,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from mediaframe import frames
 from mediaframe.cache import HarvestStore, proven_complete
 from mediaframe.cache.manifest import Manifest
 from mediaframe.harvest.assemble import concat_frames, in_row_order
 from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.shards import Combine
 
 __all__ = ["can_sync", "sync"]
 
@@ -87,7 +90,7 @@ def sync(
                 page, changed_spec, changed_store, doing="syncing: changed"
             )
             # pages through v2: counted through it too (a decoded count is a v1 search)
-            keys_options = dataclasses.replace(options, combine=concat_frames, count=None)
+            keys_options = dataclasses.replace(options, combine=_concat_keys(spec), count=None)
             keys, keys_report = keys_options.harvest(
                 page_keys, spec, keys_store, doing="syncing: keys"
             )
@@ -125,6 +128,13 @@ def sync(
             return merged, report
         finally:
             _remove_scratch(store, changed_store, keys_store)
+
+
+def _concat_keys(spec: Spec) -> Combine:
+    """Joins the keys pass's pages; none (every hit gone) is the references frame without a
+    row, its id column named as the search's key (``story_id`` for stories)."""
+    empty = frames.v2_results([]).rename(columns={"record_id": spec.key_columns[-1]})
+    return functools.partial(concat_frames, empty=empty)
 
 
 def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd.Series:

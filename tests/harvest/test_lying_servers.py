@@ -1,0 +1,126 @@
+"""Servers that answer 200 yet do not answer the search: an engine error, a count that lies,
+filters ignored, a missing route. A harvest raises for each, and never keeps what it read as
+a complete result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rewriting import Envelope, Rewriting
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
+from mediaframe.exceptions import ServerError
+
+ENGINE_DOWN = "Unable to connect to the search engine"
+
+
+@pytest.fixture
+def emu() -> Emulator:
+    return Emulator(records=300, seed=3)
+
+
+@pytest.fixture
+def front(emu: Emulator) -> Rewriting:
+    return Rewriting(emu)
+
+
+@pytest.fixture
+def client(emu: Emulator, front: Rewriting, tmp_path) -> Iterator[mf.Client]:
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=1, backoff=0
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        yield c
+
+
+def engine_down(path: str, envelope: Envelope) -> None:
+    """The engine's failure as real servers report it: 200, ``error`` set, nothing found."""
+    if "/search/" not in path:
+        return
+    answer = envelope["response"]
+    answer.update(error=ENGINE_DOWN, total_results=0, available_results=0)
+    answer["results"] = {"records": [], "stories": []} if "/v1/" in path else []
+    answer["facets"] = []
+
+
+# --- 4: the engine's error member -------------------------------------------------------------
+
+
+def test_an_engine_error_is_retried_then_raised_quoting_the_server(client, front):
+    front.answer = engine_down
+    with pytest.raises(ServerError, match=f"the server says '{ENGINE_DOWN}'") as raised:
+        client.records("", progress=False)
+    assert raised.value.error_message == ENGINE_DOWN and raised.value.status_code == 200
+    assert front.searches() == 2, "asked again once (retries=1), then raised"
+    with pytest.raises(ServerError, match="search engine failed"):
+        client.stories("")
+    with pytest.raises(ServerError, match="search engine failed on POST /api/v2/search/"):
+        client.api.search_v2("", per_page=1)
+    with pytest.raises(ServerError, match="search engine failed on POST /api/v1/search/"):
+        client.api.search("", per_page=1)  # the decoded answer, as the planner counts with
+    with pytest.raises(ServerError, match=ENGINE_DOWN):
+        client.api.search_records_frame("", per_page=5)  # read natively from its bytes
+
+
+def test_an_engine_error_is_never_kept_as_an_empty_complete_result(client, front, emu):
+    front.answer = engine_down
+    with pytest.raises(ServerError):
+        client.records("")
+    front.answer = None  # the engine is back: the same session, the default TTL
+    assert len(client.records("")) == len(emu.ground_truth())
+
+
+def test_an_engine_that_fails_once_is_asked_again(client, front, emu):
+    failed: list[str] = []
+
+    def once(path: str, envelope: Envelope) -> None:
+        if "/search/" in path and not failed:
+            failed.append(path)
+            engine_down(path, envelope)
+
+    front.answer = once
+    frame = client.records("")
+    assert failed and len(frame) == len(emu.ground_truth())
+    assert frame.attrs["harvest"]["complete"]
+
+
+@pytest.mark.parametrize("empty", ["", "  ", None, False, 0, [], {}])
+def test_an_error_member_that_reports_nothing_is_no_error(client, front, emu, empty):
+    def quiet(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            envelope["response"]["error"] = empty
+
+    front.answer = quiet
+    assert client.api.search("", per_page=1)["total_results"] == len(emu.ground_truth())
+    assert len(client.api.search_records_frame("", per_page=5)[1]) == 5
+
+
+# --- 10 with 4: a sync to zero hits, and a sync while the engine is down ------------------------
+
+
+def test_a_sync_while_the_engine_is_down_keeps_the_cached_rows(client, front, emu):
+    cached = client.records("")
+    front.answer = engine_down
+    with pytest.raises(ServerError, match=ENGINE_DOWN):
+        client.records("", ttl=0)
+    front.answer = None
+    kept = client.records("", offline=True)
+    assert len(kept) == len(cached) == len(emu.ground_truth())
+
+
+def test_a_sync_where_every_hit_is_gone_gives_the_empty_frame(client, emu):
+    first = emu.ground_truth().iloc[0]
+    query = f"recordid:{int(first['record_id'])}"
+    cached = client.records(query)
+    assert len(cached) >= 1
+    for databox_id, record_id in cached[["databox_id", "record_id"]].to_numpy().tolist():
+        emu.delete_record(int(databox_id), int(record_id))
+    synced = client.records(query, ttl=0)
+    assert len(synced) == 0 and list(synced.columns) == list(cached.columns)
+    assert synced.attrs["harvest"]["complete"] and synced.attrs["harvest"]["synced"]["removed"]
+    assert len(client.records(query, offline=True)) == 0, "the empty dataset was published"
