@@ -48,6 +48,7 @@ from mediaframe.harvest.shards import (
     EarlyShards,
     ShardTask,
 )
+from mediaframe.harvest.verify import check_filters
 from mediaframe.http import slots
 
 # Threads beyond the ``concurrency`` requests in flight: they read answers into frames while
@@ -241,6 +242,7 @@ def harvest(
             report.page_reads = reads.summary()
             held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
             frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
+            check_filters(frame, spec)  # a server that ignored one gave other hits: not kept
             report.seconds = round(time.monotonic() - started, 3)
             _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
             joiner.settle()  # the batches still being written, before publication clears them

@@ -4,15 +4,19 @@ a complete result."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 
+import pandas as pd
 import pytest
 from rewriting import Envelope, Rewriting
 
 import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
-from mediaframe.exceptions import ServerError
+from mediaframe.exceptions import FilterIgnoredError, ServerError
+from mediaframe.harvest import Spec
+from mediaframe.harvest.verify import check_filters
 
 ENGINE_DOWN = "Unable to connect to the search engine"
 
@@ -124,3 +128,76 @@ def test_a_sync_where_every_hit_is_gone_gives_the_empty_frame(client, emu):
     assert len(synced) == 0 and list(synced.columns) == list(cached.columns)
     assert synced.attrs["harvest"]["complete"] and synced.attrs["harvest"]["synced"]["removed"]
     assert len(client.records(query, offline=True)) == 0, "the empty dataset was published"
+
+
+# --- 5: filters the server ignores --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dropped", "filters", "named"),
+    [
+        (("record_type",), {"record_type": "video"}, "record_type"),
+        (("bases[]",), {"bases": [1]}, "bases"),
+        (("date_",), {"date_field": "created_on", "date_min": "2024/06/01"}, "date_min/date_max"),
+        (
+            ("status[",),
+            {"status": {4: {"on": [1]}}, "status_only": True, "extended": True},
+            "status",
+        ),
+    ],
+)
+def test_a_filter_the_server_ignores_is_named_and_nothing_is_kept(
+    client, front, emu, dropped, filters, named
+):
+    honoured = client.records("", refresh=True, **filters)
+    assert 0 < len(honoured) < len(emu.ground_truth())
+    front.drop = {"/api/v1/search/": dropped}
+    with pytest.raises(FilterIgnoredError, match=f"the server ignored the {named} filter") as err:
+        client.records("", refresh=True, **filters)
+    assert err.value.filter_name == named and err.value.rows > 0
+    front.drop = {}
+    again = client.records("", **filters)  # the wrong answer was not published
+    assert not again.attrs["harvest"]["from_cache"] or len(again) == len(honoured)
+    assert len(again) == len(honoured)
+
+
+def test_a_sync_from_a_server_that_ignores_date_bounds_harvests_again(client, front, emu):
+    cached = client.records("", record_type="image")
+    front.drop = {"/api/v1/search/": ("date_",)}  # the changed pass cannot narrow by date
+    synced = client.records("", record_type="image", ttl=0)
+    assert len(synced) == len(cached) and synced.attrs["harvest"]["complete"]
+    assert "synced" not in synced.attrs["harvest"] or not synced.attrs["harvest"]["synced"]
+
+
+def test_filter_checks_count_no_missing_value_against_the_server():
+    nat = pd.NaT
+    frame = pd.DataFrame(
+        {
+            "databox_id": [1, 1, 2],
+            "record_id": [1, 2, 3],
+            "media_type": pd.array(["video", None, "video"], dtype="string"),
+            "base_id": pd.array([1, None, 1], dtype="Int64"),
+            # 12 hours before the first day: the server's day, in its own zone
+            "created_on": pd.to_datetime(["2024-05-31T12:00Z", nat, "2024-06-30T23:00Z"]),
+            "status_4": pd.array([True, None, False], dtype="boolean"),  # databox 2 unconstrained
+        }
+    )
+    spec = Spec(
+        "records",
+        filters={
+            "record_type": "video",
+            "bases": [1],
+            "date_field": "created_on",
+            "date_min": "2024/06/01",
+            "date_max": dt.date(2024, 6, 30),
+            "status": {4: {"on": [1]}},
+        },
+    )
+    check_filters(frame, spec)
+    frame.loc[2, "created_on"] = pd.Timestamp("2024-07-02T00:00Z")
+    with pytest.raises(FilterIgnoredError, match=r"1 of the 3 records .* record_id 3"):
+        check_filters(frame, spec)
+    frame.loc[2, "created_on"] = nat
+    frame.loc[0, "status_4"] = False
+    with pytest.raises(FilterIgnoredError, match="status filter"):
+        check_filters(frame, spec)
