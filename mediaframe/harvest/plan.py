@@ -125,6 +125,7 @@ class ShardCounter:
             # a page that repeats a key is no proof of the whole: the shard is paged, and judged
             if len(frame) == total and not repeated_keys(frame, self.spec.key_columns):
                 whole = frame
+            empty = not len(frame)
         else:
             # the one hit is the earliest: the first day of the shard's bounds
             response, first = self._hit(shard, "asc")
@@ -133,7 +134,15 @@ class ShardCounter:
             if dated is not None and first is not _NO_HIT and total > self.page_size:
                 with self._lock:
                     self._first_days[shard.id] = first
+            empty = first is _NO_HIT
         available = int_member(response, "available_results")
+        if empty and total > 0 and available > 0:
+            raise ResponseFormatError(
+                f"the search answer contradicts itself: total_results {total} and "
+                f"available_results {available}, yet its first page holds no hit (shard "
+                f"{shard.id}). The server's search engine may be failing: try again later, "
+                "and tell the service's administrators if it persists."
+            )
         if shard == Shard() and total > 1 and available == 1 and not probe:
             # Newer engines report the hits *in this page* and have no cap; a cap of 1 looks the
             # same at per_page=1, so ask for two: only the page count then says 2.

@@ -14,8 +14,13 @@ from rewriting import Envelope, Rewriting
 import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
-from mediaframe.exceptions import FilterIgnoredError, ServerError
-from mediaframe.harvest import Spec
+from mediaframe.exceptions import (
+    FilterIgnoredError,
+    IncompleteResultError,
+    ResponseFormatError,
+    ServerError,
+)
+from mediaframe.harvest import Spec, planning
 from mediaframe.harvest.verify import check_filters
 
 ENGINE_DOWN = "Unable to connect to the search engine"
@@ -201,3 +206,40 @@ def test_filter_checks_count_no_missing_value_against_the_server():
     frame.loc[0, "status_4"] = False
     with pytest.raises(FilterIgnoredError, match="status filter"):
         check_filters(frame, spec)
+
+
+# --- 9: counts that contradict themselves, or never add up -------------------------------------
+
+
+def test_a_count_whose_first_page_is_empty_yet_claims_hits_is_refused(client, front):
+    def huge(path: str, envelope: Envelope) -> None:
+        if path == "/api/v1/search/":
+            answer = envelope["response"]
+            answer.update(total_results=10**12, available_results=1000)
+            answer["results"] = {"records": [], "stories": []}
+
+    front.answer = huge
+    with pytest.raises(
+        ResponseFormatError, match="contradicts itself: total_results 1000000000000"
+    ):
+        client.records("")
+    assert front.searches() <= 3
+
+
+def test_planning_stops_at_its_budget_when_the_counts_never_add_up(client, front, emu, monkeypatch):
+    monkeypatch.setattr(planning, "_BUDGET_MOST", 300)
+    emu.set_cap(50)
+    honest = client.records("")  # under the same budget
+    assert len(honest) == len(emu.ground_truth())
+
+    def inflated(path: str, envelope: Envelope) -> None:
+        # totals its shards never reach: every search with a hit claims a million more
+        answer = envelope["response"]
+        if path == "/api/v1/search/" and answer["results"]["records"]:
+            answer.update(total_results=answer["total_results"] + 10**6, available_results=50)
+
+    front.answer = inflated
+    before = front.searches()
+    with pytest.raises(IncompleteResultError, match="the server's counts do not add up"):
+        client.records("", refresh=True)
+    assert front.searches() - before <= 300 + 10
