@@ -95,6 +95,9 @@ class API:
         #: The base ids of the last ``/me/`` read, by databox and collection (fill_base_ids()).
         self._base_ids: pd.Series | None = None
         self._base_ids_lock = threading.Lock()
+        #: False once ``/api/v2/search/`` answered 404: a server of the v1-only generation,
+        #: whose cached harvests are fetched again rather than synced (the sync reads v2).
+        self.has_v2: bool | None = None
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -122,11 +125,16 @@ class API:
         if version not in (1, 2):
             raise InvalidParameterError(f"version must be 1 or 2, not {version!r}")
         path = f"/api/v{version}/search/"
-        response = self._searched(
-            path,
-            lambda: self.transport.post(path, params, extended=extended and version == 1),
-            lambda answer: answer,
-        )
+        try:
+            response = self._searched(
+                path,
+                lambda: self.transport.post(path, params, extended=extended and version == 1),
+                lambda answer: answer,
+            )
+        except NotFoundError:
+            if version == 2:
+                self.has_v2 = False
+            raise
         return normalise_search(response) if version == 1 else response
 
     def _searched(

@@ -26,7 +26,7 @@ import pandas as pd
 from mediaframe import frames
 from mediaframe.cache import HarvestStore, proven_complete
 from mediaframe.cache.manifest import Manifest
-from mediaframe.exceptions import FilterIgnoredError
+from mediaframe.exceptions import FilterIgnoredError, NotFoundError
 from mediaframe.harvest.assemble import concat_frames, in_row_order
 from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.plan import Page, Spec
@@ -62,7 +62,8 @@ def sync(
     lag: dt.timedelta,
     options: EngineOptions,
 ) -> tuple[pd.DataFrame, HarvestReport] | None:
-    """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way.
+    """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way
+    (many stragglers, a server that cannot narrow by date, or one without ``/api/v2/``).
 
     Parameters
     ----------
@@ -98,9 +99,12 @@ def sync(
                 return None
             # pages through v2: counted through it too (a decoded count is a v1 search)
             keys_options = dataclasses.replace(options, combine=_concat_keys(spec), count=None)
-            keys, keys_report = keys_options.harvest(
-                page_keys, spec, keys_store, doing="syncing: keys"
-            )
+            try:
+                keys, keys_report = keys_options.harvest(
+                    page_keys, spec, keys_store, doing="syncing: keys"
+                )
+            except NotFoundError:
+                return None  # a server without /api/v2/ (v1 only): the search is fetched again
             present = _key_index(keys, key)
             kept = cached[_key_index(cached, key).isin(present)]
             removed = len(cached) - len(kept)

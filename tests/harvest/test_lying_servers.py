@@ -243,3 +243,19 @@ def test_planning_stops_at_its_budget_when_the_counts_never_add_up(client, front
     with pytest.raises(IncompleteResultError, match="the server's counts do not add up"):
         client.records("", refresh=True)
     assert front.searches() - before <= 300 + 10
+
+
+# --- 11: a server without /api/v2/ ----------------------------------------------------------------
+
+
+def test_a_server_without_v2_has_its_cache_harvested_again_and_remembers(client, front, emu):
+    cached = client.records("")
+    front.missing = ("/api/v2/",)
+    emu.delete_record(*(int(v) for v in cached[["databox_id", "record_id"]].iloc[0]))
+    again = client.records("", ttl=0)
+    assert len(again) == len(cached) - 1 and again.attrs["harvest"]["complete"]
+    assert not again.attrs["harvest"].get("synced")
+    asked = front.searches("/api/v2/")
+    assert asked == 1 and client.api.has_v2 is False
+    client.records("", ttl=0)
+    assert front.searches("/api/v2/") == asked, "v2 is not asked again in this session"
