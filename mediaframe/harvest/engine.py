@@ -43,6 +43,7 @@ from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
+    PAST_TOTAL,
     Combine,
     Deliver,
     EarlyShards,
@@ -399,7 +400,16 @@ def _judge(
     report.incomplete += stuck_extra + faults
     if report.complete:
         return
-    if faults:
+    past = [fault for fault in faults if PAST_TOTAL in fault["fault"]]
+    if past:
+        message = (
+            f"only {report.fetched} of the hits of this {spec.kind} search could be retrieved: "
+            f"{past[0]['fault']}. Its engine counts only so far (total_results {total}), so "
+            "the result would be cut short. Narrow the query until its total is below that "
+            "count, ask the service's administrators to have the engine count every hit, or "
+            "pass allow_incomplete=True to accept a partial result."
+        )
+    elif faults:
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: the server's "
             f"pages disagree ({faults[0]['fault']}; {len(faults)} shard(s) in all) even when "

@@ -259,3 +259,28 @@ def test_a_server_without_v2_has_its_cache_harvested_again_and_remembers(client,
     assert asked == 1 and client.api.has_v2 is False
     client.records("", ttl=0)
     assert front.searches("/api/v2/") == asked, "v2 is not asked again in this session"
+
+
+# --- 7: an engine with no cap whose total counts only so far -----------------------------------
+
+
+def test_a_total_that_stops_counting_is_caught_by_one_hit_past_it(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")  # no cap: every hit retrievable
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        honest = c.records("", per_page=50)
+        assert len(honest) == len(emu.ground_truth()) and honest.attrs["harvest"]["complete"]
+
+        def counts_to_100(path: str, envelope: Envelope) -> None:
+            if "/search/" in path:
+                answer = envelope["response"]
+                answer["total_results"] = min(answer["total_results"], 100)
+
+        front.answer = counts_to_100
+        with pytest.raises(IncompleteResultError, match="serves hits past its total_results"):
+            c.records("", refresh=True, per_page=50)
