@@ -24,6 +24,7 @@ from mediaframe.exceptions import (
     MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
+    ResponseFormatError,
     ServerError,
 )
 from mediaframe.frames import RecordsPage, read_records
@@ -226,7 +227,14 @@ class API:
         which this frame does not hold)."""
         answer = self.search(query, extended=extended, **{**filters, "search_type": 1})
         results = answer.pop("results", None) or {}
-        return answer, self.fill_base_ids(frames.stories(results.get("stories") or []))
+        stories = results.get("stories") if isinstance(results, dict) else None
+        if not stories and isinstance(results, dict) and results.get("records"):
+            raise ResponseFormatError(
+                "the answers to this story search held records, not stories: the server may "
+                "ignore search_type. Search records instead (client.records), or ask the "
+                "service's administrators."
+            )
+        return answer, self.fill_base_ids(frames.stories(stories or []))
 
     def fill_base_ids(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` (records, stories, or frames holding their columns) with each missing

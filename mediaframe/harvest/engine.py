@@ -360,7 +360,16 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
         f"cap of {the_plan.cap} hits ({_ids([leaf.id for leaf in stuck])}), so about {missing} "
         f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
+        + (_CAP_OF_ONE if the_plan.cap == 1 else "")
     )
+
+
+# A cap of one hit is rarely meant: it is what two generations behind one address look like.
+_CAP_OF_ONE = (
+    " A cap of 1 is rare: the server's answers may come from nodes of two generations (a rolling"
+    " upgrade behind a load balancer), some counting in available_results the hits of one page."
+    " Try again once the upgrade is done."
+)
 
 
 def _ids(ids: Sequence[str]) -> str:
@@ -415,6 +424,22 @@ def _judge(
             f"pages disagree ({faults[0]['fault']}; {len(faults)} shard(s) in all) even when "
             "paged again. A proxy or cache between you and the server may be ignoring "
             "offset_start, or the catalogue is changing fast: try again later, or pass "
+            "allow_incomplete=True to accept a partial result."
+        )
+    elif report.duplicates and not report.incomplete:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: the pages "
+            f"repeated keys ({report.duplicates} row(s) served twice across shards). A proxy or "
+            "cache between you and the server may be ignoring offset_start, or the catalogue "
+            "is changing fast: try again later, or pass allow_incomplete=True to accept a "
+            "partial result."
+        )
+    elif report.cap is None:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
+            f"{len(report.incomplete)} shard(s) came back short of their totals "
+            f"({_ids([entry['id'] for entry in report.incomplete])}), though the server "
+            "announced no cap. Try again later (the catalogue may be changing), or pass "
             "allow_incomplete=True to accept a partial result."
         )
     else:

@@ -33,6 +33,7 @@ from mediaframe.harvest.plan import (
     ShardCounter,
     Spec,
     int_member,
+    optional_int_member,
     plan,
     repeated_keys,
 )
@@ -195,7 +196,7 @@ class _Paging:
                 offset += len(frame)
                 if last:
                     if len(frame) and self._ends_search(total):
-                        self.past_total = self._serves_past(total)
+                        self.past_total = self._serves_past(total, frame)
                         requests += 1
                     break
                 if time.monotonic() - saved_at >= _KEEP_EVERY:
@@ -220,11 +221,19 @@ class _Paging:
             return False  # a capped server's total is proven by its cap and its empty pages
         return self.shard.window is None or self.shard.window[1] >= total
 
-    def _serves_past(self, total: int) -> bool:
-        """Whether one hit comes back at ``offset_start=total`` (one request)."""
-        params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
+    def _serves_past(self, total: int, last: pd.DataFrame) -> bool:
+        """Whether one hit comes back at ``offset_start=total`` (one request), sorted after
+        the ``last`` page's: an earlier one is a server ignoring offset_start, which the
+        repeated keys tell."""
+        sort = self.spec.paging_sort
+        params = {**self.spec.params(self.shard), "sort": sort, "ord": "asc"}
         _, frame = self.page(**params, offset_start=total, per_page=1)
-        return bool(len(frame))
+        if not len(frame):
+            return False
+        if sort not in frame.columns or sort not in last.columns:
+            return True
+        past, final = frame[sort].iloc[0], last[sort].iloc[-1]
+        return bool(pd.isna(past) or pd.isna(final) or past >= final)
 
     def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int]]) -> None:
         if self.pages is not None:
@@ -242,7 +251,8 @@ class _Paging:
         total = int_member(response, "total_results")
         # available_results is read only where it means the cap (not all servers send it)
         capped = self.capped_engine and not self.partial
-        if capped and int_member(response, "available_results") < total:
+        available = optional_int_member(response, "available_results")
+        if capped and available is not None and available < total:
             raise ShardOverCap(total)
         return frame, total
 

@@ -284,3 +284,74 @@ def test_a_total_that_stops_counting_is_caught_by_one_hit_past_it(tmp_path):
         front.answer = counts_to_100
         with pytest.raises(IncompleteResultError, match="serves hits past its total_results"):
             c.records("", refresh=True, per_page=50)
+
+
+# --- 14: messages that point the right way, and a missing available_results --------------------
+
+
+@pytest.mark.parametrize("cap", [1000, 100])
+@pytest.mark.parametrize("how", ["missing", "null"])
+def test_a_missing_available_results_means_no_cap_known(client, front, emu, cap, how):
+    emu.set_cap(cap)
+
+    def unsent(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            if how == "missing":
+                del envelope["response"]["available_results"]
+            else:
+                envelope["response"]["available_results"] = None
+
+    front.answer = unsent
+    frame = client.records("", per_page=50)
+    assert len(frame) == len(emu.ground_truth()) and frame.attrs["harvest"]["complete"]
+
+
+def test_a_story_search_answered_with_records_says_search_type_was_ignored(client, front):
+    front.drop = {"/api/v1/search/": ("search_type",)}
+    with pytest.raises(ResponseFormatError, match="held records, not stories"):
+        client.stories("")
+    with pytest.raises(ResponseFormatError, match="held records, not stories"):
+        client.api.search_stories_frame("", per_page=5)
+
+
+def test_pages_that_repeat_keys_across_shards_are_told_so(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")  # paged in windows of one page
+    front = Rewriting(emu)
+    front.drop = {"/api/v1/search/": ("offset_start",)}  # every page is the first
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    with (
+        mf.connect(
+            emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+        ) as c,
+        pytest.raises(IncompleteResultError, match=r"the pages repeated keys \(\d+ row"),
+    ):
+        c.records("", per_page=100)
+
+
+def test_a_cap_of_one_names_the_generations_it_may_come_from():
+    from mediaframe.cache.manifest import PlanFile, PlannedShard
+    from mediaframe.harvest.engine import _stuck_message
+
+    stuck = PlannedShard(id="b1", shard={}, expected=5, stuck=True)
+    the_plan = PlanFile(spec={}, provenance={}, total=5, cap=1, capped_engine=True, leaves=[stuck])
+    assert "nodes of two generations" in _stuck_message(the_plan, Spec("records"))
+    the_plan = PlanFile(spec={}, provenance={}, total=5, cap=2, capped_engine=True, leaves=[stuck])
+    assert "generations" not in _stuck_message(the_plan, Spec("records"))
+
+
+def test_two_generations_behind_one_address_are_read_by_the_cap_the_second_count_tells(
+    client, front, emu
+):
+    def rolling_upgrade(path: str, envelope: Envelope) -> None:
+        # one-hit searches reach a node counting the hits of its page; the others a capped one
+        answer = envelope["response"]
+        if path == "/api/v1/search/" and int(answer["per_page"]) == 1:
+            answer["available_results"] = len(answer["results"]["records"])
+
+    front.answer = rolling_upgrade
+    frame = client.records("", per_page=50)
+    assert len(frame) == len(emu.ground_truth()) and frame.attrs["harvest"]["complete"]
+    # the capped node's cap (1,000, above the total), not a cap of 1 cut down to 1-hit shards
+    assert frame.attrs["harvest"]["cap"] is None and frame.attrs["harvest"]["requests"] < 12
