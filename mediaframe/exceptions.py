@@ -21,12 +21,14 @@ The tree::
     │   ├── NotFoundError             404
     │   ├── MethodNotAllowedError     405
     │   ├── NotAcceptableError        406
+    │   ├── RateLimitedError          429: the service or a proxy limits the rate, after retries
     │   └── ServerError               5xx, after retries
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   ├── MalformedItemError        one item of a response cannot be read; names the item
     │   ├── ResponseTooLargeError     the answer outgrew MEDIAFRAME_MAX_RESPONSE_BYTES
     │   └── FilterIgnoredError        the hits break a filter the search sent: the server ignored it
-    ├── IncompleteResultError         a search cannot be retrieved whole under the cap
+    ├── IncompleteResultError         a search cannot be retrieved whole under the cap (or the
+    │                                 feeds' pages do not add up)
     ├── CacheError                    the parquet cache cannot be read or written
     │   ├── CacheCorruptError         a cached file is damaged or does not match its manifest
     │   └── CacheMissError            offline mode and nothing is cached for the request
@@ -79,6 +81,7 @@ __all__ = [
     "OAuthError",
     "PermissionDeniedError",
     "ProfileWarning",
+    "RateLimitedError",
     "RedirectRefusedError",
     "RequestTimeoutError",
     "ResponseFormatError",
@@ -159,7 +162,8 @@ class APIError(MediaframeError):
 
     Attributes
     ----------
-    status_code : the true HTTP status (``meta.http_code`` for JSONP).
+    status_code : the true HTTP status: ``meta.http_code`` for JSONP, and in any
+        representation when the envelope says 400 or more under another status line.
     error_type, error_message, error_details : the envelope's ``meta`` members.
     request : the request line, ``"<METHOD> <path>"``, never with its query string.
     """
@@ -204,6 +208,11 @@ class MethodNotAllowedError(APIError):
 
 class NotAcceptableError(APIError):
     """HTTP 406: the service cannot produce the requested representation."""
+
+
+class RateLimitedError(APIError):
+    """HTTP 429 (in the status line or the envelope) that persisted through every retry, each
+    after the wait ``Retry-After`` asked for: send fewer requests at once, and wait."""
 
 
 class ServerError(APIError):
@@ -253,7 +262,8 @@ class FilterIgnoredError(ResponseFormatError):
 
 
 class IncompleteResultError(MediaframeError):
-    """A search could not be split under the server's retrieval cap.
+    """A search could not be split under the server's retrieval cap, or the feeds' pages did not
+    add up (:meth:`~mediaframe.Client.feed_entries`: ``shards`` and ``report`` are then None).
 
     Attributes
     ----------

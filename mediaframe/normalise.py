@@ -10,7 +10,8 @@ variation                       normalised to                        where
 ``phrasea_type``                ``media_type`` (if absent)           :func:`normalise_record`
 ``coll_id``                     ``collection_id`` (if absent)        :func:`normalise_record`,
                                                                      :func:`normalise_me`
-objects keyed by id             lists, the key kept as ``*_id``      :func:`as_list`
+objects keyed by id             lists, the key kept as ``*_id``      :func:`as_list`,
+                                                                     :func:`listed`
 ``response: []``                ``{}``                               ``http.decode_envelope``
 ==============================  ===================================  ==========================
 
@@ -25,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mediaframe.exceptions import ResponseFormatError
+from mediaframe.exceptions import MalformedItemError, ResponseFormatError
 
 __all__ = [
     "as_list",
+    "listed",
     "normalise_me",
     "normalise_record",
     "normalise_search",
@@ -77,6 +79,35 @@ def as_list(value: Any, *, key: str) -> Any:
             item[key] = int(ident) if str(ident).isdigit() else ident
         items.append(item)
     return items
+
+
+def listed(response: Mapping[str, Any], member: str, *, key: str, what: str) -> list[Any]:
+    """The list an answer's ``member`` stands for: a list as it is, an object keyed by id as
+    its values (the id kept as ``key``, :func:`as_list`), nothing when absent or null. ``what``
+    names the items in the plural, for the message.
+
+    Raises
+    ------
+    MalformedItemError
+        The member is anything else (a string, a number, an object of non-objects): it never
+        counts as nothing.
+
+    Examples
+    --------
+    >>> listed({"baskets": {"3": {"name": "Picks"}}}, "baskets", key="basket_id", what="baskets")
+    [{'name': 'Picks', 'basket_id': 3}]
+    """
+    value = as_list(response.get(member), key=key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise MalformedItemError(
+            f"the answer's {member} is {shown}, not a list of {what}; the server's answer does "
+            "not follow the API contract (report the payload)"
+        )
+    return value
 
 
 def normalise_search(response: dict[str, Any]) -> dict[str, Any]:

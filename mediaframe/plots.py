@@ -6,8 +6,8 @@ artist it draws (``color=``, ``alpha=``, ``cmap=`` …) and returns the axes. On
 nothing to draw it warns (:class:`~mediaframe.EmptyPlotWarning`) and returns the empty axes.
 Nothing is shown (no ``plt.show()``) and no global setting (``rcParams``) is changed.
 
-matplotlib is imported when a plot is drawn, not with this module: ``pip install
-"mediaframe[notebook]"`` installs it.
+matplotlib is imported when a plot is drawn, not with this module: ``pip install -e
+".[notebook]"`` in the mediaframe folder installs it.
 
 >>> import mediaframe.plots as mfp
 >>> ax = mfp.media_types(client.records())        # doctest: +SKIP
@@ -48,7 +48,7 @@ __all__ = [
 PERIODS = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
 #: Bars drawn at most by the bar charts of text values; the rest is summed as "other".
 TOP = 20
-_INSTALL = 'pip install "mediaframe[notebook]"'
+_INSTALL = 'pip install -e ".[notebook]" in the mediaframe folder'
 #: Inches of figure height per row of a heat map drawn on a new figure (its labels are ~8 pt).
 _ROW_INCHES = 0.2
 

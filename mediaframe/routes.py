@@ -250,7 +250,12 @@ class API:
             self.me()
             with self._base_ids_lock:
                 lookup = self._base_ids
-        assert lookup is not None
+        if lookup is None:  # the answer named no user: not kept, and nothing to fill from
+            raise ResponseFormatError(
+                "the /me/ answer names no user, so the base_id of records from a server that "
+                "sends none cannot be read from it; try again, and if it persists the service "
+                "(or a proxy before it) is failing"
+            )
         return filled_base_ids(frame, lookup)
 
     def search_v2_frame(
@@ -268,6 +273,8 @@ class API:
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me/``: ``{user, collections, databoxes}`` of the token's user."""
         answer = normalise_me(self.transport.get("/api/v1/me/"))
+        if not answer.get("user"):
+            return answer  # names no user: nothing of it is kept (the client refuses it)
         # what fill_base_ids() reads, without asking again: built once, not once per page
         lookup = base_id_lookup(frames.collections(answer.get("collections") or []))
         with self._base_ids_lock:
@@ -285,6 +292,8 @@ class API:
         response = self.transport.get(
             "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20), extended=extended
         )
+        if "entries" in response:
+            response["entries"] = as_list(response["entries"], key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -306,6 +315,8 @@ class API:
         feed_id = _count(feed_id, "feed_id", minimum=1)
         params = _feed_paging(offset_start, per_page, 100)
         response = self.transport.get(f"/api/v1/feeds/{feed_id}/content/", params)
+        if "entries" in response:
+            response["entries"] = as_list(response["entries"], key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -318,8 +329,12 @@ class API:
         return response
 
     def baskets_list(self) -> dict[str, Any]:
-        """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging)."""
-        return self.transport.get("/api/v1/baskets/list/")
+        """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging; a list, even if keyed
+        by id)."""
+        response = self.transport.get("/api/v1/baskets/list/")
+        if "baskets" in response:
+            response["baskets"] = as_list(response["baskets"], key="basket_id")
+        return response
 
     def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> dict[str, Any]:
         """``GET /api/v1/records/<databox_id>/<record_id>/``: ``{record}``."""
@@ -393,6 +408,10 @@ class API:
         """``GET /api/v1/baskets/<basket_id>/content/``: ``{basket, basket_elements}``."""
         basket_id = _count(basket_id, "basket_id", minimum=1)
         response = self.transport.get(f"/api/v1/baskets/{basket_id}/content/", extended=extended)
+        if "basket_elements" in response:
+            response["basket_elements"] = as_list(
+                response["basket_elements"], key="basket_element_id"
+            )
         for element in _dicts(response.get("basket_elements")):
             normalise_record(element.get("record"))  # type: ignore[arg-type]
         return response

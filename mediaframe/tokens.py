@@ -33,6 +33,7 @@ __all__ = [
     "redact_url",
     "register_secret",
     "same_origin",
+    "service_root_hint",
     "shown_url",
     "split_url",
     "token_header",
@@ -145,7 +146,32 @@ def check_base_url(base_url: str) -> str:
             f"base_url {shown_url(url)!r} uses plain http: tokens would travel in clear text. "
             "Use https (plain http is allowed only for 127.0.0.1, ::1 and localhost)"
         )
+    route = _API_ROUTE.search(parts.path)
+    if route is not None:
+        # Every path mediaframe asks for starts with /api/: joined to this URL, each would
+        # become /api/v1/api/v1/..., and the first answer a 404 that says nothing of why.
+        root = parts._replace(path=parts.path[: route.start()]).geturl()
+        raise ConfigurationError(
+            f"base_url {shown_url(url)!r} ends in the API's own path {route.group()!r}: give "
+            f"the service root, e.g. {shown_url(root)} (mediaframe adds /api/v1/... itself)"
+        )
     return url
+
+
+def service_root_hint(url: str) -> str:
+    """For an answer saying there is nothing at a path under ``url``: when ``url`` ends in
+    ``/api`` (the one API path :func:`check_base_url` lets through, as a gateway may mount a
+    service there), which base_url to give instead; else ``""``."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if not path.lower().endswith("/api"):
+        return ""
+    root = shown_url(parts._replace(path=path[: -len("/api")]).geturl())
+    return f"base_url ends in /api: give the service root, e.g. {root}"
+
+
+#: The API's own route prefixes, which no service root ends in.
+_API_ROUTE = re.compile(r"/api/(?:v\d+|oauthv2(?:/token|/authorize)?)$", re.IGNORECASE)
 
 
 def same_origin(url: str, base_url: str) -> bool:

@@ -202,7 +202,10 @@ def test_connect_magic_reads_a_stored_profile(ip, served: Emulator, tmp_path: Pa
         ("%%mf_search x --record-type photo\nsunset", "record_type must be one of image"),
         ("%mf_connect nosuchprofile", "run `mediaframe login --profile nosuchprofile`"),
         ("%mf_connect work --token abc", "--token goes with a service URL"),
-        ("%mf_connect https://example.org", "or pass a token: %mf_connect https://example.org --"),
+        (
+            "%mf_connect https://example.org",
+            "or pass a token, as in %mf_connect https://example.org --",
+        ),
         ("%mf_connect https://example.org --name 1x", "'1x' is not a Python name"),
         ("%mf_connect http://127.0.0.1:9 --token '$tok", "No closing quotation"),
         ("%%mf_search x --bases '1\nsunset", "No closing quotation"),
@@ -230,6 +233,58 @@ def test_a_bad_argument_of_a_magic_is_said_without_a_traceback(
     shown = capsys.readouterr()
     assert said in shown.err and "Traceback" not in shown.out + shown.err
     assert ip.user_ns["tok"] not in shown.out + shown.err + str(error)
+
+
+_TOKENS = [
+    "9f3c2a7d1e5b4c6a8d0e2f4a6b8c0d1f",  # the service's: 32 lowercase hex digits
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJl-_x",  # a JWT, as other servers issue
+    "ya29.A0ARrdaM-b3k5Tq8Zp0Xy2Lm",  # and shorter opaque ones
+]
+
+
+@pytest.mark.parametrize("secret", _TOKENS, ids=["hex", "jwt", "opaque"])
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ("%mf_connect {t}", "run `mediaframe login --profile ***`"),
+        ("%mf_connect $typed", "run `mediaframe login --profile ***`"),
+        ("%mf_connect https://example.org {t}", "unrecognized arguments: ***"),
+        ("%mf_connect https://example.org --name {t}", "is not a Python name"),
+        ("%mf_connect {t} --token $tok", "--token goes with a service URL"),
+        ("%mf_connect 'a/{t}'", "is not valid"),
+        ("%%mf_search {t}\nsunset", "is not a Python name"),
+        ("%%mf_search x --client {t}\nsunset", "run %mf_connect"),
+        ("%%mf_search x --bases {t}\nsunset", "give ids like 1,2"),
+    ],
+)
+def test_a_token_typed_where_a_magic_wants_a_name_is_never_repeated(
+    ip, served: Emulator, cell: str, said: str, secret: str, capsys
+) -> None:
+    ip.user_ns["client"] = mf.connect(served.base_url, token=served.token)
+    ip.user_ns["tok"] = "0d1e2f4a6b8c9f3c2a7d1e5b4c6a8d0e"
+    ip.user_ns["typed"] = secret
+    ip.run_line_magic("xmode", "Verbose")  # shows the locals of every frame, the line's too
+    try:
+        result = ip.run_cell(cell.replace("{t}", secret))
+    finally:
+        ip.run_line_magic("xmode", "Context")
+    error = result.error_in_exec
+    assert isinstance(error, UsageError), error
+    shown = capsys.readouterr()
+    assert said in str(error), str(error)
+    for text in (str(error), shown.out, shown.err):
+        assert secret not in text and ip.user_ns["tok"] not in text
+        assert secret[:16] not in text  # nor a part of it
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["work", "ada-2024", "team_archive.prod", "MyArchiveProfile2024", "sunset-2024-q3-export"],
+)
+def test_a_profile_name_is_still_said_as_typed(ip, served: Emulator, name: str) -> None:
+    result = ip.run_cell(f"%mf_connect {name}")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert f"run `mediaframe login --profile {name}`" in str(result.error_in_exec)
 
 
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -87,6 +88,59 @@ def test_https_or_loopback_urls_are_accepted(url):
 def test_other_urls_are_refused(url, message):
     with pytest.raises(ConfigurationError, match=message):
         auth.check_base_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "root"),
+    [
+        ("https://assets.example.org/api/v1", "https://assets.example.org"),
+        ("https://assets.example.org/api/v1/", "https://assets.example.org"),
+        ("https://assets.example.org/dam/API/V2", "https://assets.example.org/dam"),
+        ("http://127.0.0.1:8080/api/oauthv2/token", "http://127.0.0.1:8080"),
+    ],
+)
+def test_a_url_ending_in_an_api_path_is_refused_naming_the_root(url, root):
+    """Joined to such a URL every route doubles (/api/v1/api/v1/me/): refused before a
+    password prompt or a request, saying which URL to give."""
+    with pytest.raises(ConfigurationError, match="ends in the API's own path") as caught:
+        auth.check_base_url(url)
+    assert f"give the service root, e.g. {root} " in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://assets.example.org/dam",
+        "https://assets.example.org/api",
+        "https://gateway.example.org/api/v1/dam",
+        "http://[::1]/v1",
+    ],
+)
+def test_a_service_under_a_path_is_accepted(url):
+    # a gateway may mount the service under a path, even one named /api (its routes are then
+    # /api/api/v1/...): only the API's own route prefixes are refused
+    assert auth.check_base_url(url) == url
+
+
+@pytest.mark.parametrize("suffix", ["/api", "/api/"])
+def test_a_login_at_a_url_ending_in_api_says_to_give_the_root(emulator, suffix):
+    with pytest.raises(ResponseFormatError, match="HTTP 404") as caught:
+        auth.password_grant(
+            emulator.base_url + suffix,
+            client_id=emulator.client_id,
+            client_secret=emulator.client_secret,
+            username="demo",
+            password=emulator.password,
+        )
+    said = str(caught.value)
+    assert f"no token endpoint at {emulator.base_url}/api/api/oauthv2/token" in said
+    assert f"base_url ends in /api: give the service root, e.g. {emulator.base_url}" in said
+
+
+def test_a_404_at_the_token_endpoint_says_to_give_the_root():
+    fake = FakeService(Answer(404, {"Content-Type": "text/html"}, b"<h1>Not Found</h1>"))
+    with pytest.raises(ResponseFormatError, match="give the service root"):
+        auth.password_grant(BASE, client_id="a", username="u", password="p", session=fake.session())
 
 
 # --- redaction ---------------------------------------------------------------------------------
@@ -687,17 +741,62 @@ def test_browser_flow_is_not_held_by_a_connection_that_sends_nothing():
 def test_browser_flow_refuses_a_forged_state():
     fake = FakeService(golden("token_ok"))
     redirect = f"http://127.0.0.1:{_free_port()}/callback"
-    browser = _browser(lambda uri, state: f"{uri}?code=the-code&state=forged")
-    with pytest.raises(StateMismatchError):
+    refused = []
+
+    def forge(url):  # the callback serves before the browser opens: asked in this thread
+        refused.append(requests.get(f"{redirect}?code=the-code&state=forged", timeout=10))
+
+    with pytest.raises(StateMismatchError, match="1 request"):
         auth.login_browser(
             BASE,
             client_id="a",
             redirect_uri=redirect,
-            open_browser=browser,
-            wait=10,
+            open_browser=forge,
+            wait=0,
             session=fake.session(),
         )
+    assert refused[0].status_code == 400
     assert fake.requests == [], "no code exchanged after a state mismatch"
+
+
+@pytest.mark.parametrize(
+    ("genuine", "outcome"),
+    [("code=the-code", None), ("error=access_denied", "access_denied")],
+    ids=["code", "error"],
+)
+def test_a_forged_callback_before_the_browsers_answer_is_ignored(genuine, outcome):
+    # review 14, finding 2: any local process, or an <img> on a page the user has open, could
+    # hit the callback first and end the login
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    answers = []
+
+    def forged_then_browser(url):
+        state = parse_qs(urlsplit(url).query)["state"][0]
+
+        def hits():
+            for query in ("code=AAAA&state=forged", "code=AAAA", f"{genuine}&state={state}"):
+                answers.append(requests.get(f"{redirect}?{query}", timeout=10).status_code)
+
+        threading.Thread(target=hits).start()
+
+    login = functools.partial(
+        auth.login_browser,
+        BASE,
+        client_id="app",
+        redirect_uri=redirect,
+        open_browser=forged_then_browser,
+        wait=10,
+        session=fake.session(),
+    )
+    if outcome is None:
+        assert login().access_token == SECRET
+        assert ("code", "the-code") in form(fake.requests[0])
+    else:
+        with pytest.raises(OAuthError, match=outcome) as caught:
+            login()
+        assert not isinstance(caught.value, StateMismatchError) and fake.requests == []
+    assert answers[:2] == [400, 400]
 
 
 def test_browser_flow_gives_up_after_waiting():

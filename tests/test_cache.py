@@ -416,7 +416,7 @@ class TestHarvestStore:
     def test_a_document_too_large_is_damage(self, frame, tmp_path, monkeypatch):
         store = cache.HarvestStore(str(tmp_path / "h"))
         store.publish(frame, {}, spec={}, sort_by=KEY)
-        monkeypatch.setattr(cache.store, "MAX_DOCUMENT_BYTES", 100)
+        monkeypatch.setattr(cache.folder, "MAX_DOCUMENT_BYTES", 100)
         with pytest.raises(CacheCorruptError, match="over 100 bytes"):
             store.manifest()
 
@@ -549,3 +549,16 @@ class TestHarvestStore:
         for path in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]:
             mode = path.stat().st_mode & 0o777
             assert mode == (0o700 if path.is_dir() else 0o600), f"{path} is {oct(mode)}"
+
+
+def test_each_module_of_the_cache_is_within_the_house_size_and_documented():
+    # docs/architecture.md names every module by its role; a module past ~600 lines is split
+    # (house style) rather than left to grow
+    package = os.path.dirname(cache.__file__)
+    with open(os.path.join(package, "..", "..", "docs", "architecture.md")) as doc:
+        table = doc.read()
+    for name in sorted(os.listdir(package)):
+        if name.endswith(".py") and name != "__init__.py":
+            with open(os.path.join(package, name)) as module:
+                assert len(module.readlines()) <= 600, f"cache/{name} is past 600 lines"
+            assert f"`cache/{name}`" in table, f"cache/{name} is not in docs/architecture.md"

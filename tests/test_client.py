@@ -9,7 +9,7 @@ import os
 import time
 
 import pytest
-from fake_service import BASE, Answer, FakeService, golden
+from fake_service import BASE, Answer, FakeService, envelope, golden
 
 import mediaframe as mf
 from mediaframe import files
@@ -45,6 +45,17 @@ def test_user_key_is_the_login_fetched_once(settings):
     client = mf.connect(BASE, token=SECRET, settings=settings, session=fake.session())
     assert client.user_key == "ada" and client.user_key == "ada"
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("response", [{}, {"user": None, "collections": []}, {"user": "ada"}])
+def test_a_me_answer_naming_no_user_is_not_kept(settings, response):
+    # a failure dressed as a 200 (or a proxy's answer) must not poison the session
+    fake = FakeService(envelope(response), golden("me"))
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=fake.session())
+    with pytest.raises(ResponseFormatError, match="names no user"):
+        client.me_raw()
+    assert client.user_key == "ada" and client.whoami()["login"] == "ada"
+    assert len(fake.requests) == 2
 
 
 def connect_with_password(fake, settings, **options):

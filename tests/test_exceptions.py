@@ -2,6 +2,7 @@
 
 import inspect
 import re
+from pathlib import Path
 
 import mediaframe
 from mediaframe import exceptions
@@ -60,3 +61,17 @@ def test_api_error_carries_context():
 
 def test_invalid_parameter_is_also_a_value_error():
     assert issubclass(exceptions.InvalidParameterError, ValueError)
+
+
+def test_docs_errors_md_lists_every_exit_code_of_the_command_line():
+    """docs/errors.md and docs/cli.md give the same exit codes as the command line has."""
+    from mediaframe.cli import app
+
+    codes = {0, app.EXIT_ERROR, app.EXIT_CONFIGURATION, app.EXIT_AUTHENTICATION}
+    codes.add(app.EXIT_INTERRUPTED)
+    docs = Path(__file__).parents[1] / "docs"
+    for page in ("errors.md", "cli.md"):
+        text = (docs / page).read_text(encoding="utf-8")
+        section = text.split("xit codes", 1)[1].split("\n#", 1)[0]
+        listed = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
+        assert listed == codes, f"docs/{page}"

@@ -535,7 +535,9 @@ def test_faults_are_retried_until_every_answer_arrives(fresh_emulator, settings,
     }
     assert len(counts) == 1
     retried = " ".join(r.getMessage() for r in caplog.records if "retry" in r.getMessage())
-    assert "Internal Server Error" in retried and "dropped" in retried
+    assert (
+        "Internal Server Error" in retried and "closed the connection without answering" in retried
+    )
     flaky.close()
 
 
@@ -631,3 +633,27 @@ def test_threads_without_slots_send_as_many_requests_as_they_are(settings):
         with ThreadPoolExecutor(3) as pool:
             list(pool.map(lambda _: sender.get("/api/v1/me/"), range(3)))
     assert server.most == 3
+
+
+# --- a base URL ending in /api -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (golden("not_found"), NotFoundError),
+        (Answer(404, {"Content-Type": "text/html"}, b"<h1>Not Found</h1>"), ResponseFormatError),
+        (Answer(404, {}, b""), ResponseFormatError),
+    ],
+    ids=["envelope", "html", "empty"],
+)
+@pytest.mark.parametrize("base", [f"{BASE}/api", f"{BASE}/api/", BASE])
+def test_a_404_under_a_base_url_ending_in_api_says_to_give_the_root(settings, answer, kind, base):
+    """Such a URL doubles every path (/api/api/v1/me/); a gateway may mount a service there, so
+    it is not refused, and its first 404 says which URL to give."""
+    fake = FakeService(answer)
+    at = Transport(base, token=SECRET, settings=settings, session=fake.session())
+    with pytest.raises(kind) as caught:
+        at.get("/api/v1/me/")
+    hint = f"base_url ends in /api: give the service root, e.g. {BASE}"
+    assert (hint in str(caught.value)) == (base != BASE)

@@ -302,7 +302,7 @@ def test_missing_matplotlib_names_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert 'pip install "mediaframe[notebook]"' in out
+    assert 'pip install -e ".[notebook]" in the mediaframe folder' in out
 
 
 def test_facet_counts_are_the_servers_counts(client: mf.Client) -> None:

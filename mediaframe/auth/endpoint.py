@@ -27,7 +27,7 @@ from mediaframe.exceptions import (
     ResponseTooLargeError,
     ServerError,
 )
-from mediaframe.http import deadline, wire
+from mediaframe.http import deadline, failures, wire
 from mediaframe.http.answers import Retry
 from mediaframe.tokens import (
     Token,
@@ -36,6 +36,8 @@ from mediaframe.tokens import (
     proxies_for,
     redact,
     redact_url,
+    service_root_hint,
+    shown_url,
 )
 
 __all__ = [
@@ -126,9 +128,10 @@ def _comply(response: requests.Response) -> requests.Response:
         # its first half would be shown
         snippet = redact(" ".join(response.text.split()))[:160]
         kind = ServerError if status >= 500 else ResponseFormatError
+        advice = _not_found(response) or "Check base_url and try again later"
         message = (
             f"the token endpoint answered HTTP {status} with something else than JSON: "
-            f"{snippet!r}. Check base_url and try again later"
+            f"{snippet!r}. {advice}"
         )
         if kind is ServerError:
             raise ServerError(message, status_code=status, request=f"POST {TOKEN_ENDPOINT}")
@@ -136,8 +139,10 @@ def _comply(response: requests.Response) -> requests.Response:
     if body.get("error"):
         raise oauth_failure(str(body["error"]))
     if not isinstance(body.get("access_token"), str) or not body["access_token"]:
+        advice = _not_found(response)
         raise ResponseFormatError(
-            f"the token endpoint answered HTTP {status} without an access_token",
+            f"the token endpoint answered HTTP {status} without an access_token"
+            + (f". {advice}" if advice else ""),
             status_code=status,
         )
     if not 200 <= status < 300:
@@ -320,8 +325,11 @@ def call_token_endpoint(
             data = send(base_url + TOKEN_ENDPOINT)
     except Retry as retry:  # the answer timed out or dropped while it was read
         failure = retry.error
-    except requests.Timeout:
-        failure = RequestTimeoutError(f"POST {TOKEN_ENDPOINT}: no answer; try again later")
+    except requests.Timeout as err:
+        failure = RequestTimeoutError(
+            f"POST {TOKEN_ENDPOINT}: no answer ({failures.describe(err, base_url)}); "
+            "try again later"
+        )
     except requests.TooManyRedirects as err:
         location = _location(err.response)
         failure = RedirectRefusedError(
@@ -333,7 +341,7 @@ def call_token_endpoint(
         )
     except requests.RequestException as err:
         failure = ConnectionFailedError(
-            f"POST {TOKEN_ENDPOINT}: the connection failed ({type(err).__name__}); "
+            f"POST {TOKEN_ENDPOINT}: {failures.describe(err, base_url)}; "
             "check base_url and the network"
         )
     except oauth2.OAuth2Error as err:
@@ -344,6 +352,16 @@ def call_token_endpoint(
     if failure is not None:
         raise failure
     return Token.from_oauth(data)
+
+
+def _not_found(response: requests.Response) -> str:
+    """For a 404: the address asked and which base_url to give instead; else ``""``."""
+    if response.status_code != 404:
+        return ""
+    asked = (response.url or "").partition("?")[0]
+    base_url = asked.removesuffix(TOKEN_ENDPOINT)
+    hint = service_root_hint(base_url) or "check base_url: give the service root, e.g. https://host"
+    return f"There is no token endpoint at {shown_url(asked)}: {hint}"
 
 
 def _location(response: requests.Response | None) -> str:

@@ -181,7 +181,8 @@ def _answer_params(answer: str) -> dict[str, str]:
 def _check_answer(params: Mapping[str, str], state: str | None) -> None:
     if params.get("error"):
         raise oauth_failure(params["error"], where="the authorization page")
-    if state is not None and not hmac.compare_digest(params.get("state", ""), state):
+    sent = params.get("state", "").encode()
+    if state is not None and not hmac.compare_digest(sent, state.encode()):
         raise StateMismatchError(
             "the answer's state does not match the one sent: it may not come from this login "
             "(possible cross-site request forgery). Start the login again",
@@ -319,7 +320,16 @@ def login_browser(
 
     ``redirect_uri`` must be the application's registered callback and a loopback http URL with
     a port (e.g. ``http://127.0.0.1:8765/callback``): a one-shot server listens there, from
-    before the browser opens until one answer arrives or ``wait`` seconds pass.
+    before the browser opens until the answer to this login arrives or ``wait`` seconds pass.
+    A request to the callback without this login's ``state`` (any local process or web page
+    can send one) is answered 400 and ignored: only the browser's answer ends the login.
+
+    Raises
+    ------
+    StateMismatchError
+        No answer arrived, but requests with another state (or none) did.
+    OAuthError
+        No answer within ``wait``, or the answer is an error (the user refused, ...).
     """
     parts = split_url(redirect_uri, name="redirect_uri")
     if parts.scheme != "http" or not is_loopback_url(redirect_uri) or not parts.port:
@@ -328,7 +338,8 @@ def login_browser(
             "http://127.0.0.1:8765/callback): use the out-of-band flow (`login_oob`) instead"
         )
     url, state = authorization_url(base_url, client_id=client_id, redirect_uri=redirect_uri)
-    with _CallbackServer(parts.hostname or "127.0.0.1", parts.port, parts.path or "/") as server:
+    host, port, path = parts.hostname or "127.0.0.1", parts.port, parts.path or "/"
+    with _CallbackServer(host, port, path, state=state) as server:
         open_browser(url)
         answer = server.wait(wait)
     return exchange_code(
@@ -343,18 +354,24 @@ def login_browser(
 
 
 class _CallbackServer(http.server.ThreadingHTTPServer):
-    """A loopback HTTP server that waits for one request on the callback path.
+    """A loopback HTTP server, serving from the moment it listens, that waits for the answer to
+    one login on the callback path: the request carrying that login's ``state``.
 
-    Each connection is served on a thread of its own: a connection that sends nothing (a
-    browser's speculative preconnect, any local process) must not keep the callback from being
-    read, nor hold the login past ``wait``.
+    Any local process, or a page the user has open, can send a request to the callback: one
+    with another state, or none, is answered 400 and the server keeps waiting, so a forged
+    request can neither end the login nor take the place of the browser's. Each connection is
+    served on a thread of its own: a connection that sends nothing (a browser's speculative
+    preconnect, any local process) must not keep the callback from being read, nor hold the
+    login past ``wait``.
     """
 
     daemon_threads = True
 
-    def __init__(self, host: str, port: int, path: str) -> None:
+    def __init__(self, host: str, port: int, path: str, *, state: str) -> None:
         self.path = path
+        self.state = state
         self.answer: str | None = None
+        self.refused = 0
         self.answered = threading.Event()
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
@@ -364,36 +381,53 @@ class _CallbackServer(http.server.ThreadingHTTPServer):
                 f"cannot listen on {host}:{port} for the login callback ({err.strerror}); "
                 "close what uses the port or use the out-of-band flow"
             ) from None
+        self._serving = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> _CallbackServer:
+        self._serving.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._serving.is_alive():
+            self.shutdown()
+            self._serving.join()
         self.server_close()
 
+    def is_this_login(self, query: str) -> bool:
+        """Whether the callback's query carries this login's state (compared in constant time)."""
+        state = dict(parse_qsl(query)).get("state", "")
+        return hmac.compare_digest(state.encode(), self.state.encode())
+
     def take(self, answer: str) -> None:
-        """Keep the first answer on the callback path."""
+        """Keep the first answer to this login."""
         with _ANSWER_LOCK:
             if not self.answered.is_set():
                 self.answer = answer
                 self.answered.set()
 
+    def refuse(self) -> None:
+        """Count a request to the callback that is not the answer to this login."""
+        with _ANSWER_LOCK:
+            self.refused += 1
+
     def wait(self, seconds: float) -> str:
-        serving = threading.Thread(
-            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        serving.start()
-        try:
-            answered = self.answered.wait(seconds)
-        finally:
-            self.shutdown()
-            serving.join()
-        if not answered or self.answer is None:
-            raise OAuthError(
-                f"no answer from the browser within {seconds:.0f} s: log in again, or use "
-                "the out-of-band flow"
+        """The answer to this login (the callback's path and query), within ``seconds``."""
+        if self.answered.wait(seconds) and self.answer is not None:
+            return self.answer
+        if self.refused:
+            raise StateMismatchError(
+                f"no answer to this login within {seconds:.0f} s, and {self.refused} request(s) "
+                "to the callback carried another state or none: they were refused, as something "
+                "other than your browser may be answering (possible cross-site request "
+                "forgery). Log in again",
+                error="state_mismatch",
             )
-        return self.answer
+        raise OAuthError(
+            f"no answer from the browser within {seconds:.0f} s: log in again, or use "
+            "the out-of-band flow"
+        )
 
 
 _ANSWER_LOCK = threading.Lock()
@@ -405,15 +439,23 @@ class _CallbackPage(http.server.BaseHTTPRequestHandler):
     timeout = 10
 
     def do_GET(self) -> None:
-        if urlsplit(self.path).path != self.server.path:
+        target = urlsplit(self.path)
+        if target.path != self.server.path:
             self.send_error(404)
             return
+        if not self.server.is_this_login(target.query):
+            self.server.refuse()
+            self._page(400, b"This is not the answer to the login in progress; it was ignored.")
+            return
         self.server.take(self.path)
-        failed = "error=" in self.path
-        body = b"<!doctype html><title>mediaframe</title><p>" + (
-            b"Login failed; see your notebook." if failed else b"Logged in; close this tab."
+        failed = "error" in dict(parse_qsl(target.query))
+        self._page(
+            200, b"Login failed; see your notebook." if failed else b"Logged in; close this tab."
         )
-        self.send_response(200)
+
+    def _page(self, status: int, text: bytes) -> None:
+        body = b"<!doctype html><title>mediaframe</title><p>" + text
+        self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -1,8 +1,9 @@
 """The cache: harvests kept on disk as parquet datasets, with their manifests and shards.
 
 :mod:`~mediaframe.cache.datasets` writes frames as hive-partitioned parquet and reads them back
-identical; :mod:`~mediaframe.cache.store` keeps one harvest (manifest, shards, final dataset);
-:mod:`~mediaframe.cache.lazy` opens a dataset with Dask or DuckDB.
+identical; :mod:`~mediaframe.cache.store` keeps one harvest (manifest, plan, final dataset), and
+:mod:`~mediaframe.cache.shards` its shards kept for resume; :mod:`~mediaframe.cache.lazy` opens a
+dataset with Dask or DuckDB.
 """
 
 from mediaframe.cache.datasets import PARTITIONS, SCHEMA_VERSION, read_frame, write_frame

@@ -1,6 +1,6 @@
 """Batches of finished shards, as the store keeps them: one Arrow file whose rows are the shards'
 one after another, and the list of their entries beside it (pure checks of the bytes read;
-:class:`~mediaframe.cache.store.HarvestStore` does the I/O).
+:class:`~mediaframe.cache.shards.ShardFiles` does the I/O).
 
 The file lists, in its metadata and so under its checksum, each shard's id, rows and columns:
 the entries beside it must tile it, and agree with that list, or the batch is damage.

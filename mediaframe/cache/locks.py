@@ -1,5 +1,6 @@
-"""The lock files of one local harvest folder: one writer at a time (``.writer``), and readers
-whose shared lock (``.readers``) keeps the dataset versions they read from being removed.
+"""The lock files of one local harvest folder: one writer at a time (``.writer``); readers, who
+pass through ``.readers`` to choose the version they read and then hold that version's own lock
+(``.readers-<version>``), which keeps it from being removed while they read it.
 
 :class:`~mediaframe.cache.store.HarvestStore` decides when to take which; this module only
 opens and takes them (``flock``), so that a lock that cannot be taken reaches the user as a
@@ -17,12 +18,21 @@ from collections.abc import Callable
 from mediaframe.cache.datasets import write_error
 from mediaframe.exceptions import CacheError
 
-__all__ = ["READERS", "WRITER", "LockFiles", "release"]
+__all__ = ["READERS", "VERSION_READERS", "WRITER", "LockFiles", "release", "version_lock"]
 
 #: Held exclusively by the one process (and thread) writing the folder.
 WRITER = ".writer"
-#: Held shared by every reader; exclusively by whoever removes versions or the folder.
+#: The readers' gate: held shared by a reader only while it reads the manifest and takes the
+#: lock of the version it names; exclusively by whoever decides which versions to remove.
 READERS = ".readers"
+#: The prefix of a version's readers' lock (:func:`version_lock`).
+VERSION_READERS = ".readers-"
+
+
+def version_lock(version: str) -> str:
+    """The lock file of the dataset version ``version`` (a ``data-<stamp>`` name): held shared
+    by each of its readers for as long as they read it, exclusively by its remover."""
+    return f"{VERSION_READERS}{version}"
 
 
 class LockFiles:

@@ -29,7 +29,7 @@ from mediaframe.cache.manifest import PageEntry, decode, encode
 from mediaframe.exceptions import CacheCorruptError
 
 if TYPE_CHECKING:
-    from mediaframe.cache.store import HarvestStore
+    from mediaframe.cache.shards import ShardFiles
 
 __all__ = ["PageCheckpoints", "is_plain_name"]
 
@@ -45,7 +45,7 @@ def is_plain_name(name: str) -> bool:
 class PageCheckpoints:
     """The pages of one shard fetched so far, in a harvest folder (see the module docstring)."""
 
-    def __init__(self, store: HarvestStore, shard_id: str) -> None:
+    def __init__(self, store: ShardFiles, shard_id: str) -> None:
         if not is_plain_name(shard_id):
             # a shard id from a damaged or planted plan: never a path out of the folder
             raise CacheCorruptError(

@@ -5,13 +5,13 @@
     data-<version>/           datasets (see :mod:`mediaframe.cache.datasets`); only the one the
                               manifest names is read, the others are leftovers, swept
     plan.json                 a harvest in progress: its plan and the splits proven so far
-    shards/<batch>.arrow      finished shards kept together (Arrow IPC), written atomically
-    shards/<batch>.json       their entries: each one's rows in the file, its CRC-32, total;
-                              written after the file
-    shards/<shard>.pages/     pages of a shard still being paged (see :mod:`mediaframe.cache.pages`)
+    shards/                   finished shards and pages, kept for resume (see
+                              :mod:`mediaframe.cache.shards`)
     sync/                     a sync's passes while it runs, each a harvest folder of its own
     .writer                   lock file: one writer (harvest or sync) at a time
-    .readers                  lock file: readers share it; old versions go only when none holds it
+    .readers                  lock file: the readers' gate, held while one chooses its version
+    .readers-data-<version>   lock file: the readers of that version share it; an old version
+                              goes only when none holds it
 
 Publishing is one atomic step: a new dataset is written into a fresh ``data-<version>/``,
 flushed to disk, and the manifest naming it replaces the old one with ``os.replace``. A kill
@@ -24,66 +24,45 @@ are taken on local caches only (a remote fsspec cache has one writer by conventi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import fcntl
 import hashlib
 import json
 import os
 import posixpath
-import shutil
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import pandas as pd
-from fsspec.implementations.local import LocalFileSystem
 
-from mediaframe.cache.batches import crc32, holds, shards_in, tiles
 from mediaframe.cache.datasets import (
     file_checks,
-    filesystem,
     read_frame,
     refuse_secrets,
-    remove_tree,
-    to_ipc,
     write_error,
     write_frame,
 )
-from mediaframe.cache.locks import READERS, WRITER, LockFiles, release
-from mediaframe.cache.manifest import (
-    Manifest,
-    PlanFile,
-    ShardBatch,
-    ShardEntry,
-    decode,
-    encode,
-    is_current,
+from mediaframe.cache.locks import (
+    READERS,
+    VERSION_READERS,
+    WRITER,
+    LockFiles,
+    release,
+    version_lock,
 )
-from mediaframe.cache.pages import PageCheckpoints, is_plain_name
+from mediaframe.cache.manifest import Manifest, PlanFile, decode, encode, is_current
+from mediaframe.cache.shards import ShardFiles
 from mediaframe.exceptions import CacheCorruptError, CacheMissError
-from mediaframe.files import (
-    flush_file,
-    flush_tree,
-    private_dirs,
-    read_regular,
-    replace_atomically,
-)
+from mediaframe.files import flush_file
 
-__all__ = ["HarvestStore", "age", "dataset_key", "private_dirs"]
-
-D = TypeVar("D")
+__all__ = ["HarvestStore", "age", "dataset_key"]
 
 _MANIFEST = "manifest.json"
 _PLAN = "plan.json"
 _DATA_PREFIX = "data-"
 _SYNC = "sync"
-
-#: The most read of one document (manifest, plan, entry, page): far above any written, and a
-#: bound on what a hostile or damaged folder can make a read take.
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 def dataset_key(**identity: Any) -> str:
@@ -103,8 +82,9 @@ def reached(step: str) -> None:
     """A named step of publication has just been taken (tests kill the process here)."""
 
 
-class HarvestStore:
-    """One cached harvest: its published dataset, its plan in progress and its finished shards.
+class HarvestStore(ShardFiles):
+    """One cached harvest: its published dataset, its plan in progress and its finished shards
+    (those are :class:`~mediaframe.cache.shards.ShardFiles`').
 
     Parameters
     ----------
@@ -112,14 +92,10 @@ class HarvestStore:
     """
 
     def __init__(self, root: str) -> None:
-        self.fs, self.root = filesystem(root)
-        self.url = str(root)
-        self.local = isinstance(self.fs, LocalFileSystem)
+        super().__init__(root)
         self._writer = threading.RLock()
         self._writer_depth = 0
         self._writer_file: int | None = None
-        self._retiring: set[str] = set()  # being removed on a thread of this store's
-        self._removers: list[threading.Thread] = []
         self._locks = LockFiles(self.root, self.url, local=self.local, make_root=self._make_root)
 
     def __repr__(self) -> str:
@@ -131,16 +107,6 @@ class HarvestStore:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["url"])  # type: ignore[misc]
-
-    def _url(self, *parts: str) -> str:
-        return posixpath.join(self.url.rstrip("/"), *parts)
-
-    def _path(self, *parts: str) -> str:
-        # Names may come from files of the folder (shard ids): none may lead out of it.
-        for part in parts:
-            if part.startswith("/") or ".." in part.split("/"):
-                raise CacheCorruptError(f"{part!r} names no file inside {self.url}: damage")
-        return posixpath.join(self.root, *parts)
 
     # locks ------------------------------------------------------------------
 
@@ -171,40 +137,81 @@ class HarvestStore:
                     self._writer_file = None
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold a reader's share: no version is removed while any reader holds one."""
-        handle = self._locks.take(READERS, fcntl.LOCK_SH, create=False)
+    def reading(self) -> Iterator[Manifest | None]:
+        """Hold the version published now for as long as the block reads it; yields its
+        manifest (``None``: nothing is published). Read that manifest, not a later one: a writer
+        may publish meanwhile, and only the version held is kept from the sweep.
+
+        Raises
+        ------
+        CacheCorruptError
+            The manifest is damaged.
+        """
+        manifest, held = self.hold()
         try:
-            yield
+            yield manifest
         finally:
-            release(handle)
+            release(held)
+
+    def hold(self) -> tuple[Manifest | None, int | None]:
+        """The published manifest, and a reader's hold on the version it names: that version is
+        not removed until the hold is freed with :func:`~mediaframe.cache.locks.release` (or its
+        process ends). The hold is ``None`` where none is needed or can be taken: nothing
+        published, a remote or read-only cache, a manifest naming no version of its own.
+
+        The readers' gate (``.readers``) is held only while the manifest is read and the
+        version's lock taken, so a sweep never sees a reader between the two: a reader of an
+        old version never stops the sweep of another, and the version published is never swept.
+        """
+        gate = self._locks.take(READERS, fcntl.LOCK_SH, create=False)
+        try:
+            manifest = self.manifest()
+            if gate is None or manifest is None or not _is_version(manifest.data):
+                return manifest, None
+            lock = version_lock(manifest.data)
+            return manifest, self._locks.take(lock, fcntl.LOCK_SH, create=False)
+        finally:
+            release(gate)
 
     def remove_unused(self, *, wait: bool = False) -> bool:
         """Remove this harvest unless a writer (harvest, sync) or a reader holds it.
 
-        Takes the writer lock, then the readers' lock exclusively (the order writers take
-        them in, so waiting cannot deadlock with one), and removes the folder holding both.
-        With ``wait``, waits for both; without, returns ``False`` at once, removing nothing,
-        when either is held. A writer that was waiting for the lock then starts afresh.
+        Takes the writer lock, then the readers' gate and every version's lock exclusively (the
+        order writers take them in), and removes the folder holding them all. Without ``wait``,
+        returns ``False`` at once, removing nothing, when any is held. With ``wait``, waits for
+        the writer, then for each version's readers with the gate let go (a reader of one
+        version may open another meanwhile: waiting under the gate would deadlock with it),
+        and tries again. A writer that was waiting for the lock then starts afresh.
         """
         if not self.local or not os.path.isdir(self.root):
             self.remove()
             return True
-        flags = 0 if wait else fcntl.LOCK_NB
-        writer = self._locks.take(WRITER, fcntl.LOCK_EX | flags)
+        writer = self._locks.take(WRITER, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         if writer is None:
             return False
         try:
-            readers = self._locks.take(READERS, fcntl.LOCK_EX | flags)
-            if readers is None:
-                return False
-            try:
-                self.remove()
-            finally:
-                os.close(readers)
+            while (busy := self._remove_if_unread()) is not None:
+                if not wait:
+                    return False
+                release(self._locks.take(busy, fcntl.LOCK_EX))  # its readers are done
         finally:
-            os.close(writer)
+            release(writer)
         return True
+
+    def _remove_if_unread(self) -> str | None:
+        """Remove the folder unless a reader holds the gate or a version: ``None``, or the name
+        of the lock found held. Under the writer lock."""
+        with contextlib.ExitStack() as held:
+            for name in (READERS, *self._version_locks()):
+                handle = self._locks.take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if handle is None:
+                    return name
+                held.callback(release, handle)
+            self.remove()
+        return None
+
+    def _version_locks(self) -> list[str]:
+        return [name for name in os.listdir(self.root) if name.startswith(VERSION_READERS)]
 
     # published dataset ------------------------------------------------------
 
@@ -250,8 +257,8 @@ class HarvestStore:
         CacheCorruptError
             The manifest is damaged, or a file was changed, removed or added since publication.
         """
-        with self.reading():
-            manifest = manifest or self.manifest()
+        with self.reading() as published:
+            manifest = manifest or published
             if manifest is None:
                 raise CacheMissError(f"nothing is cached at {self.url}")
             path = self._url(self._version(manifest))
@@ -308,7 +315,10 @@ class HarvestStore:
                 provenance={k: v for k, v in provenance.items() if k not in ("report", "complete")},
             )
             self._write_atomic(
-                self._path(_MANIFEST), encode(manifest), step="manifest", durable=True
+                self._path(_MANIFEST),
+                encode(manifest),
+                durable=True,
+                staged=lambda: reached("manifest-staged"),
             )
             reached("manifest-replaced")
             self.clear_plan()
@@ -318,9 +328,9 @@ class HarvestStore:
             return manifest
 
     def sweep(self) -> None:
-        """Remove leftovers: dataset versions the manifest does not name (when no reader holds
-        one), temporary files, the scratch stores of a sync that did not end (``sync/``), and an
-        older layout's ``data/``. Under the writer lock only."""
+        """Remove leftovers: dataset versions the manifest does not name (each once no reader
+        holds it, with its lock file), temporary files, the scratch stores of a sync that did
+        not end (``sync/``), and an older layout's ``data/``. Under the writer lock only."""
         if not self.fs.exists(self.root):
             return
         try:
@@ -340,30 +350,57 @@ class HarvestStore:
             and name not in self._retiring
             and (name.startswith(_DATA_PREFIX) or name == "data" or ".old-" in name)
         ]
-        if not old:
-            return
-        readers = None  # a remote cache takes no locks
-        if self.local:
-            readers = self._locks.take(READERS, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if readers is None:
-                return  # someone is reading: a later writer sweeps
-        try:
-            for name in old:
+        # a version's lock outliving it (a sweep killed between the two) goes the same way
+        old += [
+            version
+            for name in names
+            if name.startswith(VERSION_READERS)
+            and _is_version(version := name.removeprefix(VERSION_READERS))
+            and version not in names
+        ]
+        if not self.local:
+            for name in old:  # a remote cache takes no locks
                 self._remove(name)
-        finally:
-            release(readers)
-
-    def _remove(self, name: str) -> None:
-        path = self._path(name)
-        if self.local:  # past what another remover took first
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
             return
-        with contextlib.suppress(FileNotFoundError):
-            remove_tree(self.fs, path)
+        unread = self._unread(old)
+        try:
+            for name, handle in unread:
+                self._remove(name)
+                if handle is not None:
+                    self._remove(version_lock(name))
+        finally:
+            for _, handle in unread:  # every one, even past a removal that failed
+                release(handle)
+
+    def _unread(self, names: list[str]) -> list[tuple[str, int | None]]:
+        """Of the leftovers ``names``, those no reader holds, each with its version's lock taken
+        exclusively (``None``: it has none, so no reader ever held it). None at all while a
+        reader is choosing its version (it holds the gate): a later writer sweeps them.
+
+        Past the gate, no reader can take the lock of a version the manifest does not name: the
+        locks taken here are kept, and the gate released, while the versions are removed.
+        """
+        if not names:
+            return []
+        gate = self._locks.take(READERS, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if gate is None:
+            return []
+        unread: list[tuple[str, int | None]] = []
+        try:
+            for name in names:
+                if not os.path.exists(self._path(version_lock(name))):
+                    unread.append((name, None))
+                    continue
+                handle = self._locks.take(version_lock(name), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if handle is not None:
+                    unread.append((name, handle))
+        except BaseException:
+            for _, handle in unread:
+                release(handle)
+            raise
+        finally:
+            release(gate)
+        return unread
 
     # plan in progress -------------------------------------------------------
 
@@ -385,7 +422,7 @@ class HarvestStore:
     def save_plan(self, plan: PlanFile) -> None:
         """Replace the plan atomically."""
         refuse_secrets(plan.provenance)
-        self._write_atomic(self._path(_PLAN), encode(plan), step="plan")
+        self._write_atomic(self._path(_PLAN), encode(plan), staged=lambda: reached("plan-staged"))
 
     def clear_plan(self) -> None:
         """Forget the harvest in progress: its shards, then its plan (a kill in between leaves
@@ -393,222 +430,6 @@ class HarvestStore:
         which a resume would keep)."""
         self.clear_shards()
         self._remove(_PLAN)
-
-    # shards -----------------------------------------------------------------
-
-    def write_shard(self, shard_id: str, df: pd.DataFrame, **facts: Any) -> ShardEntry:
-        """Write one finished shard (a batch of one, see :meth:`write_shards`) with ``facts``;
-        returns its entry."""
-        (entry,) = self.write_shards(df, [ShardEntry(id=shard_id, rows=len(df), **facts)])
-        return entry
-
-    def write_shards(
-        self,
-        df: pd.DataFrame,
-        entries: Sequence[ShardEntry],
-        columns: Sequence[Sequence[str]] | None = None,
-    ) -> list[ShardEntry]:
-        """Keep finished shards together: ``df`` holds their rows one after another, in the
-        order of ``entries`` (each ``rows`` long). Writes one file, then the batch's entries;
-        returns them, each naming its place in the file. ``columns`` are each shard's own
-        (all of ``df``'s by default): a shard read back has its own, not its batch's.
-
-        The entries are written last: a shard counts as finished only once its entry exists,
-        so a crash between the two leaves unfinished shards, never half-written finished ones.
-        Batches are named in the order they are written: where two hold the same shard (one
-        fetched again), :meth:`finished_shards` takes the later.
-        """
-        if sum(entry.rows for entry in entries) != len(df):
-            raise ValueError("the entries' rows do not add up to the frame's")
-        if columns is None:
-            columns = [list(df.columns)] * len(entries)
-        columns = [[str(name) for name in own] for own in columns]
-        name = f"b{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        # the file says which rows are whose (its CRC covers that; the entries' JSON is checked
-        # against it) and each shard's own columns (a batch has the union of its shards')
-        layout = [[entry.id, entry.rows, own] for entry, own in zip(entries, columns, strict=True)]
-        data = to_ipc(df, {"shards": layout})
-        self._write_atomic(self._path("shards", f"{name}.arrow"), data)
-        crc, start, written = crc32(data), 0, []
-        for entry in entries:
-            placed = dataclasses.replace(entry, file=f"shards/{name}.arrow", start=start, crc32=crc)
-            written.append(placed)
-            start += entry.rows
-        self._write_atomic(self._path("shards", f"{name}.json"), encode(ShardBatch(written)))
-        return written
-
-    def finished_shards(self) -> dict[str, ShardEntry]:
-        """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
-        root = self._path("shards")
-        entries = {}
-        try:
-            paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
-        except FileNotFoundError:
-            return {}
-        for path in paths:  # in the order written: a later batch's entry wins
-            try:
-                data = self._read_bytes("shards/" + posixpath.basename(path))
-                if data is None:
-                    continue
-                batch = decode(ShardBatch, data, path)
-            except CacheCorruptError:
-                continue  # a damaged or vanished batch: its shards are simply fetched again
-            own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
-            if not tiles(batch.shards, own):
-                continue  # entries pointing elsewhere, overlapping or repeated: damage too
-            if not all(is_plain_name(entry.id) for entry in batch.shards):
-                continue  # ids that would name paths out of the folder (their pages): damage
-            for entry in batch.shards:
-                entries[entry.id] = entry
-        return entries
-
-    def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
-        """Read a shard written by :meth:`write_shards`, checking it against its entry."""
-        return self.read_shards([entry])[entry.id]
-
-    def read_shards(self, entries: Iterable[ShardEntry]) -> dict[str, pd.DataFrame]:
-        """Read shards written by :meth:`write_shards`, by id, each file once; checked against
-        their entries.
-
-        Raises
-        ------
-        CacheCorruptError
-            A file is missing, damaged, or does not hold an entry's rows.
-        """
-        by_file: dict[str, list[ShardEntry]] = {}
-        for entry in entries:
-            by_file.setdefault(entry.file, []).append(entry)
-        frames = {}
-        for file, kept in by_file.items():
-            data = self._shard_bytes(file)
-            if data is None:
-                raise CacheCorruptError(f"shard file {file or '(none)'} is missing")
-            frames.update(shards_in(data, kept, f"shard file {file}"))
-        return frames
-
-    def has_shard(self, entry: ShardEntry) -> bool:
-        """Whether a finished shard's file is present, matches its checksum, and holds the
-        shard's rows where its entry says (as the file itself lists them).
-
-        The rows are not decoded: :meth:`read_shard` parses them when the shard is read, so a
-        resume does not parse every kept shard twice.
-        """
-        data = self._shard_bytes(entry.file)
-        return data is not None and holds(data, entry)
-
-    def _shard_bytes(self, file: str) -> bytes | None:
-        if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):
-            return None  # only this folder's own files are read
-        try:
-            return self._read_bytes(file, document=False)  # a batch: as large as its shards
-        except CacheCorruptError:
-            return None
-
-    def pages(self, shard_id: str) -> PageCheckpoints:
-        """The page checkpoints of one shard still being paged."""
-        return PageCheckpoints(self, shard_id)
-
-    def write_checkpoint(self, name: str, data: bytes) -> None:
-        """Write the checkpoint file ``name`` (relative to the folder) atomically, unflushed."""
-        self._write_atomic(self._path(name), data)
-
-    def read_checkpoint(self, name: str) -> bytes | None:
-        """The bytes of the checkpoint file ``name``; ``None`` if missing or unreadable."""
-        try:
-            return self._read_bytes(name)
-        except CacheCorruptError:
-            return None
-
-    def remove_checkpoint(self, name: str) -> None:
-        """Remove the checkpoint file or folder ``name`` (missing is fine)."""
-        self._remove(name)
-
-    def clear_shards(self) -> None:
-        """Drop the staged shards: renamed aside at once, removed on a thread of their own (a
-        process that exits first leaves them to the next writer's sweep)."""
-        if not self.local:
-            self._remove("shards")
-            return
-        retired = f"shards.old-{uuid.uuid4().hex[:8]}"
-        try:
-            os.rename(self._path("shards"), self._path(retired))
-        except FileNotFoundError:
-            return
-        self._retiring.add(retired)
-        remover = threading.Thread(
-            target=self._remove, args=(retired,), name="mediaframe-sweep", daemon=True
-        )
-        remover.start()
-        self._removers.append(remover)
-
-    def settle(self) -> None:
-        """Wait until the shards cleared by this store are removed from disk."""
-        for remover in self._removers:
-            remover.join()
-        self._removers.clear()
-
-    def remove(self) -> None:
-        """Forget this harvest entirely."""
-        remove_tree(self.fs, self.root)
-
-    # files ------------------------------------------------------------------
-
-    def _read_bytes(self, name: str, *, document: bool = True) -> bytes | None:
-        """The bytes of the file ``name``; ``None`` if it is missing. A symlink, FIFO or device
-        in its place, or a ``document`` over MAX_DOCUMENT_BYTES, is damage: never followed,
-        waited on or read without end."""
-        path, data, limit = self._path(name), b"", MAX_DOCUMENT_BYTES if document else None
-        try:
-            if self.local:
-                data = read_regular(path, limit)
-            else:
-                with self.fs.open(path, "rb") as handle:
-                    data = handle.read(-1 if limit is None else limit + 1)
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            raise CacheCorruptError(f"{name} of {self.url} cannot be read ({err})") from err
-        if limit is not None and len(data) > limit:
-            raise CacheCorruptError(f"{name} of {self.url} is over {limit:,} bytes: damage")
-        return data
-
-    def _make_root(self) -> None:
-        if self.local:
-            private_dirs(self.root)
-        else:
-            self.fs.makedirs(self.root, exist_ok=True)
-
-    def _write_atomic(
-        self, path: str, data: bytes, *, step: str = "", durable: bool = False
-    ) -> None:
-        """Write a sibling and rename it over ``path``: a kill leaves the old file or the new.
-
-        ``durable`` also flushes the file before the rename and the folder after it, so that
-        a power cut cannot leave the name pointing at unwritten blocks: the manifest's due.
-        Checkpoints are not flushed: one lost to a power cut fails its checksum and is fetched
-        again, while flushing each would cost a disk round trip per shard.
-        """
-        try:
-            if self.local:
-                staged = (lambda: reached(f"{step}-staged")) if step else None
-                replace_atomically(path, data, durable=durable, staged=staged)
-                return
-            partial = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-            with self.fs.open(partial, "wb") as handle:
-                handle.write(data)
-            self.fs.mv(partial, path)
-        except OSError as err:
-            raise write_error(self.url, err) from err
-
-    def _flush_tree(self, path: str) -> None:
-        """Make a written dataset private and durable (local caches only)."""
-        if not self.local:
-            return
-        try:
-            flush_tree(path)
-        except OSError as err:
-            raise write_error(self.url, err) from err
 
 
 def _is_version(name: str) -> bool:

@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -26,16 +26,19 @@ from mediaframe.exceptions import (
     InvalidParameterError,
     MediaframeError,
 )
+from mediaframe.tokens import shown_url
 
 __all__ = [
     "EXIT_AUTHENTICATION",
     "EXIT_CONFIGURATION",
     "EXIT_ERROR",
     "State",
+    "chosen_base_url",
     "chosen_profile",
     "connection_options",
     "emit",
     "main",
+    "once",
     "output_option",
     "reads",
     "reported",
@@ -126,21 +129,71 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
     return store
 
 
+#: How a value of each choice is named in a message: addresses without what they may carry.
+_SHOWN: dict[str, Callable[[str], str]] = {"service addresses": shown_url}
+
+
+def _one_of(what: str, given: Sequence[tuple[str, str | None]]) -> str | None:
+    """The one value of a choice given in several places (``given``: each place said as the
+    option that gave it, e.g. ``--profile`` after the command, and its value); two different
+    values are refused naming both, never one silently dropped. The same value twice is one.
+
+    Addresses are named as :func:`~mediaframe.tokens.shown_url` shows them: a password, a
+    user name or a token in one never reaches the terminal."""
+    said = [(where, value) for where, value in given if value]
+    shown = _SHOWN.get(what, str)
+    for where, value in said[1:]:
+        if value != said[0][1]:
+            first, second = shown(said[0][1]), shown(value)
+            raise click.UsageError(
+                f"two {what} given: {said[0][0].format(first)} and {where.format(second)}; give one"
+            )
+    return said[0][1] if said else None
+
+
 def chosen_profile(state: State, profile: str | None) -> str | None:
     """The ``--profile`` given after the command or before it; two different ones are refused,
     never one silently dropped."""
-    if profile and state.profile and profile != state.profile:
-        raise click.UsageError(
-            f"two profiles given: --profile {state.profile} before the command and --profile "
-            f"{profile} after it; give one"
-        )
-    return profile or state.profile
+    return _one_of(
+        "profiles",
+        [("--profile {} before the command", state.profile), ("--profile {} after it", profile)],
+    )
 
 
-def _remember_profile(ctx: click.Context, _: click.Parameter, value: str | None) -> str | None:
+def chosen_base_url(
+    state: State, base_url: str | None, *, option: str = "--base-url"
+) -> str | None:
+    """The service's address given after the command (as ``option``) or before it
+    (``--base-url``); two different ones are refused, as :func:`chosen_profile` refuses two
+    profiles."""
+    return _one_of(
+        "service addresses",
+        [
+            ("--base-url {} before the command", state.base_url),
+            (f"{option} {{}} after it", base_url),
+        ],
+    )
+
+
+def once(what: str) -> Callable[[click.Context, click.Parameter, tuple[str, ...]], str | None]:
+    """The callback of an option given more than once (``multiple=True``): its one value, the
+    same value repeated taken as one, two different ones refused naming both."""
+
+    def one(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+        option = max(param.opts, key=len)
+        return _one_of(what, [(f"{option} {{}}", value) for value in values])
+
+    return one
+
+
+def _remember_profile(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> None:
     state = ctx.ensure_object(State)
-    state.profile = chosen_profile(state, value)
-    return value
+    state.profile = chosen_profile(state, once("profiles")(ctx, param, values))
+
+
+def _remember_base_url(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> None:
+    state = ctx.ensure_object(State)
+    state.base_url = chosen_base_url(state, once("service addresses")(ctx, param, values))
 
 
 def connection_options(command: F) -> F:
@@ -148,12 +201,14 @@ def connection_options(command: F) -> F:
     options = [
         click.option(
             "--base-url",
+            multiple=True,
             expose_value=False,
-            callback=_remember("base_url"),
+            callback=_remember_base_url,
             help="Service root (with a token); else MEDIAFRAME_BASE_URL.",
         ),
         click.option(
             "--profile",
+            multiple=True,
             expose_value=False,
             callback=_remember_profile,
             help="Stored profile to use (default: MEDIAFRAME_PROFILE or 'default').",
@@ -184,7 +239,8 @@ def output_option(command: F) -> F:
         "-o",
         "--output",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Write to FILE; the extension picks the format: .csv .xlsx .parquet .json .html.",
+        help="Write to FILE; the extension picks the format: .csv .xlsx .parquet .json .html; "
+        ".csv and .json also compressed (.csv.gz, .json.zip, .bz2, .xz, .zst, .tar.gz).",
     )(command)
 
 
@@ -275,8 +331,18 @@ def reads(command: F) -> F:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="mediaframe")
-@click.option("--base-url", help="Service root (with a token); else MEDIAFRAME_BASE_URL.")
-@click.option("--profile", help="Stored profile (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option(
+    "--base-url",
+    multiple=True,
+    callback=once("service addresses"),
+    help="Service root (with a token); else MEDIAFRAME_BASE_URL.",
+)
+@click.option(
+    "--profile",
+    multiple=True,
+    callback=once("profiles"),
+    help="Stored profile (default: MEDIAFRAME_PROFILE or 'default').",
+)
 @click.option(
     "--token-stdin",
     is_flag=True,

@@ -13,7 +13,7 @@ from click.core import ParameterSource
 
 from mediaframe import auth
 from mediaframe.auth import Token, TokenStore
-from mediaframe.cli.app import State, chosen_profile, main, reported
+from mediaframe.cli.app import State, chosen_base_url, chosen_profile, main, once, reported
 from mediaframe.cli.table import printable
 from mediaframe.client import Client, connect
 from mediaframe.config import Settings
@@ -51,9 +51,16 @@ def _profile_name(state: State, profile: str | None, settings: Settings) -> str:
 @click.option(
     "--url",
     "base_url",
+    multiple=True,
+    callback=once("service addresses"),
     help="Service root, e.g. https://assets.example.org (or --base-url before the command).",
 )
-@click.option("--profile", help="Profile name to store (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option(
+    "--profile",
+    multiple=True,
+    callback=once("profiles"),
+    help="Profile name to store (default: MEDIAFRAME_PROFILE or 'default').",
+)
 @click.option("--username", help="Log in with the password grant as this user.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 @click.option(
@@ -109,12 +116,7 @@ def login(
     """
     settings = state.settings
     name = _profile_name(state, profile, settings)
-    if base_url and state.base_url and base_url != state.base_url:
-        raise click.UsageError(
-            f"two service addresses given: --base-url {state.base_url} and --url {base_url}; "
-            "give one"
-        )
-    base_url = base_url or state.base_url
+    base_url = chosen_base_url(state, base_url, option="--url")
     if not base_url:
         raise click.UsageError("give the service's address: --url https://assets.example.org")
     base_url = auth.check_base_url(base_url)
@@ -234,7 +236,12 @@ def _who(user: dict[str, Any]) -> str:
 
 
 @main.command()
-@click.option("--profile", help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option(
+    "--profile",
+    multiple=True,
+    callback=once("profiles"),
+    help="Profile to remove (default: MEDIAFRAME_PROFILE or 'default').",
+)
 @click.pass_obj
 @reported
 def logout(state: State, profile: str | None) -> None:
@@ -257,7 +264,12 @@ def logout(state: State, profile: str | None) -> None:
 
 
 @main.command()
-@click.option("--profile", help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').")
+@click.option(
+    "--profile",
+    multiple=True,
+    callback=once("profiles"),
+    help="Profile to use (default: MEDIAFRAME_PROFILE or 'default').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the user as JSON.")
 @click.pass_obj
 @reported

@@ -16,21 +16,25 @@ import requests
 
 from mediaframe import auth, frames, validate
 from mediaframe.auth import Profile, Token, TokenStore, check_base_url
-from mediaframe.client import searches
+from mediaframe.client import feeds, searches
 from mediaframe.config import Settings
-from mediaframe.exceptions import ConfigurationError, InvalidParameterError
+from mediaframe.exceptions import (
+    ConfigurationError,
+    InvalidParameterError,
+    MalformedItemError,
+    NotFoundError,
+    ResponseFormatError,
+)
 from mediaframe.filters import RESULT_SORTS, ordered_result, search_spec, split_filters
 from mediaframe.harvest import Spec
 from mediaframe.harvest.collect import ClientService, cache_path, collect
 from mediaframe.http import Transport
+from mediaframe.normalise import listed
 from mediaframe.parameters import search_params
 from mediaframe.remote import RemoteSearch
 from mediaframe.routes import API
 
 __all__ = ["Client", "Me"]
-
-#: Largest page of the feeds content route.
-_FEED_PAGE = 20
 
 
 class Client:
@@ -78,6 +82,8 @@ class Client:
         self.api = API(self.transport)
         self._user_key: str | None = None
         self._me: dict[str, Any] | None = None
+        #: Whether the server has ``/api/v2/`` (None until a facets read has asked it).
+        self._has_v2: bool | None = None
         # Re-entrant: user_key holds it while whoami() -> me_raw() may take it again.
         self._lock = threading.RLock()
 
@@ -96,10 +102,25 @@ class Client:
         self.transport.close()
 
     def me_raw(self, *, refresh: bool = False) -> dict[str, Any]:
-        """``/api/v1/me/`` decoded: ``{user, collections, databoxes}`` (asked once, then kept)."""
+        """``/api/v1/me/`` decoded: ``{user, collections, databoxes}`` (asked once, then kept).
+
+        Raises
+        ------
+        ResponseFormatError
+            The answer names no user (a failure the server dressed as success, a proxy's
+            page): it is not kept, so the next call asks again.
+        """
         with self._lock:
             if self._me is None or refresh:
-                self._me = self.api.me()
+                answer = self.api.me()
+                user = answer.get("user")
+                if not isinstance(user, Mapping) or not user:
+                    raise ResponseFormatError(
+                        f"the /me/ answer names no user (user is {_shown(user)}): it does not "
+                        "say who the token belongs to, so it was not kept; try again, and if it "
+                        "persists the service (or a proxy before it) is failing"
+                    )
+                self._me = answer
             return self._me
 
     def whoami(self) -> dict[str, Any]:
@@ -296,12 +317,12 @@ class Client:
         ``note`` and every participant's ``agreement_<login>``/``note_<login>``, then the
         record's columns (with captions and status bits if ``extended``)."""
         structure = self._structure(extended)
-        if basket_id is None:
-            baskets = self.api.baskets_list().get("baskets") or []
-            ids = [int(b["basket_id"]) for b in baskets if isinstance(b, dict) and "basket_id" in b]
-        else:
-            ids = [basket_id]
+        ids = [basket_id] if basket_id is not None else _basket_ids(self.api.baskets_list())
         contents = [self.api.basket_content(i, extended=bool(structure)) for i in ids]
+        for content in contents:
+            content["basket_elements"] = listed(
+                content, "basket_elements", key="basket_element_id", what="basket elements"
+            )
         return self.api.fill_base_ids(frames.basket_records(contents, structure))
 
     def _structure(self, extended: bool) -> frames.Structure | None:
@@ -310,11 +331,30 @@ class Client:
 
     def facets(self, query: str = "", **filters: Any) -> pd.DataFrame:
         """Facets of the whole hit set in long form: ``facet, field, value, raw_value, count,
-        query`` (each ``query`` selects its value)."""
+        query`` (each ``query`` selects its value).
+
+        They are read from a one-hit v2 search; on a server without ``/api/v2/`` (it answers
+        404: the v1-only generation) from the ``facets`` member of a one-hit v1 search, which
+        this client then asks directly.
+        """
         _, search = split_filters(filters, where="facets")
         spec, _ = self._spec("records", query, search)
-        response = self.api.search_v2(query, per_page=1, **spec.filters)
+        response = self._one_hit(query, spec.filters)
         return frames.facets(response.get("facets") or [])
+
+    def _one_hit(self, query: str, filters: Mapping[str, Any]) -> dict[str, Any]:
+        """A one-hit search answer with facets: v2 where the server has it, else v1."""
+        if self._has_v2 is not False:
+            try:
+                answer = self.api.search_v2(query, per_page=1, **filters)
+            except NotFoundError:
+                if self._has_v2:  # v2 answered before: this 404 is not a missing version
+                    raise
+                self._has_v2 = False
+            else:
+                self._has_v2 = True
+                return answer
+        return self.api.search(query, per_page=1, **filters)
 
     def me(self, *, refresh: bool = False) -> Me:
         """The user (a Series) and their collection rights, status definitions and databoxes."""
@@ -330,7 +370,17 @@ class Client:
     def feed_entries(
         self, *, offset_start: int | None = None, per_page: int | None = None
     ) -> pd.DataFrame:
-        """Entries of every feed: all of them, or one page with ``offset_start``/``per_page``."""
+        """Entries of every feed: all of them, or one page with ``offset_start``/``per_page``.
+
+        All of them are paged from the first, and read again when the feeds change between
+        pages: each entry comes once (see ``docs/reliability.md``).
+
+        Raises
+        ------
+        IncompleteResultError
+            Three reads in a row did not add up: the server ignores ``offset_start``, or the
+            feeds changed on every read.
+        """
         return frames.feed_entries(self._feed_entries(offset_start, per_page))
 
     def feed_items(
@@ -348,11 +398,12 @@ class Client:
 
     def feeds(self) -> pd.DataFrame:
         """The feeds the user can see."""
-        return frames.feeds(self.api.feeds_list().get("feeds") or [])
+        return frames.feeds(listed(self.api.feeds_list(), "feeds", key="id", what="feeds"))
 
     def baskets(self) -> pd.DataFrame:
         """The user's baskets."""
-        return frames.baskets(self.api.baskets_list().get("baskets") or [])
+        answer = self.api.baskets_list()
+        return frames.baskets(listed(answer, "baskets", key="basket_id", what="baskets"))
 
     def cache_path(self, kind: str = "records", query: str = "", **filters: Any) -> str:
         """Where the harvest of this search is cached (for :func:`mediaframe.to_duckdb` etc.)."""
@@ -393,21 +444,41 @@ class Client:
     def _feed_entries(
         self, offset_start: int | None, per_page: int | None, *, extended: bool = False
     ) -> list[dict]:
+        def fetch(start: int | None, size: int | None) -> dict[str, Any]:
+            return self.api.feeds_content(offset_start=start, per_page=size, extended=extended)
+
         if offset_start is not None or per_page is not None:
-            page = self.api.feeds_content(
-                offset_start=offset_start, per_page=per_page, extended=extended
+            return feeds.entries_of(fetch(offset_start, per_page))
+        return feeds.every_entry(fetch)
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _basket_ids(answer: Mapping[str, Any]) -> list[int]:
+    """The ids of the baskets of a ``/baskets/list/`` answer, each one checked: a basket the
+    reader cannot name is an error, never a basket left out."""
+    ids = []
+    for index, basket in enumerate(listed(answer, "baskets", key="basket_id", what="baskets")):
+        if not isinstance(basket, Mapping):
+            raise MalformedItemError(
+                f"basket #{index} is {type(basket).__name__}, not an object; the server's answer "
+                "does not follow the API contract (report the payload)",
+                item=index,
             )
-            return page.get("entries") or []
-        entries: list[dict] = []
-        while True:  # every entry: page until the total is reached or a page comes back empty
-            page = self.api.feeds_content(
-                offset_start=len(entries), per_page=_FEED_PAGE, extended=extended
+        ident = basket.get("basket_id")
+        if isinstance(ident, str) and ident.strip().isdecimal():
+            ident = int(ident)
+        if isinstance(ident, bool) or not isinstance(ident, int) or ident < 1:
+            raise MalformedItemError(
+                f"basket #{index}: member 'basket_id' is {_shown(ident)}, not a basket id; "
+                "every basket needs it to be read (report the payload)",
+                item=index,
             )
-            batch = page.get("entries") or []
-            entries.extend(batch)
-            total = page.get("total_entries")
-            if not batch or (isinstance(total, int) and len(entries) >= total):
-                return entries
+        ids.append(ident)
+    return ids
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -2,7 +2,8 @@
 
 The catalogue renders every record, story, user and facet in one canonical form (the
 contract's, as the emulator has always written it). A :class:`Flavour` reshapes that form the
-way a generation of deployed servers writes it (``real-world-behaviour.md``):
+way a generation of deployed servers writes it (the table "Server generations" in
+``docs/emulator.md`` lists every difference):
 
 ``contract``
     The canonical form as it is (the default).

@@ -215,9 +215,29 @@ class Emulator:
         """Change the retrieval cap of searches."""
         self.search.cap = _check_cap(n)
 
-    def set_faults(self, *, revoke_after: int | None = None, **knobs: Any) -> None:
-        """Change fault knobs live: the rates, delay_ms, seed and revoke_after."""
-        self.faults.configure(**knobs)
+    def set_faults(
+        self,
+        *,
+        fail_rate: float | None = None,
+        drop_rate: float | None = None,
+        truncate_rate: float | None = None,
+        delay_ms: tuple[int, int] | None = None,
+        revoke_after: int | None = None,
+        fault_seed: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        """Change fault knobs live; the knobs not given keep their value.
+
+        The names are the constructor's (``fault_seed`` restarts the draws as
+        ``Emulator(fault_seed=...)`` starts them); ``seed`` is the older spelling of
+        ``fault_seed``.
+        """
+        if fault_seed is not None and seed is not None and fault_seed != seed:
+            raise ValueError(f"give fault_seed once, not fault_seed={fault_seed} and seed={seed}")
+        self.faults.configure(
+            fail_rate=fail_rate, drop_rate=drop_rate, truncate_rate=truncate_rate,
+            delay_ms=delay_ms, seed=seed if fault_seed is None else fault_seed,
+        )  # fmt: skip
         if revoke_after is not None:
             self.app.revoke_after = revoke_after
 

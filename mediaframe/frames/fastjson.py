@@ -122,7 +122,8 @@ def records_json(
     ------
     ResponseFormatError
         The body is not JSON, or not a search envelope with a ``response.results.records``
-        list; ``snippet`` shows how it begins.
+        list, or its envelope says it failed (``meta.http_code`` of 400 or more, whatever the
+        HTTP status was); ``snippet`` shows how it begins.
     MalformedItemError
         A record's key does not follow the contract (as :func:`~mediaframe.frames.records`
         says).
@@ -209,23 +210,39 @@ def _decoded(body: bytes) -> tuple[dict[str, Any], list[Any]]:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
         raise _not_an_answer(body, f"is not JSON ({error})") from error
-    parts = _search_parts(document)
+    parts = _search_parts(document, body)
     if parts is None or not isinstance(parts[1], list):
         raise _not_an_answer(body, "is not a search envelope with a response.results.records list")
     return parts[0], parts[1]
 
 
-def _not_an_answer(body: bytes, problem: str) -> ResponseFormatError:
+_PASS_A_SEARCH = (
+    "Pass the body of a /api/v1/search/ answer (a proxy page or a truncated download cannot "
+    "be read)"
+)
+
+
+def _not_an_answer(body: bytes, problem: str, advice: str = _PASS_A_SEARCH) -> ResponseFormatError:
     snippet = body[:120].decode("utf-8", errors="replace")
     return ResponseFormatError(
-        f"the search answer {problem}; it begins {snippet!r}. Pass the body of a "
-        "/api/v1/search/ answer (a proxy page or a truncated download cannot be read)",
-        snippet=snippet,
+        f"the search answer {problem}; it begins {snippet!r}. {advice}", snippet=snippet
     )
 
 
-def _search_parts(document: Any) -> tuple[dict[str, Any], Any] | None:
-    """``response`` without ``results``, and ``results.records``; ``None`` without them."""
+def _search_parts(document: Any, body: bytes) -> tuple[dict[str, Any], Any] | None:
+    """``response`` without ``results``, and ``results.records``; ``None`` without them.
+
+    An envelope whose ``meta.http_code`` (an integer, or one written as text) is 400 or more
+    says the search failed, whatever HTTP status carried it: it holds no page, and is refused.
+    """
+    meta = document.get("meta") if isinstance(document, dict) else None
+    code = meta.get("http_code") if isinstance(meta, dict) else None
+    code = int(code) if isinstance(code, str) and code.isascii() and code.isdigit() else code
+    if isinstance(code, int) and not isinstance(code, bool) and code >= 400:
+        said = f"says it failed (HTTP {code} in its envelope): it holds no page of records"
+        error = _not_an_answer(body, said, "Ask the service again later")
+        error.status_code = code
+        raise error
     response = document.get("response") if isinstance(document, dict) else None
     if not isinstance(response, dict) or not isinstance(response.get("results"), dict):
         return None
@@ -302,7 +319,7 @@ def _skeleton(body: bytes, opening: int, end: int) -> dict[str, Any] | None:
     ``response.results.records``; ``None`` otherwise."""
     rest = b"".join((body[:opening], orjson.dumps(_PLACEHOLDER), body[end:]))
     try:
-        parts = _search_parts(orjson.loads(rest))
+        parts = _search_parts(orjson.loads(rest), body)
     except orjson.JSONDecodeError:
         return None
     return parts[0] if parts is not None and parts[1] == _PLACEHOLDER else None

@@ -256,8 +256,7 @@ def _cached_incomplete(
 def _read_cached(store: HarvestStore, spec: Spec, offline: bool) -> Any:
     """The cached frame and provenance; ``None`` if there is none; ``_DAMAGED`` if unusable."""
     try:
-        with store.reading():
-            manifest = store.manifest()
+        with store.reading() as manifest:
             if manifest is None:
                 return None
             if manifest.spec != spec.identity():
@@ -275,8 +274,7 @@ def _published_since(
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """The dataset another writer published since the manifest named ``seen``, if readable."""
     try:
-        with store.reading():
-            manifest = store.manifest()
+        with store.reading() as manifest:
             if manifest is None or manifest.data == seen or manifest.spec != spec.identity():
                 return None
             return store.read_data(manifest)
@@ -344,7 +342,8 @@ def _executor(dask: Any) -> Any:
         import distributed
     except ImportError as err:
         raise ConfigurationError(
-            "running shards on Dask needs dask.distributed: pip install 'mediaframe[dask]'"
+            "running shards on Dask needs dask.distributed: "
+            "pip install -e '.[dask]' in the mediaframe folder"
         ) from err
     dask_client = distributed.Client(dask) if isinstance(dask, str) else dask
     return dask_client.get_executor()

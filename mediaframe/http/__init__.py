@@ -4,6 +4,8 @@
   placement with fallback), one attempt built and sent;
 - ``wire.py``: one request on the wire — no redirect followed, the body streamed under the size
   limit and the attempt's deadline, library failures translated without a secret;
+- ``failures.py``: what went wrong on a connection in plain words ("cannot resolve host x",
+  "connection refused by x:443"), read from the library's exception chain;
 - ``answers.py``: what an answer says — the envelope in JSON, YAML or JSONP
   (:func:`decode_envelope`), and the error an answer stands for (status → exception);
 - ``slots.py``: requests in flight bounded apart from the threads that send them (a slot is

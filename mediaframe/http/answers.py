@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
@@ -21,6 +24,7 @@ from mediaframe.exceptions import (
     NotFoundError,
     OAuthError,
     PermissionDeniedError,
+    RateLimitedError,
     ResponseFormatError,
     ServerError,
     TokenMissingError,
@@ -38,8 +42,10 @@ __all__ = [
     "read_answer",
 ]
 
-#: Statuses worth asking again: the service or a proxy in front of it is briefly unwell.
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Statuses worth asking again: the service or a proxy in front of it is briefly unwell, or
+#: limits the rate of requests (429, asked again after the ``Retry-After`` it sends).
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+TOO_MANY_REQUESTS = 429
 
 #: Envelope representations of v1 routes; v2 routes always speak JSON.
 REPRESENTATIONS = ("json", "yaml", "jsonp")
@@ -145,16 +151,19 @@ def read_answer(
     representation: str,
     placement: str | None,
     decode: Decode = None,
+    *,
+    not_found: str = "",
 ) -> Any:
     """The ``response`` member of a whole answer (or what ``decode`` makes of its body).
 
     Raises the error the answer stands for: a :class:`Retry` for what is worth asking again, a
     :class:`HeaderRefused` when the token was not taken from the header (``placement``), else
-    the :class:`~mediaframe.exceptions.MediaframeError` to show.
+    the :class:`~mediaframe.exceptions.MediaframeError` to show. ``not_found`` is the advice
+    of a 404 when the base URL itself is the likely mistake.
     """
     status = response.status_code
     if not content.strip():
-        raise _bodyless_error(response, line, placement)
+        raise _bodyless_error(response, line, placement, not_found)
     if _is_cut_short(response):
         raise Retry(
             ResponseFormatError(
@@ -163,19 +172,30 @@ def read_answer(
                 snippet=_snippet(content),
             )
         )
+    refused: ResponseFormatError | None = None
+    if decode is not None and status == 200 and representation == "json":
+        try:
+            return decode(content)
+        except ResponseFormatError as err:
+            # The reader refuses what is not a page: read as the envelope below, an error
+            # envelope is the service's error; a page the reader refused keeps its words.
+            refused = err
     failure: Exception | None = None
     try:
-        if decode is not None and status == 200 and representation == "json":
-            return decode(content)
         envelope = decode_envelope(content, representation)
     except ResponseFormatError as err:
-        failure = _not_an_envelope(response, line, placement, err)
+        failure = _not_an_envelope(response, line, placement, err, not_found)
     if failure is not None:
         # raised out here, told in its own words: a reader's error may chain the parser's,
         # which keeps the whole body (and a token a server or proxy page echoed) in its `doc`
         raise failure
     meta = envelope["meta"]
-    code = _status_of(meta, status) if representation == "jsonp" else status
+    said = _status_of(meta)
+    # JSONP answers 200 (500 aside) and tells the true status in meta.http_code; an envelope
+    # of any representation that says it failed is believed over the status line (an error
+    # handler behind a proxy answers 200 with the failure in its envelope).
+    failed = said is not None and said >= 400
+    code = said if said is not None and (failed or representation == "jsonp") else status
     if code == 401 and _challenge_error(response.headers.get("WWW-Authenticate", "")) in (
         "invalid_token",
         "expired_token",
@@ -184,11 +204,25 @@ def read_answer(
         # challenge: that is a dead token, not a permission problem.
         raise _bodyless_error(response, line, placement)
     if code >= 400:
-        error = _api_error(code, meta, line, representation)
+        wait = _retry_after(response)
+        error = _api_error(code, meta, line, representation, not_found, wait)
         if code in RETRY_STATUSES:
-            raise Retry(error, retry_after=_retry_after(response))
+            raise Retry(error, retry_after=wait)
         raise error
+    if refused is not None:
+        raise _scrubbed(refused)
     return envelope["response"]
+
+
+def _scrubbed(error: ResponseFormatError) -> ResponseFormatError:
+    """A reader's own error, without its chain (a parser's error there keeps the whole body)
+    and with what it quotes of the body redacted (the reader knows no secret; a server may
+    echo the request, token and all)."""
+    error.__cause__ = error.__context__ = None
+    error.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in error.args)
+    if isinstance(error.snippet, str):
+        error.snippet = redact(error.snippet)
+    return error
 
 
 def _parse_failure(err: Exception) -> ValueError:
@@ -207,10 +241,14 @@ def _parse_failure(err: Exception) -> ValueError:
 # --- answers that are not the envelope --------------------------------------------------------
 
 
-def _bodyless_error(response: requests.Response, line: str, placement: str | None) -> Exception:
+def _bodyless_error(
+    response: requests.Response, line: str, placement: str | None, not_found: str = ""
+) -> Exception:
     status = response.status_code
     challenge = response.headers.get("WWW-Authenticate", "")
     oauth_error = _challenge_error(challenge)
+    if status == TOO_MANY_REQUESTS:
+        return _rate_limited(response, line)
     if status in RETRY_STATUSES:
         return Retry(
             ServerError(
@@ -231,19 +269,25 @@ def _bodyless_error(response: requests.Response, line: str, placement: str | Non
             "pass token= to connect()"
         )
         return HeaderRefused(error) if placement == "header" else error
+    advice = (status == 404 and not_found) or "Check base_url points at the service"
     return ResponseFormatError(
-        f"{line}: HTTP {status} with an empty body, not the service's envelope. "
-        "Check base_url points at the service",
+        f"{line}: HTTP {status} with an empty body, not the service's envelope. {advice}",
         status_code=status,
         snippet="",
     )
 
 
 def _not_an_envelope(
-    response: requests.Response, line: str, placement: str | None, err: ResponseFormatError
+    response: requests.Response,
+    line: str,
+    placement: str | None,
+    err: ResponseFormatError,
+    not_found: str = "",
 ) -> Exception:
     status = response.status_code
     snippet = _snippet(response.content)
+    if status == TOO_MANY_REQUESTS:  # a rate-limiting proxy's own page
+        return _rate_limited(response, line)
     if status >= 500:
         server = ServerError(
             f"The service failed (HTTP {status}) on {line} and answered with something else than "
@@ -273,9 +317,10 @@ def _not_an_envelope(
         return HeaderRefused(error) if placement == "header" else error
     # the parser's reason (already stripped of the body and redacted) tells damage from a page
     reason = f" ({err.__cause__})" if isinstance(err.__cause__, ValueError) else ""
+    advice = (status == 404 and not_found) or "Check base_url and try again later"
     format_error = ResponseFormatError(
         f"{line}: HTTP {status}, {redact(str(err))}{reason} — not the service's answer (a proxy or "
-        f"login page?): {snippet!r}. Check base_url and try again later",
+        f"login page?): {snippet!r}. {advice}",
         status_code=status,
         snippet=snippet,
     )
@@ -288,14 +333,45 @@ def _not_an_envelope(
     return format_error
 
 
-def _api_error(code: int, meta: Mapping[str, Any], line: str, representation: str) -> APIError:
+def _rate_limited(response: requests.Response, line: str) -> Retry:
+    """A 429 whose body is no envelope (a proxy's page, or nothing), asked again later."""
+    wait = _retry_after(response)
+    error = RateLimitedError(
+        f"Too Many Requests (HTTP {TOO_MANY_REQUESTS}) on {line}. {_rate_advice(wait)}",
+        status_code=TOO_MANY_REQUESTS,
+        request=line,
+    )
+    return Retry(error, retry_after=wait)
+
+
+def _rate_advice(wait: float | None) -> str:
+    asked = f" (it asked to wait {wait:g} s)" if wait else ""
+    return (
+        "The service (or a proxy before it) is rate-limiting this client and refused the "
+        f"request through every retry{asked}. Send fewer requests at once (a lower "
+        "concurrency=, or MEDIAFRAME_CONCURRENCY) and wait a while before trying again"
+    )
+
+
+def _api_error(
+    code: int,
+    meta: Mapping[str, Any],
+    line: str,
+    representation: str,
+    not_found: str = "",
+    wait: float | None = None,
+) -> APIError:
     kind, advice = _STATUS_ERRORS.get(code, (ServerError if code >= 500 else APIError, ""))
+    if code == 404 and not_found:
+        advice = not_found
     details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
     said = redact(str(details)) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
+    elif code == TOO_MANY_REQUESTS:
+        advice = _rate_advice(wait)
     kind_said = redact(str(meta.get("error_type") or "Error"))
-    message = f"{kind_said} (HTTP {code}) on {line}: {said}."
+    message = f"{kind_said} (HTTP {code}) on {line}: {said.rstrip('.')}."
     return kind(
         f"{message} {advice}".strip(),
         status_code=code,
@@ -327,18 +403,20 @@ _STATUS_ERRORS: dict[int, tuple[type[APIError], str]] = {
     ),
     406: (NotAcceptableError, ""),
     **dict.fromkeys(
-        sorted(RETRY_STATUSES),
+        sorted(RETRY_STATUSES - {TOO_MANY_REQUESTS}),
         (ServerError, "The service failed through every retry; try again later"),
     ),
+    TOO_MANY_REQUESTS: (RateLimitedError, ""),  # its advice says how long the service asked
 }
 
 
-def _status_of(meta: Mapping[str, Any], fallback: int) -> int:
-    """``meta.http_code`` as an integer (some servers send it as a string)."""
+def _status_of(meta: Mapping[str, Any]) -> int | None:
+    """``meta.http_code`` as an integer (some servers send it as a string); ``None`` if it is
+    missing or no integer."""
     code = meta.get("http_code")
     if isinstance(code, str) and _is_number(code.strip()):
         return int(code)
-    return code if isinstance(code, int) and not isinstance(code, bool) else fallback
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _challenge_error(challenge: str) -> str | None:
@@ -377,8 +455,34 @@ def _is_unclosed(content: bytes) -> bool:
 
 
 def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if _is_number(value) else None
+    """The seconds ``Retry-After`` asks to wait: a number of seconds, or an HTTP date read
+    against the answer's own ``Date`` (the server's clock; this machine's without one).
+    ``None`` when absent or unreadable; a date already past is 0."""
+    value = response.headers.get("Retry-After", "").strip()
+    if _is_number(value):
+        return float(value)
+    when = _http_date(value)
+    if when is None:
+        return None
+    now = _http_date(response.headers.get("Date", ""))
+    return max(0.0, when - (_now() if now is None else now))
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2026 07:28:00 GMT``) as a POSIX time; ``None`` if it is not
+    one."""
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, its offset unknown
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
+def _now() -> float:
+    """This machine's clock, for a ``Retry-After`` date of an answer without ``Date``."""
+    return time.time()
 
 
 def _is_number(text: str | None) -> TypeGuard[str]:

@@ -18,7 +18,13 @@ from mediaframe.http import deadline
 from mediaframe.http.answers import REPRESENTATIONS, Decode, HeaderRefused, Retry, read_answer
 from mediaframe.http.slots import slot
 from mediaframe.http.wire import read_body, release, send
-from mediaframe.tokens import TOKEN_PARAM, Token, check_base_url, install_redaction
+from mediaframe.tokens import (
+    TOKEN_PARAM,
+    Token,
+    check_base_url,
+    install_redaction,
+    service_root_hint,
+)
 from mediaframe.tokens import token_header as _token_header
 
 __all__ = ["Params", "Transport"]
@@ -41,6 +47,11 @@ def _no_automatic_auth(request: requests.PreparedRequest) -> requests.PreparedRe
     replacing the token's header by a ``~/.netrc`` login for the host, or by ``session.auth``
     (requests-oauthlib guards its sessions the same way)."""
     return request
+
+
+def _wait(seconds: float) -> None:
+    """Wait before a retry (tests record the delay here instead of sleeping it)."""
+    time.sleep(seconds)
 
 
 class Transport:
@@ -81,6 +92,7 @@ class Transport:
                 f"representation must be json, yaml or jsonp, not {representation!r}"
             )
         self.base_url = check_base_url(base_url)
+        self._not_found = service_root_hint(self.base_url)  # a 404's advice, for a URL ending /api
         self.settings = settings or Settings.from_env()
         self.representation = representation
         self._token = Token(token) if isinstance(token, str) else token
@@ -162,7 +174,7 @@ class Transport:
                     raise retry.error from retry.error.__cause__
                 delay = self._backoff(attempt, retry.retry_after)
                 log.debug("%s %s: %s; retry %d in %.2f s", method, path, retry, attempt + 1, delay)
-                time.sleep(delay)
+                _wait(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- token: refresh, placement fallback --------------------------------------------------
@@ -286,7 +298,13 @@ class Transport:
                 release(response)
         log.debug("%s -> %s in %.3f s", line, response.status_code, time.monotonic() - started)
         result = read_answer(
-            response, content, line, representation, placement if token else None, decode
+            response,
+            content,
+            line,
+            representation,
+            placement if token else None,
+            decode,
+            not_found=self._not_found,
         )
         if self._placement is None and token is not None:
             self._placement = "header"  # the header worked: no need to test it again

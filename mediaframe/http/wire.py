@@ -13,11 +13,13 @@ from mediaframe.exceptions import (
     ConnectionFailedError,
     RedirectRefusedError,
     RequestTimeoutError,
+    ResponseFormatError,
     ResponseTooLargeError,
     TransportError,
 )
 from mediaframe.http.answers import Retry
 from mediaframe.http.deadline import deadline as within
+from mediaframe.http.failures import describe, library_message
 from mediaframe.tokens import proxies_for, redact, redact_url, same_origin
 
 __all__ = ["read_body", "release", "send"]
@@ -53,15 +55,13 @@ def send(
         with within(deadline):  # the status line and headers too, in sessions made here
             response = session.send(prepared, timeout=wait, allow_redirects=False, **environment)
     except requests.Timeout as err:
-        failure = Retry(timed_out(line, timeout, err))
-    except (
-        requests.ConnectionError,
-        requests.exceptions.ChunkedEncodingError,
-        requests.exceptions.ContentDecodingError,
-    ) as err:
-        failure = Retry(_dropped(line, err))
+        failure = Retry(timed_out(line, timeout, err, url=prepared.url or base_url))
+    except requests.exceptions.ContentDecodingError as err:  # an adapter that read the body
+        failure = _undecodable(line, None, err)
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as err:
+        failure = Retry(_dropped(line, err, prepared.url or base_url))
     except requests.RequestException as err:
-        failure = TransportError(f"{line}: {_library_message(err)}")
+        failure = TransportError(f"{line}: {library_message(err)}")
     else:
         if 300 <= response.status_code < 400:
             release(response)
@@ -96,9 +96,11 @@ def read_body(
         try:
             chunk = raw.read1(_CHUNK, decode_content=True)
         except (urllib3.exceptions.TimeoutError, requests.Timeout) as err:
-            failure = Retry(timed_out(line, timeout, err))
+            failure = Retry(timed_out(line, timeout, err, url=response.url))
+        except urllib3.exceptions.DecodeError as err:  # before HTTPError, which it is
+            failure = _undecodable(line, response, err)
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as err:
-            failure = Retry(_dropped(line, err))
+            failure = Retry(_dropped(line, err, response.url))
         else:
             if not chunk:
                 break
@@ -126,24 +128,37 @@ def release(response: requests.Response) -> None:
             raw.close()
 
 
-def timed_out(line: str, timeout: float, err: Exception | None = None) -> RequestTimeoutError:
-    """The error of an attempt that had no whole answer within ``timeout`` seconds."""
-    cause = f" ({_library_message(err)})" if err is not None else ""
+def timed_out(
+    line: str, timeout: float, err: Exception | None = None, *, url: str = ""
+) -> RequestTimeoutError:
+    """The error of an attempt that had no whole answer within ``timeout`` seconds (``err``,
+    the library's, says which step ran out of time at ``url``)."""
+    cause = f" ({describe(err, url)})" if err is not None else ""
     return RequestTimeoutError(
         f"{line}: no whole answer within {timeout} s{cause}. "
         "Try again later or raise MEDIAFRAME_TIMEOUT"
     )
 
 
-def _library_message(err: BaseException) -> str:
-    """A library exception told in a few redacted words (its URL may carry the token)."""
-    return f"{type(err).__name__}: {redact(str(err))[:200]}"
-
-
-def _dropped(line: str, err: BaseException) -> ConnectionFailedError:
+def _dropped(line: str, err: BaseException, url: str) -> ConnectionFailedError:
     return ConnectionFailedError(
-        f"{line}: the connection failed or dropped ({_library_message(err)}). "
-        "Check the URL and the network, then try again"
+        f"{line}: {describe(err, url)}. Check the URL and the network, then try again"
+    )
+
+
+def _undecodable(
+    line: str, response: requests.Response | None, err: BaseException
+) -> ResponseFormatError:
+    """A body that does not decompress as its ``Content-Encoding`` says: the server's (or a
+    proxy's) label, the same on every attempt, so not asked again."""
+    coding = response.headers.get("Content-Encoding") if response is not None else None
+    said = f" (Content-Encoding: {redact(coding)[:40]})" if coding else ""
+    return ResponseFormatError(
+        f"{line}: the answer says its body is compressed{said}, but it does not decompress "
+        f"({library_message(err)}): the service or a proxy before it labels a plain body "
+        "wrongly. Not retried, the same answer would come again: check base_url, or tell "
+        "the service's administrators",
+        status_code=response.status_code if response is not None else None,
     )
 
 

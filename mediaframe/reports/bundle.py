@@ -50,8 +50,10 @@ class Bundle:
         them, never a mix of two; a failed or killed export leaves the earlier folder as it was.
         An existing folder is replaced whole, so it may hold only what an export wrote there:
         a folder holding other files is refused (:class:`ExportError`) before anything is
-        written. A folder that cannot be replaced (a mount point) has the files written into it
-        one by one instead, each whole and its list of files last.
+        written. A folder that cannot be replaced (a mount point, or a writable folder in a
+        read-only one) is filled in place instead: every file written whole first, then each
+        renamed into place, its list of files widened first and cut last; only a reader during
+        those renames may see files of two exports, each whole.
         """
         frames = {"README": self.readme(), **self.tables}
         for name in frames:

@@ -5,6 +5,7 @@ Excel is :mod:`~mediaframe.reports.excel`, HTML :mod:`~mediaframe.reports.html`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -18,7 +19,16 @@ from mediaframe.exceptions import ExportError
 from mediaframe.reports.cells import FormulaPolicy, indexed, plain_text, safe_frame
 from mediaframe.reports.files import atomic_path, writable
 
-__all__ = ["FORMATS", "check_export", "export", "read_parquet", "to_csv", "to_json", "to_parquet"]
+__all__ = [
+    "COMPRESSED",
+    "FORMATS",
+    "check_export",
+    "export",
+    "read_parquet",
+    "to_csv",
+    "to_json",
+    "to_parquet",
+]
 
 #: File extensions :func:`export` writes, with what they hold.
 FORMATS = {
@@ -28,6 +38,10 @@ FORMATS = {
     ".json": "JSON, a list of records",
     ".html": "one self-contained HTML page",
 }
+#: The formats also written compressed, as the name's last ending says: ``.csv.gz``,
+#: ``.json.zip``; any of ``.gz``, ``.bz2``, ``.xz``, ``.zip``, ``.zst``, ``.tar``, ``.tar.gz``,
+#: ``.tar.bz2``, ``.tar.xz`` (``.zst`` needs the ``zstandard`` package).
+COMPRESSED = (".csv", ".json")
 _SECRET_WORDS = ("token", "secret", "password")
 
 
@@ -174,7 +188,7 @@ def _compression(path: str | os.PathLike[str], given: Any = "infer") -> Any:
     what pandas would infer from ``path``'s own name (never the partial's, which says none),
     an archive's member named as the file without the archive's ending."""
     name = Path(path).name
-    ending = next((e for e in _COMPRESSIONS if name.lower().endswith(e[0])), None)
+    ending = _ending(name)
     if given == "infer":
         if ending is None:
             return None
@@ -185,6 +199,11 @@ def _compression(path: str | os.PathLike[str], given: Any = "infer") -> Any:
         stem = name[: -len(ending[0])] if ending is not None else name
         given = {"archive_name": stem, **given}
     return given
+
+
+def _ending(name: str) -> tuple[str, str, str | None] | None:
+    """The compression ending of the file name ``name`` (see :data:`_COMPRESSIONS`), if any."""
+    return next((e for e in _COMPRESSIONS if name.lower().endswith(e[0])), None)
 
 
 def export(
@@ -226,10 +245,30 @@ def check_export(path: str | os.PathLike[str]) -> None:
 
 
 def _suffix(path: str | os.PathLike[str]) -> str:
-    suffix = Path(path).suffix.lower()
+    """The format ``path``'s name says (see :data:`FORMATS`), behind a compression ending
+    (:data:`COMPRESSED`) for the formats written compressed; refused, saying what to write,
+    where the name says none, or a compression the format cannot take."""
+    ending = _ending(Path(path).name)
+    plain = Path(Path(path).name[: -len(ending[0])] if ending else Path(path).name)
+    suffix = plain.suffix.lower()
     if suffix not in FORMATS:
         raise ExportError(
-            f"cannot tell the format of {path}: end the file name with one of {', '.join(FORMATS)}"
+            f"cannot tell the format of {path}: end the file name with one of "
+            f"{', '.join(FORMATS)}, or a compressed {' or '.join(COMPRESSED)} "
+            f"(e.g. {plain.stem}.csv.gz)"
+        )
+    if ending is None:
+        return suffix
+    if suffix not in COMPRESSED:
+        why = "parquet compresses itself" if suffix == ".parquet" else f"{suffix} is not compressed"
+        raise ExportError(
+            f"cannot write {path}: {why}; write {plain} uncompressed, or "
+            f"{plain.stem}.csv{ending[0]} (or .json{ending[0]})"
+        )
+    if ending[1] == "zstd" and importlib.util.find_spec("zstandard") is None:
+        raise ExportError(
+            f"writing {path} needs the zstandard package: pip install zstandard, "
+            "or compress it with .gz, .bz2 or .xz"
         )
     return suffix
 

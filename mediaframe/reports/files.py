@@ -18,7 +18,12 @@ from pathlib import Path
 
 from mediaframe.exceptions import ExportError, MediaframeWarning
 
-__all__ = ["MANIFEST", "atomic_folder", "atomic_path", "check_folder", "writable"]
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; see _held and _sweep
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["MANIFEST", "atomic_folder", "atomic_path", "check_folder", "inherit", "writable"]
 
 _NAME_BYTES = 200
 #: The file an exported folder lists its files in, so that the next export into it knows what
@@ -34,7 +39,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``, renamed over it once the body succeeds.
 
     A failure (or a kill) leaves any earlier file at ``path`` as it was, never half of a new one.
-    The new file takes the earlier one's permissions (a private export stays private). A
+    The new file takes the earlier one's permissions (a private export stays private), and its
+    owner and group where this process may give them (see :func:`inherit`). A
     symbolic link is followed (the file it names is replaced, the link kept); a stream such as
     ``/dev/stdout`` or a named pipe is written directly.
 
@@ -53,8 +59,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     partial = target.with_name(f".{stem}.{uuid.uuid4().hex[:8]}.partial")
     try:
         yield partial
-        with contextlib.suppress(FileNotFoundError):  # none to replace: the umask's mode
-            shutil.copymode(target, partial)
+        inherit(target, partial)
         os.replace(partial, target)
     except UnicodeEncodeError as err:  # a ValueError, from whichever writer encoded the text
         raise ExportError(f"cannot write {target}: {_unencodable(err)}") from err
@@ -63,6 +68,42 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):  # gone, or never made: the error above says why
             partial.unlink()
+
+
+def inherit(earlier: Path, new: Path) -> None:
+    """Give ``new``, about to replace ``earlier``, what ``earlier`` had: its permissions, and
+    its owner and group where this process may give them — any owner and group as root, the
+    group alone to a file of its own when the group is one of its own (``chown``'s rules).
+
+    Never more access than ``earlier`` allowed: where its group cannot be kept, the group
+    ``new`` has gets no more than others had, and no set-group-id bit; where its owner cannot
+    be kept, no set-user-id bit. Nothing to inherit from a link, nor where there was none.
+    """
+    try:
+        was = os.stat(earlier, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # none to replace: the umask's mode, as a file made in place would have
+    if stat.S_ISLNK(was.st_mode):
+        return  # a link is replaced, never followed: what it names is not the export's
+    now = os.stat(new)
+    # -1: kept (chown's "leave as it is"); else what could not be given back yet
+    uid = -1 if was.st_uid == now.st_uid else was.st_uid
+    gid = -1 if was.st_gid == now.st_gid else was.st_gid
+    if uid != -1 or gid != -1:
+        try:
+            os.chown(new, uid, gid)
+            uid = gid = -1
+        except PermissionError:  # not root: the group alone, if it is one of ours
+            if gid != -1 and uid != -1:
+                with contextlib.suppress(PermissionError):
+                    os.chown(new, -1, gid)
+                    gid = -1
+    mode = stat.S_IMODE(was.st_mode)
+    if gid != -1:  # the group the file has now gets no more than anyone else had
+        mode &= ~(stat.S_ISGID | stat.S_IRWXG) | ((mode & stat.S_IRWXO) << 3)
+    if uid != -1:
+        mode &= ~stat.S_ISUID
+    os.chmod(new, mode)  # last: a chown may have cleared the set-id bits
 
 
 def _unencodable(err: UnicodeEncodeError) -> str:
@@ -135,9 +176,15 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
     export wrote there (the files its :data:`MANIFEST` lists, or those named ``names``); a folder
     holding anything else is refused, before anything is written. On Linux the two folders are
     swapped in one step; where the system cannot swap them, the earlier folder is moved aside
-    first, so that for an instant there is none. A folder the system will not replace at all (a
-    mount point) is filled in place instead, under the same rules: each file whole, its list
-    naming every file of ours at each step; only a reader meanwhile may see files of two exports.
+    first, so that for an instant there is none.
+
+    A folder that cannot be replaced is filled in place instead: a mount point (the system
+    will not rename it), or a folder of its own in a folder nothing may be written in (a share
+    mounted under a read-only ``/mnt``), where the private folder is made inside it, hidden.
+    Every file is written whole there first, so that a failure leaves the earlier files as they
+    were; then each is put in place by one rename, its list naming every file of ours at each
+    step. Only a reader during those renames (or a kill amid them) may see files of two exports,
+    each whole; one export fills a folder at a time.
 
     Raises
     ------
@@ -146,23 +193,90 @@ def atomic_folder(path: str | os.PathLike[str], names: Collection[str]) -> Itera
     """
     target = _folder_target(path)
     check_folder(target, names)
-    stem = target.name.encode()[:_NAME_BYTES].decode(errors="ignore")
-    staging = target.with_name(f".{stem}.partial-{uuid.uuid4().hex[:8]}")
     published = False
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging.mkdir()  # the user's umask, as a folder made in place would have
-        yield staging
-        (staging / MANIFEST).write_text(_list_of(names), encoding="utf-8")
-        replaced = _publish(staging, target, names)
-        published = True
-    except OSError as err:
-        raise ExportError(f"cannot write into {target}: {err.strerror or err}") from err
-    finally:
-        if not published:  # once swapped, the staging name holds the earlier folder: kept
-            shutil.rmtree(staging, ignore_errors=True)
+    with contextlib.ExitStack() as held:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging, inside = _staging(target, names, held)
+            try:
+                yield staging
+                (staging / MANIFEST).write_text(_list_of(names), encoding="utf-8")
+                if inside:
+                    _fill(staging, target, names, move=True)
+                    replaced = []
+                else:
+                    replaced = _publish(staging, target, names)
+                published = True
+            finally:
+                if not published:  # once swapped, the staging name holds the earlier folder
+                    shutil.rmtree(staging, ignore_errors=True)
+        except OSError as err:
+            raise ExportError(f"cannot write into {target}: {err.strerror or err}") from err
     for folder in replaced:  # only the files an export wrote: a warning may be an error here
         _remove(folder, names)
+
+
+#: What refuses a folder made beside the export: no permission, an immutable or read-only one.
+_NO_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _staging(target: Path, names: Collection[str], held: contextlib.ExitStack) -> tuple[Path, bool]:
+    """The private folder an export into ``target`` is written in, and whether it is inside
+    ``target`` (nothing may be made beside it), held for as long as ``held``."""
+    stem = target.name.encode()[:_NAME_BYTES].decode(errors="ignore")
+    beside = target.with_name(f".{stem}.partial-{uuid.uuid4().hex[:8]}")
+    try:
+        beside.mkdir()  # the user's umask, as a folder made in place would have
+        return beside, False
+    except OSError as err:
+        if err.errno not in _NO_WRITE:
+            raise
+        if not target.is_dir():
+            raise ExportError(
+                f"cannot write into {target}: nothing may be made in {target.parent} "
+                f"({err.strerror}): create {target.name} there first, writable by you, or give "
+                "a folder you may write in"
+            ) from err
+    inside = target / f"{MANIFEST}.partial-{uuid.uuid4().hex[:8]}"
+    inside.mkdir()
+    held.enter_context(_held(inside))  # the next export leaves it be while we write
+    # listed first, so that what a kill leaves can be cleared by the next export
+    (inside / MANIFEST).write_text(_list_of(names), encoding="utf-8")
+    return inside, True
+
+
+@contextlib.contextmanager
+def _held(folder: Path) -> Iterator[None]:
+    """``folder`` locked (``flock``) for the body: waited for, if another process holds it."""
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # and the lock with it
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the private folders that killed exports left inside ``folder`` (those no
+    running export holds), with only the files an export wrote there."""
+    if fcntl is None:
+        return  # which are in use cannot be told: left, hidden, accepted by check_folder
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if not (_STAGED.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)):
+                continue
+            try:
+                handle = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # an export writes in it now
+            finally:
+                os.close(handle)  # closing releases a lock taken: _remove sees the folder
+            _remove(Path(entry.path), ())
 
 
 def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = None) -> None:
@@ -193,6 +307,7 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
     ours = [
         entry.name == MANIFEST
         or _LEFTOVER.fullmatch(entry.name) is not None
+        or (_STAGED.fullmatch(entry.name) is not None and entry.is_dir(follow_symlinks=False))
         or (
             not entry.is_dir(follow_symlinks=False)
             and (
@@ -213,6 +328,8 @@ def check_folder(path: str | os.PathLike[str], names: Collection[str] | None = N
 
 #: A file an interrupted export of an earlier version left in its folder (see atomic_path).
 _LEFTOVER = re.compile(r"\..+\.[0-9a-f]{8}\.partial")
+#: The private folder an export writes in inside the folder it fills (see _staging).
+_STAGED = re.compile(re.escape(MANIFEST) + r"\.partial-[0-9a-f]{8}")
 
 
 def _folder_target(path: str | os.PathLike[str]) -> Path:
@@ -265,7 +382,7 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
     try:
         while True:
             with contextlib.suppress(OSError):  # a replaced folder, even empty, keeps its mode
-                staging.chmod(stat.S_IMODE(target.stat().st_mode))
+                inherit(target, staging)  # and its owner and group
             try:
                 os.rename(staging, target)  # none there, or an empty folder: one step
                 break
@@ -298,28 +415,33 @@ def _publish(staging: Path, target: Path, names: Collection[str]) -> list[Path]:
     return aside
 
 
-def _fill(staging: Path, target: Path, names: Collection[str]) -> None:
-    """Copy the files of ``staging`` into ``target``, a folder the system will not rename nor
-    remove (a mount point), then delete ``staging``.
+def _fill(staging: Path, target: Path, names: Collection[str], *, move: bool = False) -> None:
+    """Put the files of ``staging`` into ``target``, a folder that cannot be replaced (see
+    :func:`atomic_folder`), then delete ``staging``: moved where ``staging`` is inside
+    ``target``, else copied.
 
     Each file is put in place whole, and at every step the list names every file of ours
     there: it is widened to the new files first, and cut to them last, once the earlier
     export's other files are gone. A kill thus leaves a folder the next export may fill again.
     Unlike a folder put in place in one step, a reader meanwhile may see files of two exports.
+    One fill at a time: two would cut each other's lists.
     """
-    check_folder(target, names)  # again: files may have been put there since the export began
-    earlier = _listed(target)
+    with _held(target):
+        check_folder(target, names)  # again: files may have been put there since it began
+        _sweep(target)
+        earlier = _listed(target)
 
-    def listing(names: Collection[str]) -> Callable[[Path], object]:
-        return lambda partial: partial.write_text(_list_of(names), encoding="utf-8")
+        def listing(names: Collection[str]) -> Callable[[Path], object]:
+            return lambda partial: partial.write_text(_list_of(names), encoding="utf-8")
 
-    _put(target / MANIFEST, listing({*earlier, *names}))
-    for name in sorted(names):
-        _put(target / name, functools.partial(shutil.copyfile, staging / name))
-    for name in earlier - set(names) - {MANIFEST}:
-        with contextlib.suppress(FileNotFoundError):
-            (target / name).unlink()
-    _put(target / MANIFEST, listing(names))
+        _put(target / MANIFEST, listing({*earlier, *names}))
+        for name in sorted(names):
+            put = os.rename if move else shutil.copyfile
+            _put(target / name, functools.partial(put, staging / name))
+        for name in earlier - set(names) - {MANIFEST}:
+            with contextlib.suppress(FileNotFoundError):
+                (target / name).unlink()
+        _put(target / MANIFEST, listing(names))
     shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -329,6 +451,7 @@ def _put(path: Path, write: Callable[[Path], object]) -> None:
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")  # a _LEFTOVER
     try:
         write(partial)
+        inherit(path, partial)
         os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):
@@ -346,6 +469,7 @@ def _remove(folder: Path, names: Collection[str]) -> None:
     """Delete a replaced export folder: only the files an export wrote (and the leftovers of
     one interrupted), and the folder once empty; a file someone put there while it was
     replaced is kept, and said so."""
+    _sweep(folder)  # what an export killed while filling it in place left in it
     leftovers: list[str] = []
     with contextlib.suppress(OSError):
         leftovers = [name for name in os.listdir(folder) if _LEFTOVER.fullmatch(name)]

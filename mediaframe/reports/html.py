@@ -270,7 +270,8 @@ def draw(makers: Mapping[str, Callable[[], Any]]) -> tuple[dict[str, str], list[
     try:
         import matplotlib.pyplot as plt
     except ImportError:
-        return {}, ['no figures: matplotlib is not installed (pip install "mediaframe[notebook]")']
+        install = 'pip install -e ".[notebook]" in the mediaframe folder'
+        return {}, [f"no figures: matplotlib is not installed ({install})"]
     figures: dict[str, str] = {}
     notes: list[str] = []
     for title, make in makers.items():

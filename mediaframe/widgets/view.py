@@ -26,7 +26,7 @@ __all__ = ["View"]
 SEARCHABLE = 20
 #: Columns the preview shows, those the server sent.
 PREVIEW_COLUMNS = ("databox_id", "record_id", "title", "media_type", "created_on", "original_name")
-_INSTALL = 'pip install "mediaframe[notebook]"'
+_INSTALL = 'pip install -e ".[notebook]" in the mediaframe folder'
 
 
 # --- the ipywidgets binding -------------------------------------------------------------------

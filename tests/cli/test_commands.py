@@ -206,6 +206,63 @@ def test_two_different_profiles_are_refused_by_every_command(run, command):
     assert "two profiles" not in same.stderr
 
 
+def _commands_with(option, group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if hasattr(command, "commands"):
+            yield from _commands_with(option, command, (*path, name))
+        elif any(option in param.opts for param in command.params):
+            yield " ".join((*path, name))
+
+
+_A, _B = "https://a.example.org", "https://ada:pw@b.example.org/?oauth_token=s3cret-t0ken"
+
+
+@pytest.mark.parametrize("command", list(_commands_with("--base-url")))
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("--base-url", _A, "{}", "--base-url", _B),
+        ("{}", "--base-url", _A, "--base-url", _B),
+        ("--base-url", _A, "--base-url", _B, "{}"),
+    ],
+    ids=["before-and-after", "twice-after", "twice-before"],
+)
+def test_two_different_base_urls_are_refused_naming_both(run, command, where):
+    words = command.split()
+    args = [w for part in where for w in (words if part == "{}" else [part])]
+    result = run(*args, "--limit", "1")
+    assert result.exit_code == 2, result.output
+    assert "two service addresses" in result.stderr, result.stderr
+    assert _A in result.stderr and "https://***@b.example.org/?..." in result.stderr
+    assert "s3cret-t0ken" not in result.output and "pw@" not in result.output
+
+
+@pytest.mark.parametrize("command", list(_commands_with("--base-url")))
+def test_the_same_base_url_given_twice_is_taken(run, emulator, command):
+    url = emulator.base_url
+    result = run("--base-url", url, *command.split(), "--base-url", url, "--base-url", url,
+                 "--limit", "1")  # fmt: skip
+    assert "two service addresses" not in result.stderr
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--profile", "a", "--profile", "b", "feeds"],
+        ["feeds", "--profile", "a", "--profile", "b"],
+        ["login", "--url", _A, "--url", _B, "--token-stdin"],
+        ["--base-url", _A, "login", "--url", _B, "--token-stdin"],
+    ],
+    ids=["profile-twice-before", "profile-twice-after", "login-url-twice", "login-url-and-base"],
+)
+def test_a_repeated_connection_option_with_two_values_is_refused(run, args):
+    result = run(*args, input="t0ken-from-stdin")
+    assert result.exit_code == 2, result.output
+    assert "two " in result.stderr and "give one" in result.stderr
+    assert "s3cret-t0ken" not in result.output and "pw@" not in result.output
+
+
 def test_sync_fetches_only_what_changed(fresh_emulator, tmp_path):
     emu = fresh_emulator(records=400, cap=100)
     run = runner_for(emu, tmp_path)
@@ -408,3 +465,92 @@ def test_an_html_export_of_a_wide_table_says_how_many_rows_the_page_left_out(tmp
     emit(State(), {"wide": wide}, tmp_path / "wide.html")
     said = capsys.readouterr().err
     assert "Wrote 300 row(s)" in said and "100 left out" in said
+
+
+#: Every command whose -o writes one file, with what it needs to write a single table.
+_WRITERS = {
+    "records": [],
+    "stories": [],
+    "facets": [],
+    "search": [],
+    "sync": [],
+    "me": ["--table", "collections"],
+    "feeds": [],
+    "baskets": [],
+    "feed-items": [],
+    "feed-entries": [],
+    "fields": [],
+    "story-records": [],
+    "basket-records": [],
+    "cache ls": [],
+}
+
+
+def _file_writers(group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if name == "emulator":  # the emulator's own product: its ground truth, parquet only
+            continue
+        if hasattr(command, "commands"):
+            yield from _file_writers(command, (*path, name))
+        elif any(
+            "--output" in param.opts and not getattr(param.type, "dir_okay", True)
+            for param in command.params
+        ):
+            yield " ".join((*path, name))
+
+
+def test_the_compressed_output_test_covers_every_command_writing_one_file():
+    assert sorted(_file_writers()) == sorted(_WRITERS)
+
+
+@pytest.mark.parametrize("command", sorted(_WRITERS))
+def test_every_command_writes_a_file_compressed_as_its_name_says(run, tmp_path, command):
+    words = command.split()
+    plain = run(*words, *_WRITERS[command], "-o", str(tmp_path / "plain.csv"))
+    assert plain.exit_code == 0, plain.stderr
+    packed = run(*words, *_WRITERS[command], "-o", str(tmp_path / "packed.csv.gz"))
+    assert packed.exit_code == 0, packed.stderr
+    with open(tmp_path / "packed.csv.gz", "rb") as file:
+        assert file.read(2) == b"\x1f\x8b"  # gzip's magic: compressed, not plain text so named
+    expected = pd.read_csv(tmp_path / "plain.csv")
+    if command == "cache ls":  # the listing's ages move on between the two runs
+        expected = expected.drop(columns="age")
+    back = pd.read_csv(tmp_path / "packed.csv.gz")
+    pd.testing.assert_frame_equal(back[expected.columns], expected)
+
+
+@pytest.mark.parametrize(
+    "name", ["r.csv.gz", "r.csv.zip", "r.csv.bz2", "r.csv.xz", "r.csv.tar.gz", "r.CSV.GZ"]
+)
+def test_records_compressed_as_csv_read_back_whole(run, emulator, tmp_path, name):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 0, result.stderr
+    assert f"Wrote {len(emulator.ground_truth()):,} row(s)" in result.stderr
+    back = pd.read_csv(tmp_path / name)
+    assert len(back) == len(emulator.ground_truth())
+    assert set(back["record_id"]) == set(emulator.ground_truth()["record_id"])
+
+
+@pytest.mark.parametrize("name", ["r.json.gz", "r.json.bz2", "r.json.xz", "r.json.zip"])
+def test_records_compressed_as_json_read_back_whole(run, emulator, tmp_path, name):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 0, result.stderr
+    back = pd.read_json(tmp_path / name)
+    assert len(back) == len(emulator.ground_truth())
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("r.parquet.gz", "parquet compresses itself"),
+        ("r.xlsx.gz", ".xlsx is not compressed"),
+        ("r.gz", "cannot tell the format"),
+    ],
+)
+def test_a_compression_a_format_cannot_take_is_refused_before_any_harvest(
+    run, tmp_path, name, says
+):
+    result = run("records", "-o", str(tmp_path / name))
+    assert result.exit_code == 1 and says in result.stderr, result.stderr
+    assert ".csv.gz" in result.stderr  # what to write instead
+    assert not (tmp_path / name).exists()

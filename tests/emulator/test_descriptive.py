@@ -1,6 +1,6 @@
 """Descriptive metadata: extended mode, captions, status bits, field structures, stories, baskets.
 
-Checked against "Descriptive metadata" in the addendum to the contract.
+Checked against what "Descriptive metadata" in docs/emulator.md says the emulator does.
 """
 
 from __future__ import annotations

@@ -113,3 +113,19 @@ def test_parse_delay_refuses_nonsense(text) -> None:
 def test_rates_outside_zero_one_are_refused() -> None:
     with pytest.raises(ValueError, match="fail_rate"):
         Faults(fail_rate=1.5)
+
+
+def test_set_faults_reseeds_under_the_constructors_name(fresh_emulator) -> None:
+    """``set_faults(fault_seed=S)`` restarts the draws as ``Emulator(fault_seed=S)`` starts them."""
+    first = fresh_emulator(fail_rate=0.5, fault_seed=5)
+    expected = [me(first).status_code for _ in range(30)]
+    later = fresh_emulator()
+    later.set_faults(fail_rate=0.5, fault_seed=5)
+    assert [me(later).status_code for _ in range(30)] == expected
+    later.set_faults(seed=5)  # the older spelling still works
+    assert [me(later).status_code for _ in range(30)] == expected
+
+
+def test_set_faults_refuses_two_different_seeds(fresh_emulator) -> None:
+    with pytest.raises(ValueError, match="fault_seed"):
+        fresh_emulator().set_faults(fault_seed=1, seed=2)

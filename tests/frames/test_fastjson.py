@@ -334,6 +334,30 @@ def test_what_is_not_a_search_answer_is_refused_with_a_snippet(body):
     assert "/api/v1/search/" in str(caught.value)
 
 
+FAILED_META = {"http_code": 503, "error_type": "Service Temporarily Unavailable"}
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        pytest.param(None, id="empty-response"),  # the decoded route
+        pytest.param("records", id="records-beside-the-failure"),  # the native route
+    ],
+)
+@pytest.mark.parametrize("http_code", [503, "503", 404])
+def test_an_envelope_that_says_it_failed_is_not_read_as_a_page(response, http_code):
+    """An HTTP 200 answer may carry a failure in its envelope (``meta.http_code`` of 400 or
+    more); whatever its ``response`` holds, it is no page of records."""
+    document = envelope(catalogue_items(3, 1))
+    if response is None:
+        document["response"] = {}
+    document["meta"].update(FAILED_META, http_code=http_code)
+    with pytest.raises(
+        ResponseFormatError, match=f"says it failed \\(HTTP {http_code} in its envelope"
+    ):
+        records_json(dumps(document))
+
+
 def test_text_is_not_bytes():
     with pytest.raises(InvalidParameterError, match="raw bytes"):
         records_json('{"response": {}}')  # type: ignore[arg-type]

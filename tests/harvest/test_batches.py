@@ -314,12 +314,12 @@ def test_the_end_of_paging_does_not_wait_for_a_batch_being_written(tmp_path, mon
     ],
 )
 def test_a_batch_file_listing_hostile_rows_or_columns_is_damage(tmp_path, monkeypatch, listed):
-    from mediaframe.cache import store as store_module
+    from mediaframe.cache import shards as shards_module
 
     store = HarvestStore(str(tmp_path / "h"))
     frame = pd.concat([_shard(0)[1], _shard(1)[1]], ignore_index=True)
-    real = store_module.to_ipc
-    monkeypatch.setattr(store_module, "to_ipc", lambda df, _: real(df, {"shards": listed}))
+    real = shards_module.to_ipc
+    monkeypatch.setattr(shards_module, "to_ipc", lambda df, _: real(df, {"shards": listed}))
     a, b = store.write_shards(
         frame, [ShardEntry(id="a", rows=3, total=3), ShardEntry(id="b", rows=3, total=3)]
     )

@@ -377,3 +377,161 @@ def test_a_link_in_a_mount_point_is_replaced_never_written_through(mount_point):
     assert outside.read_text() == "not an export's"
     assert not (mount_point / "t00.csv").is_symlink()
     assert _runs_seen(mount_point) == (2, {b"run"})
+
+
+@pytest.fixture
+def read_only_parent(tmp_path):
+    """A writable folder ``parent/share`` whose parent nothing may be written in, as the
+    mount point of a share under a read-only ``/mnt``: immutable (``chattr +i``, which binds
+    root too), or, for a user, without write permission."""
+    import shutil
+    import subprocess
+
+    parent, folder = tmp_path / "parent", tmp_path / "parent" / "share"
+    folder.mkdir(parents=True)
+    if os.geteuid() == 0:
+        chattr = shutil.which("chattr")
+        made = chattr and subprocess.run([chattr, "+i", str(parent)], capture_output=True)
+        if not made or made.returncode != 0:
+            pytest.skip("root ignores permissions, and chattr +i is refused here (not ext4?)")
+        undo = [chattr, "-i", str(parent)]
+    else:
+        parent.chmod(0o555)
+        undo = ["chmod", "755", str(parent)]
+    try:
+        with pytest.raises(OSError):  # as it says: nothing may be made beside the folder
+            (parent / "probe").mkdir()
+        yield folder
+    finally:
+        subprocess.run(undo, check=True)
+
+
+def test_a_writable_folder_in_a_read_only_parent_is_written_in_place(read_only_parent):
+    folder = read_only_parent
+    inode = folder.stat().st_ino
+    paths = _Tables("first", tables=3).to_csv(folder)
+    assert paths == [folder / n for n in ("README.csv", "t00.csv", "t01.csv", "t02.csv")]
+    assert folder.stat().st_ino == inode
+    assert _runs_seen(folder) == (4, {b"first"})
+    assert sorted(p.name for p in folder.iterdir()) == [files.MANIFEST, *(p.name for p in paths)]
+    assert [p.name for p in folder.parent.iterdir()] == ["share"]
+    # the next export replaces it: the earlier export's other files go
+    _Tables("second", tables=1).to_csv(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [files.MANIFEST, "README.csv", "t00.csv"]
+    assert _runs_seen(folder) == (2, {b"second"})
+
+
+def test_in_a_read_only_parent_no_final_name_changes_before_every_file_is_whole(
+    read_only_parent, monkeypatch
+):
+    folder = read_only_parent
+    _Tables("first", tables=3).to_csv(folder)
+    seen = []
+    put = files._put
+
+    def checked_put(path, write):
+        if not seen:  # the first final name about to change: every new file is ready, whole
+            (staged,) = [p for p in folder.iterdir() if p.is_dir()]
+            seen.append({p.name: p.read_bytes() for p in staged.iterdir()})
+            assert _runs_seen(folder) == (4, {b"first"})
+        files.check_folder(folder, names=[])  # and a kill now leaves a folder to fill again
+        return put(path, write)
+
+    monkeypatch.setattr(files, "_put", checked_put)
+    _Tables("second", tables=3).to_csv(folder)
+    staged = seen[0]
+    assert {name for name in staged if name.endswith(".csv")} == {
+        "README.csv",
+        "t00.csv",
+        "t01.csv",
+        "t02.csv",
+    }
+    assert all(staged[name].split(b"\r\n")[1] == b"second" for name in staged if ".csv" in name)
+    assert _runs_seen(folder) == (4, {b"second"})
+    assert not [p for p in folder.iterdir() if p.is_dir()]
+
+
+def test_in_a_read_only_parent_a_failed_export_leaves_the_earlier_files_as_they_were(
+    read_only_parent, monkeypatch
+):
+    from mediaframe.reports import bundle
+
+    folder = read_only_parent
+    _Tables("first", tables=3).to_csv(folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    real = bundle.to_csv
+
+    def failing(frame, path, **options):
+        if Path(path).name == "t01.csv":
+            raise ExportError("the disk is full")
+        return real(frame, path, **options)
+
+    monkeypatch.setattr(bundle, "to_csv", failing)
+    with pytest.raises(ExportError, match="the disk is full"):
+        _Tables("second", tables=3).to_csv(folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_in_a_read_only_parent_what_a_killed_export_left_is_removed_by_the_next(
+    read_only_parent,
+):
+    folder = read_only_parent
+    _Tables("first", tables=1).to_csv(folder)
+    left = folder / ".mediaframe-export.partial-0123abcd"  # a killed export's, whole or not
+    left.mkdir()
+    (left / files.MANIFEST).write_text("README.csv\nt00.csv\n")
+    (left / "t00.csv").write_text("run\r\nkilled\r\n")
+    (left / ".README.csv.89abcdef.partial").write_text("half a fi")
+    files.check_folder(folder)  # no foreign file: the next export may go on
+    _Tables("second", tables=1).to_csv(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [files.MANIFEST, "README.csv", "t00.csv"]
+    assert _runs_seen(folder) == (2, {b"second"})
+
+
+def test_a_new_folder_in_a_read_only_parent_is_refused_saying_what_to_do(read_only_parent):
+    with pytest.raises(ExportError, match=r"create .*new.* first|give a folder you may"):
+        _Tables("run", tables=1).to_csv(read_only_parent.parent / "new")
+
+
+_INTO_SHARE = """
+import sys, pandas as pd
+from mediaframe.reports.bundle import Bundle
+
+class Two(Bundle):
+    tables = {"t": pd.DataFrame({"run": [sys.argv[2]]})}
+    def readme(self): return pd.DataFrame({"run": [sys.argv[2]]})
+
+Two().to_csv(sys.argv[1])
+"""
+
+
+def test_a_share_mounted_under_a_read_only_mount_is_filled(tmp_path):
+    """The case itself: a writable file system mounted at ``parent/share``, ``parent`` a
+    read-only mount (in a mount namespace of its own: nothing outside the test sees them)."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    parent, store = tmp_path / "parent", tmp_path / "store"
+    (parent / "share").mkdir(parents=True)
+    store.mkdir()
+    share = parent / "share"
+    exports = " && ".join(
+        shlex.join([sys.executable, "-c", _INTO_SHARE, str(share), run]) for run in ("a", "b")
+    )
+    script = (
+        f"mount --make-rprivate / && mount --bind {parent} {parent} && "
+        f"mount -o remount,ro,bind {parent} && mount --bind {store} {share} && "
+        f"! mkdir {parent / 'probe'} 2>/dev/null && {exports}"
+    )
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to mount file systems in a namespace of its own")
+    probe = subprocess.run([unshare, "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no mount namespace here: {probe.stderr.decode().strip()}")
+    subprocess.run([unshare, "-m", "sh", "-c", script], check=True, capture_output=True)
+    assert sorted(p.name for p in store.iterdir()) == [files.MANIFEST, "README.csv", "t.csv"]
+    assert _runs_seen(store) == (2, {b"b"})
+    assert [p.name for p in parent.iterdir()] == ["share"]  # nothing made beside it

@@ -107,3 +107,112 @@ def test_a_lone_surrogate_is_still_said_to_be_one(tmp_path):
             tmp_path / "s.csv",
             encoding="ascii",
         )
+
+
+@pytest.mark.parametrize("name", ["x.csv.gz", "x.csv.zip", "x.json.bz2", "x.JSON.XZ", "x.csv.tar"])
+def test_export_picks_the_format_behind_a_compression_ending_and_reads_back(tmp_path, name):
+    from mediaframe.reports import export
+
+    path = export(FRAME, tmp_path / name)
+    reader = pd.read_json if ".json" in name.lower() else pd.read_csv
+    pd.testing.assert_frame_equal(reader(path), FRAME)
+    assert path.read_bytes()[:3] != b"a,b"  # compressed, not plain text under that name
+
+
+def test_a_zstandard_export_without_the_package_says_how_to_install_it(tmp_path, monkeypatch):
+    import importlib.util
+
+    from mediaframe.reports import export
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "zstandard" else find_spec(name, *a),
+    )
+    with pytest.raises(ExportError, match="pip install zstandard"):
+        export(FRAME, tmp_path / "x.csv.zst")
+    assert not list(tmp_path.iterdir())
+
+
+_WRITERS = {"csv": to_csv, "xlsx": to_excel, "json": to_json}
+#: An owner and groups no one here has: the tests run as root, which may give a file to anyone.
+_OTHER_UID, _OTHER_GID, _OUR_GID = 12345, 23458, 23457
+
+
+@pytest.mark.parametrize("suffix", sorted(_WRITERS))
+def test_a_replaced_export_keeps_its_owner_and_group(tmp_path, suffix):
+    path = tmp_path / f"shared.{suffix}"
+    _WRITERS[suffix](FRAME, path)
+    if os.geteuid() == 0:
+        owner, group = _OTHER_UID, _OTHER_GID
+    else:  # a user keeps the group of a file of theirs when it is one of their groups
+        owner = os.geteuid()
+        group = next((g for g in os.getgroups() if g != path.stat().st_gid), None)
+        if group is None:
+            pytest.skip("this user is in one group only: there is no other group to keep")
+    os.chown(path, owner, group)
+    path.chmod(0o640)
+    _WRITERS[suffix](FRAME, path)
+    kept = path.stat()
+    assert (kept.st_uid, kept.st_gid) == (owner, group)
+    assert stat.S_IMODE(kept.st_mode) == 0o640
+
+
+_AS_A_USER = """
+import os, stat, sys, pandas as pd
+from mediaframe.reports import to_csv
+for name in sys.argv[1:]:
+    to_csv(pd.DataFrame({"a": [1]}), name)
+    now = os.stat(name)
+    print(name, now.st_uid, now.st_gid, oct(stat.S_IMODE(now.st_mode)))
+"""
+
+
+def test_where_the_owner_or_group_cannot_be_kept_no_one_gains_access(tmp_path):
+    """As a user (root without the power to give files away, in a group of its own): the
+    group of a file of its own is kept when it is one of its groups; a group it cannot give
+    the file gets no more than others had, and a new owner no set-user-id bit."""
+    capsh = shutil.which("capsh")
+    if os.geteuid() != 0 or capsh is None:
+        pytest.skip("needs root and capsh to act as a user without the power to chown")
+    ours, theirs = tmp_path / "ours.csv", tmp_path / "theirs.csv"
+    for path, (uid, gid, mode) in {
+        ours: (0, _OUR_GID, 0o660),
+        theirs: (_OTHER_UID, _OTHER_GID, 0o4674),  # others read; its group could write
+    }.items():
+        to_csv(FRAME, path)
+        os.chown(path, uid, gid)
+        path.chmod(mode)
+    script = shlex.join([sys.executable, "-c", _AS_A_USER, str(ours), str(theirs)])
+    command = [capsh, "--drop=cap_chown,cap_fowner", f"--groups=0,{_OUR_GID}", "--", "-c", script]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+    assert out[:4] == [str(ours), "0", str(_OUR_GID), "0o660"]  # ours, in our group: all kept
+    # theirs: now ours, in our own group, which gets what others had (read), not the write
+    # its earlier group had; no set-user-id for a file whose owner changed
+    assert out[4:] == [str(theirs), "0", "0", "0o644"]
+    assert pd.read_csv(theirs).to_dict("list") == {"a": [1]}
+
+
+def test_a_replaced_export_folder_keeps_its_owner_and_group(tmp_path):
+    from mediaframe.reports.bundle import Bundle
+
+    class _One(Bundle):
+        tables = {"t": FRAME}  # noqa: RUF012
+
+        def readme(self) -> pd.DataFrame:
+            return FRAME
+
+    folder = tmp_path / "export"
+    _One().to_csv(folder)
+    if os.geteuid() != 0:
+        pytest.skip("a folder given to another owner: needs root")
+    os.chown(folder, _OTHER_UID, _OTHER_GID)
+    folder.chmod(0o750)
+    _One().to_csv(folder)
+    kept = folder.stat()
+    assert (kept.st_uid, kept.st_gid, stat.S_IMODE(kept.st_mode)) == (
+        _OTHER_UID,
+        _OTHER_GID,
+        0o750,
+    )

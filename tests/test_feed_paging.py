@@ -1,0 +1,154 @@
+"""Client.feed_entries()/feed_items() read every feed entry once, from servers whose paging does
+not hold: offsets ignored, totals as strings, entries published or deleted while paging."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fake_service import BASE, Answer, FakeService, envelope, query
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.exceptions import IncompleteResultError, MalformedItemError, ResponseFormatError
+
+SECRET = "0123456789abcdef0123456789abcdef"
+_GOLDEN = Path(__file__).parent / "data" / "frames" / "feeds_content.json"
+#: More requests than any bounded read of these feeds takes: past it, the paging runs away.
+_RUNAWAY = 60
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", backoff=0)
+
+
+class Feeds:
+    """``/feeds/content/`` over a list of entries, newest first, as a server of the contract
+    pages it; ``after_page`` (called with the number of pages served) changes the feeds or the
+    answer between pages, as publications and lying servers do."""
+
+    def __init__(self, count: int) -> None:
+        sample = json.loads(_GOLDEN.read_text(encoding="utf-8"))["response"]["entries"][0]
+        self.entries = [self.entry(sample, 100 + i) for i in range(count)]
+        self.sample = sample
+        self.served = 0
+        self.after_page: Callable[[Feeds], None] = lambda feeds: None
+        self.ignore_offset = False
+        self.total_as_text = False
+        self.claimed_total: int | None = None
+
+    @staticmethod
+    def entry(sample: dict, ident: int) -> dict:
+        entry = copy.deepcopy(sample)
+        entry["id"] = ident
+        return entry
+
+    def __call__(self, request) -> Answer:
+        if self.served >= _RUNAWAY:
+            pytest.fail(f"more than {_RUNAWAY} requests for {len(self.entries)} entries")
+        params = dict(query(request))
+        start = 0 if self.ignore_offset else int(params.get("offset_start", 0))
+        size = int(params.get("per_page", 5))
+        total = len(self.entries) if self.claimed_total is None else self.claimed_total
+        response = {
+            "total_entries": str(total) if self.total_as_text else total,
+            "offset_start": start,
+            "per_page": size,
+            "entries": copy.deepcopy(self.entries[start : start + size]),
+        }
+        self.served += 1
+        self.after_page(self)
+        return envelope(response, path="/api/v1/feeds/content/")
+
+
+def client_of(feeds: Feeds, settings) -> mf.Client:
+    session = FakeService(feeds).session()
+    return mf.connect(BASE, token=SECRET, settings=settings, session=session)
+
+
+def test_every_entry_once_across_pages(settings):
+    feeds = Feeds(45)
+    frame = client_of(feeds, settings).feed_entries()
+    assert frame["id"].tolist() == [e["id"] for e in feeds.entries]
+    assert feeds.served == 3
+
+
+def test_an_entry_published_while_paging_is_read_once(settings):
+    feeds = Feeds(24)
+
+    def publish(feeds: Feeds) -> None:
+        if feeds.served == 1:  # newest first: every entry moves down by one
+            feeds.entries.insert(0, feeds.entry(feeds.sample, 999))
+
+    feeds.after_page = publish
+    frame = client_of(feeds, settings).feed_entries()
+    assert frame["id"].tolist() == [e["id"] for e in feeds.entries]
+    assert len(frame) == 25 and frame["id"].is_unique
+
+
+def test_an_entry_deleted_while_paging_loses_no_other(settings):
+    feeds = Feeds(24)
+
+    def delete(feeds: Feeds) -> None:
+        if feeds.served == 1:
+            del feeds.entries[3]
+
+    feeds.after_page = delete
+    items = client_of(feeds, settings).feed_items()
+    assert sorted(set(items["entry_id"])) == sorted(e["id"] for e in feeds.entries)
+
+
+@pytest.mark.parametrize("total_as_text", [False, True])
+def test_a_server_ignoring_offsets_is_refused_in_few_requests(settings, total_as_text):
+    feeds = Feeds(24)
+    feeds.ignore_offset, feeds.total_as_text = True, total_as_text
+    with pytest.raises(IncompleteResultError, match="repeated entries 100, 101"):
+        client_of(feeds, settings).feed_entries()
+    assert feeds.served <= 6  # three reads of two pages
+
+
+def test_a_total_as_text_is_read_as_a_number(settings):
+    feeds = Feeds(24)
+    feeds.total_as_text = True
+    assert len(client_of(feeds, settings).feed_entries()) == 24
+    assert feeds.served == 2
+
+
+def test_a_page_empty_before_the_total_is_refused(settings):
+    feeds = Feeds(20)
+    feeds.claimed_total = 24  # the total counts entries the pages never give
+    with pytest.raises(IncompleteResultError, match="offset 20 of 24 came back empty"):
+        client_of(feeds, settings).feed_entries()
+    assert feeds.served == 6
+
+
+@pytest.mark.parametrize("total", [None, "many", [24]])
+def test_a_total_that_is_no_number_is_named(settings, total):
+    page = {"total_entries": total, "entries": []}
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    with pytest.raises(ResponseFormatError, match="total_entries"):
+        client.feed_entries()
+
+
+def test_entries_keyed_by_id_are_the_list_they_stand_for(settings):
+    feeds = Feeds(3)
+    keyed = {str(e["id"]): {k: v for k, v in e.items() if k != "id"} for e in feeds.entries}
+    page = {"total_entries": 3, "entries": keyed}
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    assert client.feed_entries()["id"].tolist() == [100, 101, 102]
+    assert client.feed_entries(per_page=3)["id"].tolist() == [100, 101, 102]
+
+
+@pytest.mark.parametrize("entries", ["24 entries", 24, [1, 2]])
+def test_entries_that_are_no_list_raise(settings, entries):
+    page = {"total_entries": 2, "entries": entries}
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    with pytest.raises(MalformedItemError, match="entr"):
+        client.feed_entries()
