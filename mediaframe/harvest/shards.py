@@ -121,7 +121,8 @@ def fetch_shard(
         paging = _Paging(page, spec, shard, per_page, capped_engine, partial, pages)
         frame, totals, spent = paging.through(combine, resume=resume and attempt == 0)
         requests += spent
-        if paging.past_total:  # paging again would not change what the server counts
+        fault = paging_fault(frame, totals, spec.key_columns)
+        if fault is None and paging.past_total:  # paging again would not change its count
             if pages is not None:
                 pages.discard()
             raise PagingFault(
@@ -131,7 +132,6 @@ def fetch_shard(
                 totals[-1],
                 requests,
             )
-        fault = paging_fault(frame, totals, spec.key_columns)
         if fault is None and shard.window is not None and totals[-1] != shard.window[2]:
             # offsets of the whole search shift when it moves: windows then miss or repeat hits
             fault = f"the search's total moved from {shard.window[2]} to {totals[-1]}"
@@ -230,6 +230,11 @@ class _Paging:
         _, frame = self.page(**params, offset_start=total, per_page=1)
         if not len(frame):
             return False
+        key = list(self.spec.key_columns)
+        if set(key) <= set(frame.columns) & set(last.columns):
+            seen = last[key].astype("int64").itertuples(index=False, name=None)
+            if tuple(frame[key].astype("int64").iloc[0]) in set(seen):
+                return False  # a hit served again: offsets ignored, which the repeats tell
         if sort not in frame.columns or sort not in last.columns:
             return True
         past, final = frame[sort].iloc[0], last[sort].iloc[-1]
