@@ -25,7 +25,8 @@ The tree::
     │   └── ServerError               5xx, after retries
     ├── ResponseFormatError           not the envelope: proxy HTML, truncated JSON, wrong types
     │   ├── MalformedItemError        one item of a response cannot be read; names the item
-    │   └── ResponseTooLargeError     the answer outgrew MEDIAFRAME_MAX_RESPONSE_BYTES
+    │   ├── ResponseTooLargeError     the answer outgrew MEDIAFRAME_MAX_RESPONSE_BYTES
+    │   └── FilterIgnoredError        the hits break a filter the search sent: the server ignored it
     ├── IncompleteResultError         a search cannot be retrieved whole under the cap (or the
     │                                 feeds' pages do not add up)
     ├── CacheError                    the parquet cache cannot be read or written
@@ -63,6 +64,7 @@ __all__ = [
     "ConnectionFailedError",
     "EmptyPlotWarning",
     "ExportError",
+    "FilterIgnoredError",
     "ForbiddenError",
     "IncompleteResultError",
     "IncompleteResultWarning",
@@ -244,6 +246,19 @@ class MalformedItemError(ResponseFormatError):
 
 class ResponseTooLargeError(ResponseFormatError):
     """The answer grew past the size limit (counted after decompression) and was dropped."""
+
+
+class FilterIgnoredError(ResponseFormatError):
+    """The hits of a harvest break a filter the search sent: the server ignored it.
+
+    ``filter_name`` names it (``record_type``, ``bases``, ``date_min``/``date_max``, ``status``);
+    ``rows`` is how many hits broke it. Nothing was published or cached.
+    """
+
+    def __init__(self, message: str, *, filter_name: str, rows: int) -> None:
+        super().__init__(message)
+        self.filter_name = filter_name
+        self.rows = rows
 
 
 class IncompleteResultError(MediaframeError):

@@ -8,10 +8,13 @@ modules' public names are importable from here too.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import threading
+import time
 import warnings
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -22,6 +25,7 @@ from mediaframe.exceptions import (
     NotFoundError,
     PermissionDeniedError,
     ResponseFormatError,
+    ServerError,
 )
 from mediaframe.frames import RecordsPage, read_records
 from mediaframe.frames.fastjson import READ, is_described
@@ -58,12 +62,14 @@ __all__ = [
     "normalise_me",
     "normalise_record",
     "normalise_search",
+    "search_error",
     "search_params",
     "search_rights",
     "to_ymd",
 ]
 
 _count = validate.count
+_Answer = TypeVar("_Answer")
 
 
 # --- the routes ---------------------------------------------------------------------------------
@@ -90,6 +96,9 @@ class API:
         #: The base ids of the last ``/me/`` read, by databox and collection (fill_base_ids()).
         self._base_ids: pd.Series | None = None
         self._base_ids_lock = threading.Lock()
+        #: False once ``/api/v2/search/`` answered 404: a server of the v1-only generation,
+        #: whose cached harvests are fetched again rather than synced (the sync reads v2).
+        self.has_v2: bool | None = None
 
     def __repr__(self) -> str:
         return f"API({self.transport!r})"
@@ -116,10 +125,51 @@ class API:
         """Search with pairs already built by :func:`search_params` (``version`` 1 or 2)."""
         if version not in (1, 2):
             raise InvalidParameterError(f"version must be 1 or 2, not {version!r}")
-        response = self.transport.post(
-            f"/api/v{version}/search/", params, extended=extended and version == 1
-        )
+        path = f"/api/v{version}/search/"
+        try:
+            response = self._searched(
+                path,
+                lambda: self.transport.post(path, params, extended=extended and version == 1),
+                lambda answer: answer,
+            )
+        except NotFoundError:
+            if version == 2:
+                self.has_v2 = False
+            raise
         return normalise_search(response) if version == 1 else response
+
+    def _searched(
+        self,
+        path: str,
+        send: Callable[[], _Answer],
+        info: Callable[[_Answer], Any],
+    ) -> _Answer:
+        """``send()``'s answer, asked again while the search engine says it failed.
+
+        A search answer's ``error`` is "empty when none": set, the server answered 200 but its
+        engine did not search (it is down, or timed out), and the empty results that come with it
+        are no answer. It is retried like a 5xx, then raised: never read as zero hits.
+        """
+        for attempt in itertools.count():
+            answer = send()
+            error = search_error(info(answer))
+            if error is None:
+                return answer
+            if attempt >= self.transport.settings.retries:
+                raise ServerError(
+                    f"the search engine failed on POST {path}: the server says {error!r} "
+                    f"(HTTP 200, tried {attempt + 1} time(s)); nothing it answered was kept "
+                    "— try again later",
+                    status_code=200,
+                    error_message=error,
+                    request=f"POST {path}",
+                )
+            delay = self.transport._backoff(attempt, None)
+            log.debug(
+                "POST %s: the engine says %r; retry %d in %.2f s", path, error, attempt + 1, delay
+            )
+            time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def search_records_frame(
         self, query: str = "", *, extended: bool = False, **filters: Any
@@ -136,12 +186,16 @@ class API:
         """
         params = search_params(query, **filters)
         structure = self.structure() if extended else None
-        answer = self.transport.request(
-            "POST",
+        answer = self._searched(
             "/api/v1/search/",
-            params,
-            decode=functools.partial(read_records, structure=structure),
-            extended=extended,
+            lambda: self.transport.request(
+                "POST",
+                "/api/v1/search/",
+                params,
+                decode=functools.partial(read_records, structure=structure),
+                extended=extended,
+            ),
+            lambda answer: answer.info if isinstance(answer, RecordsPage) else answer,
         )
         if isinstance(answer, RecordsPage):
             info, frame = answer.info, answer.frame
@@ -173,7 +227,14 @@ class API:
         which this frame does not hold)."""
         answer = self.search(query, extended=extended, **{**filters, "search_type": 1})
         results = answer.pop("results", None) or {}
-        return answer, self.fill_base_ids(frames.stories(results.get("stories") or []))
+        stories = results.get("stories") if isinstance(results, dict) else None
+        if not stories and isinstance(results, dict) and results.get("records"):
+            raise ResponseFormatError(
+                "the answers to this story search held records, not stories: the server may "
+                "ignore search_type. Search records instead (client.records), or ask the "
+                "service's administrators."
+            )
+        return answer, self.fill_base_ids(frames.stories(stories or []))
 
     def fill_base_ids(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` (records, stories, or frames holding their columns) with each missing
@@ -406,6 +467,19 @@ class API:
                 bits = frames.statuses(me.get("collections") or [])["position"].dropna()
                 self._structure = (fields, frames.structure(fields, bits.astype(int)))
             return self._structure
+
+
+def search_error(response: Any) -> str | None:
+    """The failure a search answer's ``error`` member reports, or ``None`` when it reports none.
+
+    The contract's ``error`` is a string, empty when none; a missing or null one, or one of
+    blanks, reports nothing. Anything else set (a server of another age may send an object or a
+    list) is a failure, told as the server wrote it; a null, ``false``, 0 or empty one is not.
+    """
+    error = response.get("error") if isinstance(response, Mapping) else None
+    if isinstance(error, str):
+        return error.strip()[:500] or None
+    return str(error)[:500] if error else None  # null, false, 0, {} or []: none
 
 
 def _read_as(frame: pd.DataFrame, kind: str, detail: str) -> pd.DataFrame:

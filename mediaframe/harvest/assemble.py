@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from mediaframe import frames
 from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
@@ -62,8 +63,14 @@ def assemble(
     return frame
 
 
-def concat_frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Join frames whose columns are all declared (stories, v2 references): dtypes agree."""
+def concat_frames(parts: list[pd.DataFrame], *, empty: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Join frames whose columns are all declared (stories, v2 references): dtypes agree.
+
+    No part at all (a search that matches nothing: every hit of a synced search deleted, say) is
+    ``empty``, the declared frame without a row, by default the v2 references'.
+    """
+    if not parts:
+        return (frames.v2_results([]) if empty is None else empty).copy()
     return pd.concat(parts, ignore_index=True)
 
 

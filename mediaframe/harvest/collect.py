@@ -99,6 +99,12 @@ class ClientService:
     def keys(self, kind: str) -> Page:
         return self._route("search_v2_frame")
 
+    @property
+    def has_keys(self) -> bool:
+        """Whether :meth:`keys` may serve: not once the server answered 404 on ``/api/v2/``
+        (remembered by the client's API, for the rest of its session)."""
+        return self._client.api.has_v2 is not False
+
     def counts(self, kind: str) -> CountRoute:
         count: CountRoute = self._client.api.search  # planning runs here, even with Dask
         return count
@@ -189,7 +195,7 @@ def _fetch(
     """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
     engine = _engine_options(client, service, settings, spec, options, display)
     page = service.pages(spec.kind)
-    if not refresh:
+    if not refresh and service.has_keys:
         synced = sync(
             page,
             service.keys(spec.kind),

@@ -43,11 +43,13 @@ from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import (
+    PAST_TOTAL,
     Combine,
     Deliver,
     EarlyShards,
     ShardTask,
 )
+from mediaframe.harvest.verify import check_filters
 from mediaframe.http import slots
 
 # Threads beyond the ``concurrency`` requests in flight: they read answers into frames while
@@ -241,6 +243,7 @@ def harvest(
             report.page_reads = reads.summary()
             held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
             frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
+            check_filters(frame, spec)  # a server that ignored one gave other hits: not kept
             report.seconds = round(time.monotonic() - started, 3)
             _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
             joiner.settle()  # the batches still being written, before publication clears them
@@ -357,7 +360,16 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
         f"cap of {the_plan.cap} hits ({_ids([leaf.id for leaf in stuck])}), so about {missing} "
         f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
+        + (_CAP_OF_ONE if the_plan.cap == 1 else "")
     )
+
+
+# A cap of one hit is rarely meant: it is what two generations behind one address look like.
+_CAP_OF_ONE = (
+    " A cap of 1 is rare: the server's answers may come from nodes of two generations (a rolling"
+    " upgrade behind a load balancer), some counting in available_results the hits of one page."
+    " Try again once the upgrade is done."
+)
 
 
 def _ids(ids: Sequence[str]) -> str:
@@ -397,12 +409,37 @@ def _judge(
     report.incomplete += stuck_extra + faults
     if report.complete:
         return
-    if faults:
+    past = [fault for fault in faults if PAST_TOTAL in fault["fault"]]
+    if past:
+        message = (
+            f"only {report.fetched} of the hits of this {spec.kind} search could be retrieved: "
+            f"{past[0]['fault']}. Its engine counts only so far (total_results {total}), so "
+            "the result would be cut short. Narrow the query until its total is below that "
+            "count, ask the service's administrators to have the engine count every hit, or "
+            "pass allow_incomplete=True to accept a partial result."
+        )
+    elif faults:
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: the server's "
             f"pages disagree ({faults[0]['fault']}; {len(faults)} shard(s) in all) even when "
             "paged again. A proxy or cache between you and the server may be ignoring "
             "offset_start, or the catalogue is changing fast: try again later, or pass "
+            "allow_incomplete=True to accept a partial result."
+        )
+    elif report.duplicates and not report.incomplete:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: the pages "
+            f"repeated keys ({report.duplicates} row(s) served twice across shards). A proxy or "
+            "cache between you and the server may be ignoring offset_start, or the catalogue "
+            "is changing fast: try again later, or pass allow_incomplete=True to accept a "
+            "partial result."
+        )
+    elif report.cap is None:
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
+            f"{len(report.incomplete)} shard(s) came back short of their totals "
+            f"({_ids([entry['id'] for entry in report.incomplete])}), though the server "
+            "announced no cap. Try again later (the catalogue may be changing), or pass "
             "allow_incomplete=True to accept a partial result."
         )
     else:

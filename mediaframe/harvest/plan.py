@@ -36,6 +36,7 @@ from mediaframe.harvest.spec import (
 )
 
 __all__ = [
+    "NOT_STORIES",
     "RECORD_TYPES",
     "Count",
     "CountRoute",
@@ -45,6 +46,7 @@ __all__ = [
     "Spec",
     "Statuses",
     "int_member",
+    "optional_int_member",
     "plan",
     "repeated_keys",
     "to_plain",
@@ -53,6 +55,11 @@ __all__ = [
     "without",
 ]
 
+#: Why a story search found no story while its answers held records.
+NOT_STORIES = (
+    "the answers to this story search held records, not stories: the server may ignore "
+    "search_type. Search records instead (client.records), or ask the service's administrators."
+)
 #: Values of ``record_type``; a split by type is kept only if these cover every hit.
 RECORD_TYPES = ("image", "video", "audio", "document", "flash", "unknown")
 # Aim below the cap when cutting date windows, so one cut usually suffices.
@@ -125,6 +132,7 @@ class ShardCounter:
             # a page that repeats a key is no proof of the whole: the shard is paged, and judged
             if len(frame) == total and not repeated_keys(frame, self.spec.key_columns):
                 whole = frame
+            empty = not len(frame)
         else:
             # the one hit is the earliest: the first day of the shard's bounds
             response, first = self._hit(shard, "asc")
@@ -133,7 +141,23 @@ class ShardCounter:
             if dated is not None and first is not _NO_HIT and total > self.page_size:
                 with self._lock:
                     self._first_days[shard.id] = first
-        available = int_member(response, "available_results")
+            empty = first is _NO_HIT
+        # Not all servers send it: missing or null, no cap is known. The search is then paged like
+        # one on an engine without a cap, and windows that come back short show the cap.
+        available = optional_int_member(response, "available_results")
+        if available is None:
+            if shard == Shard():
+                self.capped_engine = False
+            return Count(total, total, whole)
+        if empty and total > 0 and available > 0:
+            if self.spec.kind == "stories" and _hits(response, "records"):
+                raise ResponseFormatError(NOT_STORIES)
+            raise ResponseFormatError(
+                f"the search answer contradicts itself: total_results {total} and "
+                f"available_results {available}, yet its first page holds no hit (shard "
+                f"{shard.id}). The server's search engine may be failing: try again later, "
+                "and tell the service's administrators if it persists."
+            )
         if shard == Shard() and total > 1 and available == 1 and not probe:
             # Newer engines report the hits *in this page* and have no cap; a cap of 1 looks the
             # same at per_page=1, so ask for two: only the page count then says 2.
@@ -141,7 +165,12 @@ class ShardCounter:
                 again, _ = self._ask(shard, per_page=2)
             else:
                 again = self._decoded(shard, per_page=2)
-            self.capped_engine = int_member(again, "available_results") != 2
+            seen = optional_int_member(again, "available_results")
+            self.capped_engine = seen != 2
+            if self.capped_engine and seen is not None:
+                # the cap as the second answer tells it: nodes of two generations behind one
+                # address (a rolling upgrade) may have answered the two, the first per page
+                available = seen
         if not self.capped_engine:
             return Count(total, total, whole)
         return Count(total, min(available, total), whole)
@@ -512,6 +541,11 @@ def repeated_keys(frame: pd.DataFrame, key: tuple[str, ...]) -> int:
         ordered = values[order]
         same &= ordered[1:] == ordered[:-1]
     return int(same.sum())
+
+
+def optional_int_member(response: Mapping[str, Any], name: str) -> int | None:
+    """:func:`int_member`, or ``None`` where the member is missing or null."""
+    return None if response.get(name) is None else int_member(response, name)
 
 
 def int_member(response: Mapping[str, Any], name: str) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.cache.pages import is_plain_name
-from mediaframe.exceptions import CacheError, CacheWarning
+from mediaframe.exceptions import CacheError, CacheWarning, IncompleteResultError
 from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
 from mediaframe.harvest.plan import (
     Count,
@@ -36,6 +36,13 @@ __all__ = ["Planning"]
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
 _UNCAPPED_SHARD = 10_000
+# Planning's request budget: a count per expected leaf many times over, a few per collection, and
+# a constant, never more than the most. A server whose counts do not add up (a total its shards
+# never reach) would otherwise have the planner cut and count without end.
+_BUDGET_PER_LEAF = 10
+_BUDGET_PER_BASE = 4
+_BUDGET_BASE = 1000
+_BUDGET_MOST = 100_000
 # Seconds between two checkpoints of the plan while it is being made (and at every failure):
 # a kill loses at most this much planning.
 _CHECKPOINT_EVERY = 0.5
@@ -141,10 +148,24 @@ class Planning:
         known = dict(checkpoint.counts)
         known_days = dict(checkpoint.days)
         counting = self.early.counting(counter, limit)
+        budget = self._budget(root.total, limit)
+        spent_before = counter.requests
+
+        def spend() -> None:
+            spent = counter.requests - spent_before
+            if spent >= budget:
+                raise IncompleteResultError(
+                    f"the server's counts do not add up: planning this {self.spec.kind} search "
+                    f"of {root.total} hits under a cap of {limit} sent {spent} requests, past "
+                    f"its budget of {budget}, without finding shards whose counts add up to "
+                    "the whole. The server may report totals its searches never return: try "
+                    "again later, narrow the query, or tell the service's administrators."
+                )
 
         def bounds(shard: Shard) -> tuple[dt.date, dt.date]:
             days = known_days.get(shard.id)  # found by the interrupted run
             if days is None:
+                spend()
                 first, last = counter.days(shard)
                 days = DayBounds(_iso(first), _iso(last))
                 with self._lock:
@@ -154,6 +175,7 @@ class Planning:
         def count(shard: Shard, expected: float | None = None) -> Count:
             if shard.id in known:  # counted by the interrupted run
                 return Count(known[shard.id], known[shard.id])
+            spend()
             counted = counting(shard, expected)
             with self._lock:
                 checkpoint.counts[shard.id] = counted.total
@@ -183,6 +205,12 @@ class Planning:
         )
         self._save(made)
         return made
+
+    def _budget(self, total: int, limit: int) -> int:
+        """How many requests planning may send: past them, the counts do not add up."""
+        leaves = -(-total // max(1, limit))
+        found = _BUDGET_BASE + _BUDGET_PER_BASE * len(self.bases) + _BUDGET_PER_LEAF * leaves
+        return min(found, _BUDGET_MOST)
 
     def _windowed(self, root: Count) -> PlanFile:
         """The plan of a search on a server with no cap: offset windows of the whole."""

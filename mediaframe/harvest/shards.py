@@ -33,12 +33,14 @@ from mediaframe.harvest.plan import (
     ShardCounter,
     Spec,
     int_member,
+    optional_int_member,
     plan,
     repeated_keys,
 )
 from mediaframe.harvest.reads import PageReads
 
 __all__ = [
+    "PAST_TOTAL",
     "Combine",
     "Deliver",
     "EarlyShards",
@@ -50,6 +52,8 @@ __all__ = [
     "join",
 ]
 
+#: How a shard's fault says the server served hits past its reported total (no cap).
+PAST_TOTAL = "the server serves hits past its total_results"
 # Times a shard whose pages disagree is paged again before it is given up as incomplete.
 _REPAGES = 2
 # Seconds of paging a shard after which the pages read so far are kept (they are kept at once
@@ -118,6 +122,16 @@ def fetch_shard(
         frame, totals, spent = paging.through(combine, resume=resume and attempt == 0)
         requests += spent
         fault = paging_fault(frame, totals, spec.key_columns)
+        if fault is None and paging.past_total:  # paging again would not change its count
+            if pages is not None:
+                pages.discard()
+            raise PagingFault(
+                f"shard {shard.id}: {PAST_TOTAL} ({totals[-1]}): at offset_start={totals[-1]} "
+                "it still served a hit",
+                frame.drop_duplicates(list(spec.key_columns)),
+                totals[-1],
+                requests,
+            )
         if fault is None and shard.window is not None and totals[-1] != shard.window[2]:
             # offsets of the whole search shift when it moves: windows then miss or repeat hits
             fault = f"the search's total moved from {shard.window[2]} to {totals[-1]}"
@@ -144,6 +158,8 @@ class _Paging:
     capped_engine: bool
     partial: bool
     pages: PageCheckpoints | None
+    #: A server with no cap served a hit past the total it reported: its total is capped.
+    past_total: bool = False
 
     def through(self, combine: Combine, *, resume: bool) -> tuple[pd.DataFrame, list[int], int]:
         """``(frame, every page's total, requests)``.
@@ -179,6 +195,9 @@ class _Paging:
                     unsaved.append((offset, frame, total))
                 offset += len(frame)
                 if last:
+                    if len(frame) and self._ends_search(total):
+                        self.past_total = self._serves_past(total, frame)
+                        requests += 1
                     break
                 if time.monotonic() - saved_at >= _KEEP_EVERY:
                     self._keep(unsaved)
@@ -192,6 +211,34 @@ class _Paging:
                 self._keep(unsaved)
             raise
         return join(parts, combine), totals, requests
+
+    def _ends_search(self, total: int) -> bool:
+        """Whether the shard's last hit is its search's last, on a server with no cap: the
+        total is then all that says no hit follows. Engines that count only so far (a search
+        index reporting at most 10,000 hits unless told to count them all) still serve hits
+        past it."""
+        if self.capped_engine or self.partial:
+            return False  # a capped server's total is proven by its cap and its empty pages
+        return self.shard.window is None or self.shard.window[1] >= total
+
+    def _serves_past(self, total: int, last: pd.DataFrame) -> bool:
+        """Whether one hit comes back at ``offset_start=total`` (one request), sorted after
+        the ``last`` page's: an earlier one is a server ignoring offset_start, which the
+        repeated keys tell."""
+        sort = self.spec.paging_sort
+        params = {**self.spec.params(self.shard), "sort": sort, "ord": "asc"}
+        _, frame = self.page(**params, offset_start=total, per_page=1)
+        if not len(frame):
+            return False
+        key = list(self.spec.key_columns)
+        if set(key) <= set(frame.columns) & set(last.columns):
+            seen = last[key].astype("int64").itertuples(index=False, name=None)
+            if tuple(frame[key].astype("int64").iloc[0]) in set(seen):
+                return False  # a hit served again: offsets ignored, which the repeats tell
+        if sort not in frame.columns or sort not in last.columns:
+            return True
+        past, final = frame[sort].iloc[0], last[sort].iloc[-1]
+        return bool(pd.isna(past) or pd.isna(final) or past >= final)
 
     def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int]]) -> None:
         if self.pages is not None:
@@ -209,7 +256,8 @@ class _Paging:
         total = int_member(response, "total_results")
         # available_results is read only where it means the cap (not all servers send it)
         capped = self.capped_engine and not self.partial
-        if capped and int_member(response, "available_results") < total:
+        available = optional_int_member(response, "available_results")
+        if capped and available is not None and available < total:
             raise ShardOverCap(total)
         return frame, total
 

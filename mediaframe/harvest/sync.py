@@ -17,17 +17,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from mediaframe import frames
 from mediaframe.cache import HarvestStore, proven_complete
 from mediaframe.cache.manifest import Manifest
+from mediaframe.exceptions import FilterIgnoredError, NotFoundError
 from mediaframe.harvest.assemble import concat_frames, in_row_order
 from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
+from mediaframe.harvest.shards import Combine
+from mediaframe.harvest.verify import check_filters
 
 __all__ = ["can_sync", "sync"]
 
@@ -57,7 +62,8 @@ def sync(
     lag: dt.timedelta,
     options: EngineOptions,
 ) -> tuple[pd.DataFrame, HarvestReport] | None:
-    """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way.
+    """Update the harvest cached in ``store``; ``None`` when a full harvest is the better way
+    (many stragglers, a server that cannot narrow by date, or one without ``/api/v2/``).
 
     Parameters
     ----------
@@ -83,14 +89,22 @@ def sync(
             changed_spec = dataclasses.replace(
                 spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
             )
-            changed, changed_report = options.harvest(
-                page, changed_spec, changed_store, doing="syncing: changed"
-            )
+            try:
+                changed, changed_report = options.harvest(
+                    page, changed_spec, changed_store, doing="syncing: changed"
+                )
+            except FilterIgnoredError:
+                # a server that ignores the date bounds cannot say what changed; one that
+                # ignores the user's filters is told so by the full harvest
+                return None
             # pages through v2: counted through it too (a decoded count is a v1 search)
-            keys_options = dataclasses.replace(options, combine=concat_frames, count=None)
-            keys, keys_report = keys_options.harvest(
-                page_keys, spec, keys_store, doing="syncing: keys"
-            )
+            keys_options = dataclasses.replace(options, combine=_concat_keys(spec), count=None)
+            try:
+                keys, keys_report = keys_options.harvest(
+                    page_keys, spec, keys_store, doing="syncing: keys"
+                )
+            except NotFoundError:
+                return None  # a server without /api/v2/ (v1 only): the search is fetched again
             present = _key_index(keys, key)
             kept = cached[_key_index(cached, key).isin(present)]
             removed = len(cached) - len(kept)
@@ -108,6 +122,7 @@ def sync(
                 [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
             )
 
+            check_filters(merged, spec)  # stragglers come by key, from the keys pass's hits
             report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
             report.fetched = report.total_results = len(merged)
             report.requests = changed_report.requests + keys_report.requests + len(fetched)
@@ -125,6 +140,13 @@ def sync(
             return merged, report
         finally:
             _remove_scratch(store, changed_store, keys_store)
+
+
+def _concat_keys(spec: Spec) -> Combine:
+    """Joins the keys pass's pages; none (every hit gone) is the references frame without a
+    row, its id column named as the search's key (``story_id`` for stories)."""
+    empty = frames.v2_results([]).rename(columns={"record_id": spec.key_columns[-1]})
+    return functools.partial(concat_frames, empty=empty)
 
 
 def _needs_fetch(keys: pd.DataFrame, cached: pd.DataFrame, key: list[str]) -> pd.Series:

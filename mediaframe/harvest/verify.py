@@ -1,0 +1,123 @@
+"""Whether the server applied the search's filters: the harvested rows checked against each one the
+frame can show.
+
+A server of another generation may not know a filter, or read it in another form (current servers
+read ``status[<databox_id>][<bit>]``, not the contract's ``status[<bit>][on|off][]``), and answer
+as if it had not been sent: its counts add up, and the unfiltered hits come back as a complete
+result. The frame shows it — ``media_type``, ``base_id``, the date, ``status_<bit>`` when
+extended — so each filter is checked on every row, vectorised, before the result is published. A
+missing value proves nothing either way and is never counted against the server; no row is
+dropped to mend an answer: it is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mediaframe.exceptions import FilterIgnoredError
+from mediaframe.harvest.spec import Spec, earlier_day, later_day
+
+__all__ = ["check_filters"]
+
+# Dates are filtered by the server's day, in its own time zone, and read here in UTC: a hit may
+# fall up to a day either side of the bounds without the filter being ignored.
+_ZONE_SLACK = dt.timedelta(days=1)
+
+
+def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
+    """Raise :class:`FilterIgnoredError` if rows of ``frame`` break a filter of ``spec``.
+
+    Checked where the frame has the column: ``record_type`` against ``media_type``, ``bases``
+    against ``base_id``, the date bounds against ``date_field`` (``created_on``/``updated_on``),
+    ``status`` against ``status_<bit>`` (extended records) for the databoxes it names.
+    """
+    if not len(frame):
+        return
+    for name, broken, wanted in _checks(frame, spec.filters):
+        rows = int(np.count_nonzero(broken))
+        if rows:
+            raise FilterIgnoredError(
+                _message(frame, spec, name, broken, rows, wanted), filter_name=name, rows=rows
+            )
+
+
+def _checks(
+    frame: pd.DataFrame, filters: Mapping[str, Any]
+) -> Iterator[tuple[str, np.ndarray, str]]:
+    """``(filter, rows that break it, what it asked)`` for each filter the frame can check."""
+    record_type = filters.get("record_type")
+    if record_type and "media_type" in frame.columns:
+        yield (
+            "record_type",
+            _differs(frame["media_type"], record_type),
+            f"media_type {record_type!r}",
+        )
+    bases = filters.get("bases")
+    if bases and "base_id" in frame.columns:
+        column = frame["base_id"]
+        outside = ~column.isin([int(base) for base in bases]) & column.notna()
+        yield "bases", _flags(outside), f"base_id in {sorted(int(base) for base in bases)}"
+    field = filters.get("date_field") or "created_on"
+    low, high = later_day(filters.get("date_min"), None), earlier_day(filters.get("date_max"), None)
+    if (low or high) and field in frame.columns:
+        yield "date_min/date_max", _outside(frame[field], low, high), _bounds(field, low, high)
+    for bit, states in (filters.get("status") or {}).items():
+        column = f"status_{bit}"
+        if column not in frame.columns or "databox_id" not in frame.columns:
+            continue
+        for state, ids in states.items():
+            databoxes = [ids] if isinstance(ids, int) else [int(i) for i in ids]
+            in_box = frame["databox_id"].isin(databoxes).to_numpy(dtype=bool)
+            wrong = _differs(frame[column], state == "on")
+            yield "status", in_box & wrong, f"{column} {state} in databox(es) {databoxes}"
+
+
+def _differs(column: pd.Series, wanted: Any) -> np.ndarray:
+    """Rows holding a value other than ``wanted`` (a missing value differs from nothing)."""
+    return _flags((column != wanted) & column.notna())
+
+
+def _outside(column: pd.Series, low: dt.date | None, high: dt.date | None) -> np.ndarray:
+    """Rows dated before ``low`` or after ``high`` by more than a time zone can explain."""
+    zone = getattr(column.dtype, "tz", None)
+    outside = np.zeros(len(column), dtype=bool)
+    if low is not None:
+        start = pd.Timestamp(low - _ZONE_SLACK, tz=zone)
+        outside |= _flags(column < start)
+    if high is not None:
+        end = pd.Timestamp(high + dt.timedelta(days=1) + _ZONE_SLACK, tz=zone)
+        outside |= _flags(column >= end)
+    return outside
+
+
+def _flags(mask: Any) -> np.ndarray:
+    """A boolean mask as plain booleans, a missing answer (NA, NaT) false."""
+    return np.asarray(pd.Series(mask).fillna(False), dtype=bool)
+
+
+def _bounds(field: str, low: dt.date | None, high: dt.date | None) -> str:
+    return f"{field} from {low or 'the start'} to {high or 'today'}"
+
+
+def _message(
+    frame: pd.DataFrame, spec: Spec, name: str, broken: np.ndarray, rows: int, wanted: str
+) -> str:
+    first = frame.iloc[int(np.flatnonzero(broken)[0])]
+    key = ", ".join(f"{column} {first[column]}" for column in spec.key_columns if column in frame)
+    form = (
+        " It may read status in another form (current servers take status[<databox_id>][<bit>]"
+        "=0|1, mediaframe sends the contract's status[<bit>][on|off][]=<databox_id>)."
+        if name == "status"
+        else ""
+    )
+    return (
+        f"the server ignored the {name} filter: {rows} of the {len(frame)} {spec.kind} it "
+        f"returned break it (asked: {wanted}; e.g. {key}).{form} Its answer was not kept. "
+        f"Drop {name} from the call and select the rows from the frame yourself, or ask the "
+        "service's administrators."
+    )

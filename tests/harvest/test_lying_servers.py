@@ -1,0 +1,373 @@
+"""Servers that answer 200 yet do not answer the search: an engine error, a count that lies,
+filters ignored, a missing route. A harvest raises for each, and never keeps what it read as
+a complete result."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+from rewriting import Envelope, Rewriting
+
+import mediaframe as mf
+from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
+from mediaframe.exceptions import (
+    FilterIgnoredError,
+    IncompleteResultError,
+    ResponseFormatError,
+    ServerError,
+)
+from mediaframe.harvest import Spec, planning
+from mediaframe.harvest.verify import check_filters
+
+ENGINE_DOWN = "Unable to connect to the search engine"
+
+
+@pytest.fixture
+def emu() -> Emulator:
+    return Emulator(records=300, seed=3)
+
+
+@pytest.fixture
+def front(emu: Emulator) -> Rewriting:
+    return Rewriting(emu)
+
+
+@pytest.fixture
+def client(emu: Emulator, front: Rewriting, tmp_path) -> Iterator[mf.Client]:
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=1, backoff=0
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        yield c
+
+
+def engine_down(path: str, envelope: Envelope) -> None:
+    """The engine's failure as real servers report it: 200, ``error`` set, nothing found."""
+    if "/search/" not in path:
+        return
+    answer = envelope["response"]
+    answer.update(error=ENGINE_DOWN, total_results=0, available_results=0)
+    answer["results"] = {"records": [], "stories": []} if "/v1/" in path else []
+    answer["facets"] = []
+
+
+# --- 4: the engine's error member -------------------------------------------------------------
+
+
+def test_an_engine_error_is_retried_then_raised_quoting_the_server(client, front):
+    front.answer = engine_down
+    with pytest.raises(ServerError, match=f"the server says '{ENGINE_DOWN}'") as raised:
+        client.records("", progress=False)
+    assert raised.value.error_message == ENGINE_DOWN and raised.value.status_code == 200
+    assert front.searches() == 2, "asked again once (retries=1), then raised"
+    with pytest.raises(ServerError, match="search engine failed"):
+        client.stories("")
+    with pytest.raises(ServerError, match="search engine failed on POST /api/v2/search/"):
+        client.api.search_v2("", per_page=1)
+    with pytest.raises(ServerError, match="search engine failed on POST /api/v1/search/"):
+        client.api.search("", per_page=1)  # the decoded answer, as the planner counts with
+    with pytest.raises(ServerError, match=ENGINE_DOWN):
+        client.api.search_records_frame("", per_page=5)  # read natively from its bytes
+
+
+def test_an_engine_error_is_never_kept_as_an_empty_complete_result(client, front, emu):
+    front.answer = engine_down
+    with pytest.raises(ServerError):
+        client.records("")
+    front.answer = None  # the engine is back: the same session, the default TTL
+    assert len(client.records("")) == len(emu.ground_truth())
+
+
+def test_an_engine_that_fails_once_is_asked_again(client, front, emu):
+    failed: list[str] = []
+
+    def once(path: str, envelope: Envelope) -> None:
+        if "/search/" in path and not failed:
+            failed.append(path)
+            engine_down(path, envelope)
+
+    front.answer = once
+    frame = client.records("")
+    assert failed and len(frame) == len(emu.ground_truth())
+    assert frame.attrs["harvest"]["complete"]
+
+
+@pytest.mark.parametrize("empty", ["", "  ", None, False, 0, [], {}])
+def test_an_error_member_that_reports_nothing_is_no_error(client, front, emu, empty):
+    def quiet(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            envelope["response"]["error"] = empty
+
+    front.answer = quiet
+    assert client.api.search("", per_page=1)["total_results"] == len(emu.ground_truth())
+    assert len(client.api.search_records_frame("", per_page=5)[1]) == 5
+
+
+# --- 10 with 4: a sync to zero hits, and a sync while the engine is down ------------------------
+
+
+def test_a_sync_while_the_engine_is_down_keeps_the_cached_rows(client, front, emu):
+    cached = client.records("")
+    front.answer = engine_down
+    with pytest.raises(ServerError, match=ENGINE_DOWN):
+        client.records("", ttl=0)
+    front.answer = None
+    kept = client.records("", offline=True)
+    assert len(kept) == len(cached) == len(emu.ground_truth())
+
+
+def test_a_sync_where_every_hit_is_gone_gives_the_empty_frame(client, emu):
+    first = emu.ground_truth().iloc[0]
+    query = f"recordid:{int(first['record_id'])}"
+    cached = client.records(query)
+    assert len(cached) >= 1
+    for databox_id, record_id in cached[["databox_id", "record_id"]].to_numpy().tolist():
+        emu.delete_record(int(databox_id), int(record_id))
+    synced = client.records(query, ttl=0)
+    assert len(synced) == 0 and list(synced.columns) == list(cached.columns)
+    assert synced.attrs["harvest"]["complete"] and synced.attrs["harvest"]["synced"]["removed"]
+    assert len(client.records(query, offline=True)) == 0, "the empty dataset was published"
+
+
+# --- 5: filters the server ignores --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dropped", "filters", "named"),
+    [
+        (("record_type",), {"record_type": "video"}, "record_type"),
+        (("bases[]",), {"bases": [1]}, "bases"),
+        (("date_",), {"date_field": "created_on", "date_min": "2024/06/01"}, "date_min/date_max"),
+        (
+            ("status[",),
+            {"status": {4: {"on": [1]}}, "status_only": True, "extended": True},
+            "status",
+        ),
+    ],
+)
+def test_a_filter_the_server_ignores_is_named_and_nothing_is_kept(
+    client, front, emu, dropped, filters, named
+):
+    honoured = client.records("", refresh=True, **filters)
+    assert 0 < len(honoured) < len(emu.ground_truth())
+    front.drop = {"/api/v1/search/": dropped}
+    with pytest.raises(FilterIgnoredError, match=f"the server ignored the {named} filter") as err:
+        client.records("", refresh=True, **filters)
+    assert err.value.filter_name == named and err.value.rows > 0
+    front.drop = {}
+    again = client.records("", **filters)  # the wrong answer was not published
+    assert not again.attrs["harvest"]["from_cache"] or len(again) == len(honoured)
+    assert len(again) == len(honoured)
+
+
+def test_a_sync_from_a_server_that_ignores_date_bounds_harvests_again(client, front, emu):
+    cached = client.records("", record_type="image")
+    front.drop = {"/api/v1/search/": ("date_",)}  # the changed pass cannot narrow by date
+    synced = client.records("", record_type="image", ttl=0)
+    assert len(synced) == len(cached) and synced.attrs["harvest"]["complete"]
+    assert "synced" not in synced.attrs["harvest"] or not synced.attrs["harvest"]["synced"]
+
+
+def test_filter_checks_count_no_missing_value_against_the_server():
+    nat = pd.NaT
+    frame = pd.DataFrame(
+        {
+            "databox_id": [1, 1, 2],
+            "record_id": [1, 2, 3],
+            "media_type": pd.array(["video", None, "video"], dtype="string"),
+            "base_id": pd.array([1, None, 1], dtype="Int64"),
+            # 12 hours before the first day: the server's day, in its own zone
+            "created_on": pd.to_datetime(["2024-05-31T12:00Z", nat, "2024-06-30T23:00Z"]),
+            "status_4": pd.array([True, None, False], dtype="boolean"),  # databox 2 unconstrained
+        }
+    )
+    spec = Spec(
+        "records",
+        filters={
+            "record_type": "video",
+            "bases": [1],
+            "date_field": "created_on",
+            "date_min": "2024/06/01",
+            "date_max": dt.date(2024, 6, 30),
+            "status": {4: {"on": [1]}},
+        },
+    )
+    check_filters(frame, spec)
+    frame.loc[2, "created_on"] = pd.Timestamp("2024-07-02T00:00Z")
+    with pytest.raises(FilterIgnoredError, match=r"1 of the 3 records .* record_id 3"):
+        check_filters(frame, spec)
+    frame.loc[2, "created_on"] = nat
+    frame.loc[0, "status_4"] = False
+    with pytest.raises(FilterIgnoredError, match="status filter"):
+        check_filters(frame, spec)
+
+
+# --- 9: counts that contradict themselves, or never add up -------------------------------------
+
+
+def test_a_count_whose_first_page_is_empty_yet_claims_hits_is_refused(client, front):
+    def huge(path: str, envelope: Envelope) -> None:
+        if path == "/api/v1/search/":
+            answer = envelope["response"]
+            answer.update(total_results=10**12, available_results=1000)
+            answer["results"] = {"records": [], "stories": []}
+
+    front.answer = huge
+    with pytest.raises(
+        ResponseFormatError, match="contradicts itself: total_results 1000000000000"
+    ):
+        client.records("")
+    assert front.searches() <= 3
+
+
+def test_planning_stops_at_its_budget_when_the_counts_never_add_up(client, front, emu, monkeypatch):
+    monkeypatch.setattr(planning, "_BUDGET_MOST", 300)
+    emu.set_cap(50)
+    honest = client.records("")  # under the same budget
+    assert len(honest) == len(emu.ground_truth())
+
+    def inflated(path: str, envelope: Envelope) -> None:
+        # totals its shards never reach: every search with a hit claims a million more
+        answer = envelope["response"]
+        if path == "/api/v1/search/" and answer["results"]["records"]:
+            answer.update(total_results=answer["total_results"] + 10**6, available_results=50)
+
+    front.answer = inflated
+    before = front.searches()
+    with pytest.raises(IncompleteResultError, match="the server's counts do not add up"):
+        client.records("", refresh=True)
+    assert front.searches() - before <= 300 + 10
+
+
+# --- 11: a server without /api/v2/ ----------------------------------------------------------------
+
+
+def test_a_server_without_v2_has_its_cache_harvested_again_and_remembers(client, front, emu):
+    cached = client.records("")
+    front.missing = ("/api/v2/",)
+    emu.delete_record(*(int(v) for v in cached[["databox_id", "record_id"]].iloc[0]))
+    again = client.records("", ttl=0)
+    assert len(again) == len(cached) - 1 and again.attrs["harvest"]["complete"]
+    assert not again.attrs["harvest"].get("synced")
+    asked = front.searches("/api/v2/")
+    assert asked == 1 and client.api.has_v2 is False
+    client.records("", ttl=0)
+    assert front.searches("/api/v2/") == asked, "v2 is not asked again in this session"
+
+
+# --- 7: an engine with no cap whose total counts only so far -----------------------------------
+
+
+def test_a_total_that_stops_counting_is_caught_by_one_hit_past_it(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")  # no cap: every hit retrievable
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        honest = c.records("", per_page=50)
+        assert len(honest) == len(emu.ground_truth()) and honest.attrs["harvest"]["complete"]
+
+        def counts_to_100(path: str, envelope: Envelope) -> None:
+            if "/search/" in path:
+                answer = envelope["response"]
+                answer["total_results"] = min(answer["total_results"], 100)
+
+        front.answer = counts_to_100
+        with pytest.raises(IncompleteResultError, match="serves hits past its total_results"):
+            c.records("", refresh=True, per_page=50)
+
+
+# --- 14: messages that point the right way, and a missing available_results --------------------
+
+
+@pytest.mark.parametrize("cap", [1000, 100])
+@pytest.mark.parametrize("how", ["missing", "null"])
+def test_a_missing_available_results_means_no_cap_known(client, front, emu, cap, how):
+    emu.set_cap(cap)
+
+    def unsent(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            if how == "missing":
+                del envelope["response"]["available_results"]
+            else:
+                envelope["response"]["available_results"] = None
+
+    front.answer = unsent
+    frame = client.records("", per_page=50)
+    assert len(frame) == len(emu.ground_truth()) and frame.attrs["harvest"]["complete"]
+
+
+def test_a_story_search_answered_with_records_says_search_type_was_ignored(client, front):
+    front.drop = {"/api/v1/search/": ("search_type",)}
+    with pytest.raises(ResponseFormatError, match="held records, not stories"):
+        client.stories("")
+    with pytest.raises(ResponseFormatError, match="held records, not stories"):
+        client.api.search_stories_frame("", per_page=5)
+
+
+def test_pages_that_repeat_keys_across_shards_are_told_so(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")  # paged in windows of one page
+    front = Rewriting(emu)
+    front.drop = {"/api/v1/search/": ("offset_start",)}  # every page is the first
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    with (
+        mf.connect(
+            emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+        ) as c,
+        pytest.raises(IncompleteResultError, match=r"the pages repeated keys \(\d+ row"),
+    ):
+        c.records("", per_page=100)
+
+
+def test_a_cap_of_one_names_the_generations_it_may_come_from():
+    from mediaframe.cache.manifest import PlanFile, PlannedShard
+    from mediaframe.harvest.engine import _stuck_message
+
+    stuck = PlannedShard(id="b1", shard={}, expected=5, stuck=True)
+    the_plan = PlanFile(spec={}, provenance={}, total=5, cap=1, capped_engine=True, leaves=[stuck])
+    assert "nodes of two generations" in _stuck_message(the_plan, Spec("records"))
+    the_plan = PlanFile(spec={}, provenance={}, total=5, cap=2, capped_engine=True, leaves=[stuck])
+    assert "generations" not in _stuck_message(the_plan, Spec("records"))
+
+
+def test_two_generations_behind_one_address_are_read_by_the_cap_the_second_count_tells(
+    client, front, emu
+):
+    def rolling_upgrade(path: str, envelope: Envelope) -> None:
+        # one-hit searches reach a node counting the hits of its page; the others a capped one
+        answer = envelope["response"]
+        if path == "/api/v1/search/" and int(answer["per_page"]) == 1:
+            answer["available_results"] = len(answer["results"]["records"])
+
+    front.answer = rolling_upgrade
+    frame = client.records("", per_page=50)
+    assert len(frame) == len(emu.ground_truth()) and frame.attrs["harvest"]["complete"]
+    # the capped node's cap (1,000, above the total), not a cap of 1 cut down to 1-hit shards
+    assert frame.attrs["harvest"]["cap"] is None and frame.attrs["harvest"]["requests"] < 12
+
+
+def test_a_keys_pass_whose_offsets_are_ignored_says_its_pages_repeated_keys(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0, per_page=100
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        cached = c.records("")
+        front.drop = {"/api/v2/search/": ("offset_start",)}  # v2 references: every page the first
+        with pytest.raises(IncompleteResultError, match="the pages repeated keys"):
+            c.records("", ttl=0)
+        assert len(c.records("", offline=True)) == len(cached)
