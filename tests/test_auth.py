@@ -332,7 +332,7 @@ def test_store_refuses_unknown_damaged_and_readable_profiles(tmp_path):
     path = store.save("bad", Profile(BASE, Token(SECRET)))
     path.write_text("{not json")
     # the command given works as it is: a damaged profile holds no address or client id to reuse
-    with pytest.raises(ConfigurationError, match="damaged.*login --profile bad --url URL --client"):
+    with pytest.raises(ConfigurationError, match=r"damaged.*--profile bad --url URL --client"):
         store.load("bad")
     store.save("open", Profile(BASE, Token(SECRET))).chmod(0o644)
     with pytest.raises(ConfigurationError, match="chmod 600"):
