@@ -224,11 +224,12 @@ class _Paging:
     def _serves_past(self, total: int, last: pd.DataFrame) -> bool:
         """Whether one hit comes back at ``offset_start=total`` (one request), sorted after
         the ``last`` page's: an earlier one is a server ignoring offset_start, which the
-        repeated keys tell."""
+        repeated keys tell. A hit under a larger total is a record added since the last page
+        (a live catalogue), not a total that stopped counting."""
         sort = self.spec.paging_sort
         params = {**self.spec.params(self.shard), "sort": sort, "ord": "asc"}
-        _, frame = self.page(**params, offset_start=total, per_page=1)
-        if not len(frame):
+        response, frame = self.page(**params, offset_start=total, per_page=1)
+        if not len(frame) or int_member(response, "total_results") != total:
             return False
         key = list(self.spec.key_columns)
         if set(key) <= set(frame.columns) & set(last.columns):

@@ -4,6 +4,7 @@ a complete result."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Iterator
 
@@ -284,6 +285,36 @@ def test_a_total_that_stops_counting_is_caught_by_one_hit_past_it(tmp_path):
         front.answer = counts_to_100
         with pytest.raises(IncompleteResultError, match="serves hits past its total_results"):
             c.records("", refresh=True, per_page=50)
+
+
+def test_a_record_added_once_the_search_is_paged_is_no_total_that_stopped_counting(tmp_path):
+    # the hit past the total comes with a larger total: the catalogue grew after the last page
+    emu = Emulator(records=300, seed=3, flavour="current")
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    seen: list[dict] = []
+
+    def grows_after_the_last_page(path: str, envelope: Envelope) -> None:
+        if "/search/" not in path:
+            return
+        answer = envelope["response"]
+        records = answer["results"]["records"]
+        asked = dict(front.seen[-1][1])
+        if records:
+            seen.append(copy.deepcopy(records[-1]))
+        elif asked.get("offset_start") == str(answer["total_results"]) and seen:
+            newcomer = {**seen[-1], "record_id": 10**6, "created_on": "2099-01-01T00:00:00+00:00"}
+            records.append(newcomer)
+            answer["total_results"] += 1
+
+    front.answer = grows_after_the_last_page
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        frame = c.records("", per_page=50)
+    assert len(frame) == len(emu.ground_truth()) and frame.attrs["harvest"]["complete"]
 
 
 # --- 14: messages that point the right way, and a missing available_results --------------------
