@@ -49,6 +49,7 @@ from mediaframe.parameters import (
     search_params,
     to_ymd,
 )
+from mediaframe.tokens import redact
 
 log = logging.getLogger(__name__)
 
@@ -475,11 +476,14 @@ def search_error(response: Any) -> str | None:
     The contract's ``error`` is a string, empty when none; a missing or null one, or one of
     blanks, reports nothing. Anything else set (a server of another age may send an object or a
     list) is a failure, told as the server wrote it; a null, ``false``, 0 or empty one is not.
+    Told redacted (:func:`~mediaframe.tokens.redact`): engines that echo the request they
+    failed on quote its query string, token and all. Redacted before it is cut to 500
+    characters, so that no part of a token straddling the cut is left.
     """
     error = response.get("error") if isinstance(response, Mapping) else None
     if isinstance(error, str):
-        return error.strip()[:500] or None
-    return str(error)[:500] if error else None  # null, false, 0, {} or []: none
+        return redact(error.strip())[:500] or None
+    return redact(str(error))[:500] if error else None  # null, false, 0, {} or []: none
 
 
 def _read_as(frame: pd.DataFrame, kind: str, detail: str) -> pd.DataFrame:

@@ -77,6 +77,34 @@ def test_an_engine_error_is_retried_then_raised_quoting_the_server(client, front
         client.api.search_records_frame("", per_page=5)  # read natively from its bytes
 
 
+def test_an_engine_error_that_echoes_the_token_is_quoted_redacted(client, front, emu):
+    # engines that echo the request they failed on quote its query string, token and all; the
+    # bare token lands across the 500-character cut, so it must be hidden before the cut
+    token = emu.token
+
+    def echoing(path: str, envelope: Envelope) -> None:
+        engine_down(path, envelope)
+        if "/search/" in path:
+            head = f"syntax error in POST {path}?oauth_token={token}&query=x; (session "
+            head += "x" * (500 - len(head) - 16)  # half the token before the cut, half after
+            envelope["response"]["error"] = f"{head}{token})"
+
+    front.answer = echoing
+    calls = [
+        lambda: client.records("", progress=False),
+        lambda: client.api.search("", per_page=1),
+        lambda: client.api.search_v2("", per_page=1),
+        lambda: client.api.search_records_frame("", per_page=5),
+    ]
+    for call in calls:
+        with pytest.raises(ServerError, match="syntax error") as raised:
+            call()
+        error = raised.value
+        shown = f"{error} {error!r} {error.error_message!r} {error.args!r}"
+        assert "oauth_token=***" in shown
+        assert token not in shown and token[:12] not in shown and token[-12:] not in shown
+
+
 def test_an_engine_error_is_never_kept_as_an_empty_complete_result(client, front, emu):
     front.answer = engine_down
     with pytest.raises(ServerError):
