@@ -33,12 +33,13 @@ def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
     """Raise :class:`FilterIgnoredError` if rows of ``frame`` break a filter of ``spec``.
 
     Checked where the frame has the column: ``record_type`` against ``media_type``, ``bases``
-    against ``base_id``, the date bounds against ``date_field`` (``created_on``/``updated_on``),
+    against ``base_id``, the date bounds against ``date_field`` (``created_on``/``updated_on``;
+    a story's ``created_on`` only against ``date_min``, since servers show its ``updated_on``),
     ``status`` against ``status_<bit>`` (extended records) for the databoxes it names.
     """
     if not len(frame):
         return
-    for name, broken, wanted in _checks(frame, spec.filters):
+    for name, broken, wanted in _checks(frame, spec.filters, stories=spec.kind == "stories"):
         rows = int(np.count_nonzero(broken))
         if rows:
             raise FilterIgnoredError(
@@ -47,7 +48,7 @@ def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
 
 
 def _checks(
-    frame: pd.DataFrame, filters: Mapping[str, Any]
+    frame: pd.DataFrame, filters: Mapping[str, Any], *, stories: bool = False
 ) -> Iterator[tuple[str, np.ndarray, str]]:
     """``(filter, rows that break it, what it asked)`` for each filter the frame can check."""
     record_type = filters.get("record_type")
@@ -64,6 +65,13 @@ def _checks(
         yield "bases", _flags(outside), f"base_id in {sorted(int(base) for base in bases)}"
     field = filters.get("date_field") or "created_on"
     low, high = later_day(filters.get("date_min"), None), earlier_day(filters.get("date_max"), None)
+    if stories and field == "created_on":
+        # Known server bug (real-world-behaviour.md): in search results a story's created_on
+        # equals its updated_on, while the server filters on the real created_on. The shown
+        # value is never earlier than the real one, so a story shown before date_min broke the
+        # filter; one shown after date_max may only have been updated since. Only date_min is
+        # checked. updated_on is shown truly, and checked both ways.
+        high = None
     if (low or high) and field in frame.columns:
         yield "date_min/date_max", _outside(frame[field], low, high), _bounds(field, low, high)
     for bit, states in (filters.get("status") or {}).items():
