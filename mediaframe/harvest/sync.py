@@ -32,7 +32,7 @@ from mediaframe.harvest.engine import EngineOptions
 from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
-from mediaframe.harvest.verify import check_filters
+from mediaframe.harvest.verify import breaking_rows, check_filters
 
 __all__ = ["can_sync", "sync"]
 
@@ -107,7 +107,6 @@ def sync(
                 return None  # a server without /api/v2/ (v1 only): the search is fetched again
             present = _key_index(keys, key)
             kept = cached[_key_index(cached, key).isin(present)]
-            removed = len(cached) - len(kept)
             stragglers = keys[
                 ~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)
             ]
@@ -117,12 +116,24 @@ def sync(
                 dict(fetch_item(int(row[0]), int(row[1])))
                 for row in stragglers[key].itertuples(False)
             ]
-            parts = [kept, changed] + ([flatten(fetched)] if fetched else [])
+            by_key = flatten(fetched) if fetched else None
+            left = 0
+            if by_key is not None:
+                # Fetched by key, not by a search: one edited out of the filters since the keys
+                # pass listed it has left the result (the server filters what it lists; the keys
+                # pass decides membership), like a deletion. Its cached version goes too.
+                gone = breaking_rows(by_key, spec)
+                left = int(gone.sum())
+                if left:
+                    gone_keys = _key_index(by_key[gone], key)
+                    kept = kept[~_key_index(kept, key).isin(gone_keys)]
+                    by_key = by_key[~gone]
+            parts = [kept, changed] + ([by_key] if by_key is not None else [])
             merged = in_row_order(
                 [options.combine(parts).drop_duplicates(key, keep="last")], list(spec.row_order)
             )
 
-            check_filters(merged, spec)  # stragglers come by key, from the keys pass's hits
+            check_filters(merged, spec)  # the changed pass's and the cache's rows, as searched
             report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
             report.fetched = report.total_results = len(merged)
             report.requests = changed_report.requests + keys_report.requests + len(fetched)
@@ -132,8 +143,8 @@ def sync(
             )
             report.synced = {
                 "changed": len(changed),
-                "removed": removed,
-                "added_by_key": len(fetched),
+                "removed": len(cached) - len(kept),  # gone from the keys, or left by key
+                "added_by_key": len(fetched) - left,
                 "since": since.isoformat(),
             }
             _write(store, provenance, merged, report, spec)

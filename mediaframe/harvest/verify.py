@@ -22,7 +22,7 @@ import pandas as pd
 from mediaframe.exceptions import FilterIgnoredError
 from mediaframe.harvest.spec import Spec, earlier_day, later_day
 
-__all__ = ["check_filters"]
+__all__ = ["breaking_rows", "check_filters"]
 
 # Dates are filtered by the server's day, in its own time zone, and read here in UTC: a hit may
 # fall up to a day either side of the bounds without the filter being ignored.
@@ -45,6 +45,16 @@ def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
             raise FilterIgnoredError(
                 _message(frame, spec, name, broken, rows, wanted), filter_name=name, rows=rows
             )
+
+
+def breaking_rows(frame: pd.DataFrame, spec: Spec) -> np.ndarray:
+    """The rows of ``frame`` that break any filter of ``spec`` it can check, as a boolean mask
+    (checked as :func:`check_filters` checks; a missing value breaks nothing)."""
+    broken = np.zeros(len(frame), dtype=bool)
+    if len(frame):
+        for _, rows, _ in _checks(frame, spec.filters, stories=spec.kind == "stories"):
+            broken |= rows
+    return broken
 
 
 def _checks(

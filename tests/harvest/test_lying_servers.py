@@ -8,6 +8,7 @@ import copy
 import datetime as dt
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 import pytest
 from rewriting import Envelope, Rewriting
@@ -285,6 +286,52 @@ def test_a_story_date_min_is_still_checked_on_the_created_on_shown():
     updated = Spec("stories", filters={"date_field": "updated_on", "date_max": "2024/05/15"})
     with pytest.raises(FilterIgnoredError, match="story_id 1"):  # updated_on is shown truly
         check_filters(frame, updated)
+
+
+def test_a_sync_straggler_edited_out_of_the_filter_after_the_keys_pass_has_left(tmp_path):
+    # records back in the user's view with old dates are fetched one by one as stragglers; the
+    # keys pass listed them, then they were edited out of the filter before their fetch
+    emu = Emulator(records=800, seed=7, cap=1000)
+    table = emu.catalogue.records
+    in_filter = (table.databox_id == 1) & ((table.status >> 4) & 1 == 1) & table.alive
+    rows = np.flatnonzero(in_filter)
+    hidden = [int(row) for row in rows[np.argsort(table.updated[rows])][:3]]
+    keys = {(1, int(table.ident[row])): row for row in hidden}
+    table.alive[hidden] = False
+    emu.search.invalidate()
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0
+    )
+    filters = {"status": {4: {"on": [1]}}, "extended": True}
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        cached = c.records("", **filters)
+        table.alive[hidden] = True
+        emu.search.invalidate()
+        edited: list[tuple[int, int]] = []
+
+        def edit_once_listed(path: str, envelope: Envelope) -> None:
+            if path != "/api/v2/search/" or edited:
+                return
+            listed = {(r["databox_id"], r["record_id"]) for r in envelope["response"]["results"]}
+            if keys.keys() <= listed:
+                for (databox_id, record_id), row in sorted(keys.items()):
+                    emu.update_record(databox_id, record_id, status=int(table.status[row]) & ~16)
+                    edited.append((databox_id, record_id))
+
+        front.answer = edit_once_listed
+        synced = c.records("", ttl=0, **filters)
+        assert edited, "the keys pass listed the stragglers, then they were edited"
+        assert synced.attrs["harvest"]["complete"]
+        assert synced.attrs["harvest"]["synced"]["added_by_key"] == 0, "all three left"
+        front.answer = None
+        fresh = c.records("", refresh=True, **filters)
+    shown = set(zip(synced.databox_id, synced.record_id, strict=True))
+    assert not shown & keys.keys(), "the edited records left the result"
+    assert shown == set(zip(fresh.databox_id, fresh.record_id, strict=True))
+    assert len(synced) == len(cached)
 
 
 # --- 9: counts that contradict themselves, or never add up -------------------------------------
