@@ -21,6 +21,7 @@ import pandas as pd
 from mediaframe import frames, validate
 from mediaframe.exceptions import (
     InvalidParameterError,
+    MediaframeWarning,
     MetadataWarning,
     NotFoundError,
     PermissionDeniedError,
@@ -148,19 +149,35 @@ class API:
         """``send()``'s answer, asked again while the search engine says it failed.
 
         A search answer's ``error`` is "empty when none": set, the server answered 200 but its
-        engine did not search (it is down, or timed out), and the empty results that come with it
-        are no answer. It is retried like a 5xx, then raised: never read as zero hits.
+        engine did not search (it is down, timed out, or could not read the query), and the
+        empty results that come with it are no answer. It is retried like a 5xx, then raised:
+        never read as zero hits.
+
+        An answer that holds hits beside its ``error`` did search: the engine's words are a
+        notice (an index being rebuilt), not a failure. Its hits are kept and the error is told
+        as a :class:`~mediaframe.exceptions.MediaframeWarning`, where a caller of this route
+        sees it; asking again would not make it go. No hit is taken on trust by it: a harvest
+        still proves its pages whole by their counts and keys, and refuses a short one.
         """
         for attempt in itertools.count():
             answer = send()
             error = search_error(info(answer))
             if error is None:
                 return answer
+            if _holds_hits(answer):
+                warnings.warn(
+                    f"the search engine answered POST {path} with hits and the error "
+                    f"{error!r}: the hits were kept (a harvest still checks they are whole)",
+                    MediaframeWarning,
+                    stacklevel=4,
+                )
+                return answer
             if attempt >= self.transport.settings.retries:
                 raise ServerError(
                     f"the search engine failed on POST {path}: the server says {error!r} "
-                    f"(HTTP 200, tried {attempt + 1} time(s)); nothing it answered was kept "
-                    "— try again later",
+                    f"(HTTP 200, tried {attempt + 1} time(s)); nothing it answered was kept. "
+                    "If it persists, check the query (an engine that cannot read it answers "
+                    "so too); else try again later",
                     status_code=200,
                     error_message=error,
                     request=f"POST {path}",
@@ -484,6 +501,17 @@ def search_error(response: Any) -> str | None:
     if isinstance(error, str):
         return redact(error.strip())[:500] or None
     return redact(str(error))[:500] if error else None  # null, false, 0, {} or []: none
+
+
+def _holds_hits(answer: object) -> bool:
+    """Whether a search answer (the decoded ``response``, or a page read natively) holds hits:
+    records or stories (v1), references (v2)."""
+    if isinstance(answer, RecordsPage):
+        return len(answer.frame) > 0
+    results = answer.get("results") if isinstance(answer, Mapping) else None
+    if isinstance(results, Mapping):
+        return any(results.get(kind) for kind in ("records", "stories"))
+    return bool(results) and isinstance(results, list)
 
 
 def _read_as(frame: pd.DataFrame, kind: str, detail: str) -> pd.DataFrame:

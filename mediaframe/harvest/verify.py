@@ -76,11 +76,11 @@ def _checks(
     field = filters.get("date_field") or "created_on"
     low, high = later_day(filters.get("date_min"), None), earlier_day(filters.get("date_max"), None)
     if stories and field == "created_on":
-        # Known server bug (real-world-behaviour.md): in search results a story's created_on
-        # equals its updated_on, while the server filters on the real created_on. The shown
-        # value is never earlier than the real one, so a story shown before date_min broke the
-        # filter; one shown after date_max may only have been updated since. Only date_min is
-        # checked. updated_on is shown truly, and checked both ways.
+        # A known bug of deployed servers (documented with their behaviour): in search results
+        # a story's created_on equals its updated_on, while the server filters on the real
+        # created_on. The shown value is never earlier than the real one, so a story shown
+        # before date_min broke the filter; one shown after date_max may only have been updated
+        # since. Only date_min is checked. updated_on is shown truly, and checked both ways.
         high = None
     if (low or high) and field in frame.columns:
         yield "date_min/date_max", _outside(frame[field], low, high), _bounds(field, low, high)

@@ -19,6 +19,7 @@ from mediaframe.emulator import Emulator
 from mediaframe.exceptions import (
     FilterIgnoredError,
     IncompleteResultError,
+    MediaframeWarning,
     ResponseFormatError,
     ServerError,
 )
@@ -76,6 +77,33 @@ def test_an_engine_error_is_retried_then_raised_quoting_the_server(client, front
         client.api.search("", per_page=1)  # the decoded answer, as the planner counts with
     with pytest.raises(ServerError, match=ENGINE_DOWN):
         client.api.search_records_frame("", per_page=5)  # read natively from its bytes
+
+
+def test_an_engine_error_that_persists_says_to_check_the_query(client, front):
+    # a malformed query is told the same way as an engine that is down: 200, error, no hits
+    front.answer = engine_down
+    with pytest.raises(ServerError, match="check the query") as raised:
+        client.api.search("sunset", per_page=1)
+    assert "try again later" in str(raised.value)
+
+
+def test_an_engine_error_beside_hits_keeps_the_hits_and_warns(client, front, emu):
+    notice = "index 'main' is being rebuilt"
+
+    def notice_with_hits(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            envelope["response"]["error"] = notice  # the hits are left as they are
+
+    front.answer = notice_with_hits
+    with pytest.warns(MediaframeWarning, match=notice):
+        answer = client.api.search("", per_page=5)
+    assert len(answer["results"]["records"]) == 5 and front.searches() == 1, "not asked again"
+    with pytest.warns(MediaframeWarning, match=notice):
+        _, frame = client.api.search_records_frame("", per_page=5)
+    assert len(frame) == 5 and front.searches() == 2
+    with pytest.warns(MediaframeWarning, match=notice):
+        harvested = client.records("")
+    assert len(harvested) == len(emu.ground_truth()) and harvested.attrs["harvest"]["complete"]
 
 
 def test_an_engine_error_that_echoes_the_token_is_quoted_redacted(client, front, emu):
@@ -239,8 +267,8 @@ def test_filter_checks_count_no_missing_value_against_the_server():
 
 
 def shows_story_created_on_as_updated_on(path: str, envelope: Envelope) -> None:
-    """The known server bug (real-world-behaviour.md): in search results a story's created_on
-    equals its updated_on. The server still filters on the real created_on."""
+    """A known bug of deployed servers: in search results a story's created_on equals its
+    updated_on. The server still filters on the real created_on."""
     if "/v1/search/" in path:
         for story in envelope["response"]["results"]["stories"]:
             story["created_on"] = story["updated_on"]
