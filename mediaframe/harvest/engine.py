@@ -38,7 +38,7 @@ from mediaframe.harvest.plan import (
     to_plain,
     windows_failed,
 )
-from mediaframe.harvest.planning import Planning
+from mediaframe.harvest.planning import Planning, stuck_moved
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
@@ -212,7 +212,7 @@ def harvest(
                     pool.shutdown(wait=True, cancel_futures=True)
                     joiner.hold(early.unproven())
                     raise
-                _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+                _refuse_stuck(the_plan, spec, allow_incomplete, early, report, counter)
                 report.total_results, report.cap = the_plan.total, the_plan.cap
                 report.capped_engine = the_plan.capped_engine
                 report.resumed_shards = len(outcomes)
@@ -277,6 +277,7 @@ def _refuse_stuck(
     allow_incomplete: bool,
     early: EarlyShards,
     report: HarvestReport,
+    counter: ShardCounter,
 ) -> None:
     """Stop before paging when some shards cannot be retrieved whole and that is not allowed."""
     if not the_plan.stuck or allow_incomplete:
@@ -284,7 +285,9 @@ def _refuse_stuck(
     for future in early.futures.values():
         future.cancel()
     raise IncompleteResultError(
-        _stuck_message(the_plan, spec),
+        _changing_message(the_plan, spec)
+        if stuck_moved(counter, the_plan)
+        else _stuck_message(the_plan, spec),
         shards=[dataclasses.asdict(leaf) for leaf in the_plan.stuck],
         report=report,
     )
@@ -361,6 +364,18 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
         f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
         + (_CAP_OF_ONE if the_plan.cap == 1 else "")
+    )
+
+
+def _changing_message(the_plan: PlanFile, spec: Spec) -> str:
+    stuck = the_plan.stuck
+    return (
+        f"this {spec.kind} search could not be planned: the catalogue is changing (records "
+        f"added or deleted while it was counted), so the counts of {len(stuck)} shard(s) "
+        f"({_ids([leaf.id for leaf in stuck])}) never added up to the {the_plan.total} hits "
+        "they were split from. Run the same call again once the changes settle (it plans "
+        "again), or with refresh=True to start afresh, or pass allow_incomplete=True to accept "
+        "a partial result."
     )
 
 

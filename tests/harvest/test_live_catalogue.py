@@ -6,11 +6,16 @@ import datetime as dt
 
 import pytest
 
+from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
 from mediaframe.exceptions import IncompleteResultError
-from mediaframe.harvest import HarvestReport, Spec
+from mediaframe.harvest import HarvestReport, Spec, harvest
 from mediaframe.harvest.engine import _judge
 from mediaframe.harvest.plan import Count
+
+from .fake import FakeService, combine
+
+STATUSES = {1: (1, range(4, 8)), 2: (1, range(4, 8)), 3: (2, range(4, 8))}
 
 
 def judged(spec, shards, fresh, *, cap=150):
@@ -69,3 +74,52 @@ def test_a_window_closed_at_the_top_is_not_let_grow():
     )  # fmt: skip
     with pytest.raises(IncompleteResultError):
         judged(spec, [("w0", 43, 43)], fresh=44, cap=None)
+
+
+def run(service, path, **options):
+    return harvest(
+        service, Spec("records"), HarvestStore(str(path)), combine=combine, bases=(1, 2, 3),
+        statuses=STATUSES, per_page=40, **options,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("change", ["delete", "add"])
+def test_one_record_changed_right_after_the_root_count_is_planned_around(tmp_path, change):
+    service = FakeService.build(1000, cap=100)
+    moved = service.records[300]
+    if change == "add":
+        service.records.remove(moved)
+    searches = []
+
+    def after(params):
+        searches.append(params)
+        if len(searches) == 1:  # the root is counted: the catalogue moves by one
+            if change == "add":
+                service.records.append(moved)
+            else:
+                service.records.remove(moved)
+
+    service.after_search = after
+    frame, report = run(service, tmp_path / "h")
+    assert report.complete and len(frame) == len(service.truth())
+    assert set(zip(frame.databox_id, frame.record_id, strict=True)) == service.truth()
+
+
+def test_a_plan_stuck_by_a_changing_catalogue_says_so_and_the_same_call_plans_again(tmp_path):
+    service = FakeService.build(1000, cap=100)
+    searches = []
+
+    def after(params):
+        searches.append(params)
+        if len(searches) <= 40:  # a record deleted at every search of the planning's first
+            service.records.pop(len(searches) * 7)
+
+    service.after_search = after
+    with pytest.raises(IncompleteResultError) as raised:
+        run(service, tmp_path / "h")
+    message = str(raised.value)
+    assert "changing" in message and "refresh=True" in message and "cap" not in message
+    # the catalogue now still: the same call (which resumes) plans again, and gets every hit
+    frame, report = run(service, tmp_path / "h")
+    assert report.complete
+    assert set(zip(frame.databox_id, frame.record_id, strict=True)) == service.truth()
