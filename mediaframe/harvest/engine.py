@@ -372,8 +372,9 @@ def _changing_message(the_plan: PlanFile, spec: Spec) -> str:
     return (
         f"this {spec.kind} search could not be planned: the catalogue is changing (records "
         f"added or deleted while it was counted), so the counts of {len(stuck)} shard(s) "
-        f"({_ids([leaf.id for leaf in stuck])}) never added up to the {the_plan.total} hits "
-        "they were split from. Run the same call again once the changes settle (it plans "
+        f"({_ids([leaf.id for leaf in stuck])}) never added up to those of the shards they "
+        f"were split from (the search counted {the_plan.total} hits when planned, another "
+        "number since). Run the same call again once the changes settle (it plans "
         "again), or with refresh=True to start afresh, or pass allow_incomplete=True to accept "
         "a partial result."
     )
