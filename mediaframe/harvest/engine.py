@@ -38,7 +38,7 @@ from mediaframe.harvest.plan import (
     to_plain,
     windows_failed,
 )
-from mediaframe.harvest.planning import Planning
+from mediaframe.harvest.planning import Planning, stuck_moved
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
@@ -212,7 +212,7 @@ def harvest(
                     pool.shutdown(wait=True, cancel_futures=True)
                     joiner.hold(early.unproven())
                     raise
-                _refuse_stuck(the_plan, spec, allow_incomplete, early, report)
+                _refuse_stuck(the_plan, spec, allow_incomplete, early, report, counter)
                 report.total_results, report.cap = the_plan.total, the_plan.cap
                 report.capped_engine = the_plan.capped_engine
                 report.resumed_shards = len(outcomes)
@@ -277,6 +277,7 @@ def _refuse_stuck(
     allow_incomplete: bool,
     early: EarlyShards,
     report: HarvestReport,
+    counter: ShardCounter,
 ) -> None:
     """Stop before paging when some shards cannot be retrieved whole and that is not allowed."""
     if not the_plan.stuck or allow_incomplete:
@@ -284,7 +285,9 @@ def _refuse_stuck(
     for future in early.futures.values():
         future.cancel()
     raise IncompleteResultError(
-        _stuck_message(the_plan, spec),
+        _changing_message(the_plan, spec)
+        if stuck_moved(counter, the_plan)
+        else _stuck_message(the_plan, spec),
         shards=[dataclasses.asdict(leaf) for leaf in the_plan.stuck],
         report=report,
     )
@@ -364,6 +367,19 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
     )
 
 
+def _changing_message(the_plan: PlanFile, spec: Spec) -> str:
+    stuck = the_plan.stuck
+    return (
+        f"this {spec.kind} search could not be planned: the catalogue is changing (records "
+        f"added or deleted while it was counted), so the counts of {len(stuck)} shard(s) "
+        f"({_ids([leaf.id for leaf in stuck])}) never added up to those of the shards they "
+        f"were split from (the search counted {the_plan.total} hits when planned, another "
+        "number since). Run the same call again once the changes settle (it plans "
+        "again), or with refresh=True to start afresh, or pass allow_incomplete=True to accept "
+        "a partial result."
+    )
+
+
 # A cap of one hit is rarely meant: it is what two generations behind one address look like.
 _CAP_OF_ONE = (
     " A cap of 1 is rare: the server's answers may come from nodes of two generations (a rolling"
@@ -375,6 +391,39 @@ _CAP_OF_ONE = (
 def _ids(ids: Sequence[str]) -> str:
     names = [str(name) for name in ids[:5]]
     return ", ".join(names) + (", ..." if len(ids) > 5 else "") if names else "none"
+
+
+def _changed_after_reading(report: HarvestReport, spec: Spec, planned: int) -> bool:
+    """Whether a harvest whose every shard was paged whole is complete though its fresh count
+    differs from the rows read, and if so say why in its notes.
+
+    Fewer hits now than rows read: records deleted (or changed out of the search) after they
+    were read. The result holds every hit as each shard was paged: complete as of its paging.
+    More hits now in a window on ``updated_on`` open at its end (a sync's changed pass): the
+    records edited since entered the window at that end; the sync's keys pass compares every
+    version and fetches them, so they are no row this pass could have read.
+    """
+    total = report.total_results
+    if report.fetched > total:
+        report.notes.append(
+            f"{report.fetched - total} of the {report.fetched} {spec.kind} read were deleted "
+            f"(or changed out of the search) after they were read: the search counted "
+            f"{planned} hits when planned and {total} when judged. The result is complete as "
+            "each shard was read; run again with refresh=True for the catalogue as it is now."
+        )
+        return True
+    filters = spec.filters
+    open_window = (
+        filters.get("date_field") == "updated_on"
+        and filters.get("date_min") is not None
+        and filters.get("date_max") is None
+    )
+    if open_window:
+        report.notes.append(
+            f"{total - report.fetched} {spec.kind} entered the updated_on window after their "
+            "shards were read (edited or added meanwhile): a sync's keys pass fetches them."
+        )
+    return open_window
 
 
 def _judge(
@@ -391,15 +440,19 @@ def _judge(
     stuck_extra = [{"id": sid, "stuck": o.stuck} for sid, o in outcomes.items() if o.stuck]
     faults = [{"id": sid, "fault": o.fault} for sid, o in outcomes.items() if o.fault]
     shard_sum = sum(s["total"] or 0 for s in report.shards)
-    total = report.total_results
+    total = planned = report.total_results
     if shard_sum != total and not report.incomplete:
         # The catalogue may have changed while we paged: compare with a fresh count.
         total = report.total_results = counter(Shard()).total
         report.requests += 1
-    report.complete = not (report.incomplete or short or stuck_extra or faults) and (
-        # distinct keys are the coverage: a key served twice proves nothing about another
-        report.fetched == total and report.fetched + report.duplicates == shard_sum
+    # every shard paged to its own total (distinct keys are the coverage: a key served twice
+    # proves nothing about another), nothing stuck, no page that could not be trusted
+    whole = not (report.incomplete or short or stuck_extra or faults) and (
+        report.fetched + report.duplicates == shard_sum
     )
+    report.complete = whole and report.fetched == total
+    if whole and not report.complete:
+        report.complete = _changed_after_reading(report, spec, planned)
     stuck_ids = {s["id"] for s in report.incomplete} | {f["id"] for f in faults}
     report.incomplete += [
         {"id": s["id"], "missing": s["total"] - s["fetched"]}
@@ -433,6 +486,16 @@ def _judge(
             "cache between you and the server may be ignoring offset_start, or the catalogue "
             "is changing fast: try again later, or pass allow_incomplete=True to accept a "
             "partial result."
+        )
+    elif not report.incomplete:
+        # every shard whole, yet the search counts more now: records added (or moved between
+        # shards) while it was paged; the rows read are not the search's hits of any moment
+        message = (
+            f"only {report.fetched} of {total} {spec.kind} could be retrieved: every shard was "
+            f"read whole, but the catalogue is changing: the search counted {planned} hits when "
+            f"it was planned, {shard_sum} while it was paged and {total} now. Run the same call "
+            "again once the changes settle (it pages again only what moved), or with "
+            "refresh=True to start afresh, or pass allow_incomplete=True to accept this result."
         )
     elif report.cap is None:
         message = (

@@ -341,9 +341,10 @@ def plan(
         recounted: bool = False,
     ) -> None:
         if sum(counted.total for counted in counts) != total:
-            if path and not recounted:
+            if not recounted:
                 # the search may have moved since the shard was counted (paging runs beside
-                # planning): counted again, and its children still add up to it, the cut stands
+                # planning, a record is added or deleted): counted again, and its children
+                # add up to it, the cut stands; the root too, whose new count is the plan's
                 tasks.submit(
                     functools.partial(count, shard, float(total)),
                     lambda again: judge(

@@ -31,7 +31,7 @@ from mediaframe.harvest.plan import (
 from mediaframe.harvest.progress import Progress
 from mediaframe.harvest.shards import EarlyShards
 
-__all__ = ["Planning"]
+__all__ = ["Planning", "stuck_moved"]
 
 # With no cap (or everything retrievable) a big result is still cut into shards of this size, so
 # that its pages are fetched several at once.
@@ -97,6 +97,9 @@ class Planning:
         root = self.counter(Shard())
         self.shown.planning(root.total)
         unmoved = saved is not None and saved.total == root.total
+        if saved is not None and saved.stuck and stuck_moved(self.counter, saved, root.total):
+            # shards stuck while the catalogue changed were stuck by the change, not the cap
+            unmoved, saved = False, None
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
@@ -196,8 +199,12 @@ class Planning:
             with contextlib.suppress(CacheError):
                 self._save(checkpoint)
             raise
+        # a root counted again (the catalogue moved while it was split): its proven split says
+        # how many hits the leaves partition
+        split_root = checkpoint.splits.get(Shard().id)
         made = dataclasses.replace(
             checkpoint,
+            total=checkpoint.total if split_root is None else split_root.total,
             capped_engine=counter.capped_engine,
             leaves=[_planned(s, n) for s, n in leaves]
             + [_planned(s, n, stuck=True) for s, n in stuck],
@@ -259,6 +266,25 @@ class Planning:
             },
             on_split=proven,
         )
+
+
+# Stuck shards counted again to tell a changing catalogue from a cap (the rest are like them).
+_STUCK_RECOUNTED = 5
+
+
+def stuck_moved(counter: ShardCounter, the_plan: PlanFile, total: int | None = None) -> bool:
+    """Whether the catalogue moved since ``the_plan`` was made with stuck shards: the search's
+    total (``total``, counted now, else counted here) or a stuck shard's count is not what the
+    plan found. Its shards were then stuck by the change (their children's counts did not add
+    up), not by the server's cap: planning again may well get under it."""
+    if total is None:
+        total = counter(Shard()).total
+    if total != the_plan.total:
+        return True
+    for leaf in the_plan.stuck[:_STUCK_RECOUNTED]:
+        if leaf.id != Shard().id and counter(Shard.from_dict(leaf.shard)).total != leaf.expected:
+            return True
+    return False
 
 
 def _iso(day: dt.date | None) -> str | None:
