@@ -74,6 +74,9 @@ class EngineOptions:
     #: The displays of the call (tqdm bars or a callback), one per harvest it runs.
     progress: Bars | None = None
     provenance: Mapping[str, Any] | None = None
+    #: A sync's changed pass: records edited into its ``updated_on`` window, open at its end,
+    #: after their shard was read are the keys pass's to fetch, not rows this pass missed.
+    changed_pass: bool = False
 
     def harvest(
         self,
@@ -101,6 +104,7 @@ class EngineOptions:
                 progress=shown,
                 provenance=self.provenance,
                 resume=resume,
+                changed_pass=self.changed_pass,
             )
 
 
@@ -120,6 +124,7 @@ def harvest(
     progress: Progress | None = None,
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
+    changed_pass: bool = False,
 ) -> tuple[pd.DataFrame, HarvestReport]:
     """Retrieve every hit of ``spec``, resuming from ``store`` when a plan is there.
 
@@ -136,6 +141,7 @@ def harvest(
     resume : go on from an interrupted harvest of the same search in ``store``: the splits it
         proved are replayed and its finished shards kept, without a request each, when the
         search's total has not moved since (else each kept shard is checked by a count).
+    changed_pass : this is a sync's changed pass (see :attr:`EngineOptions.changed_pass`).
 
     Returns
     -------
@@ -245,7 +251,7 @@ def harvest(
             frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
             check_filters(frame, spec)  # a server that ignored one gave other hits: not kept
             report.seconds = round(time.monotonic() - started, 3)
-            _judge(report, the_plan, outcomes, counter, spec, allow_incomplete)
+            _judge(report, the_plan, outcomes, counter, spec, allow_incomplete, changed_pass)
             joiner.settle()  # the batches still being written, before publication clears them
             _publish(store, the_plan, frame, report, spec, shown)
         except BaseException:
@@ -393,15 +399,18 @@ def _ids(ids: Sequence[str]) -> str:
     return ", ".join(names) + (", ..." if len(ids) > 5 else "") if names else "none"
 
 
-def _changed_after_reading(report: HarvestReport, spec: Spec, planned: int) -> bool:
+def _changed_after_reading(
+    report: HarvestReport, spec: Spec, planned: int, changed_pass: bool
+) -> bool:
     """Whether a harvest whose every shard was paged whole is complete though its fresh count
     differs from the rows read, and if so say why in its notes.
 
     Fewer hits now than rows read: records deleted (or changed out of the search) after they
     were read. The result holds every hit as each shard was paged: complete as of its paging.
-    More hits now in a window on ``updated_on`` open at its end (a sync's changed pass): the
+    More hits now in a sync's changed pass (a window on ``updated_on`` open at its end): the
     records edited since entered the window at that end; the sync's keys pass compares every
-    version and fetches them, so they are no row this pass could have read.
+    version and fetches them, so they are no row this pass could have read. A user's own such
+    search has no keys pass after it: its growth stays an incomplete result.
     """
     total = report.total_results
     if report.fetched > total:
@@ -414,7 +423,8 @@ def _changed_after_reading(report: HarvestReport, spec: Spec, planned: int) -> b
         return True
     filters = spec.filters
     open_window = (
-        filters.get("date_field") == "updated_on"
+        changed_pass
+        and filters.get("date_field") == "updated_on"
         and filters.get("date_min") is not None
         and filters.get("date_max") is None
     )
@@ -433,6 +443,7 @@ def _judge(
     counter: ShardCounter,
     spec: Spec,
     allow_incomplete: bool,
+    changed_pass: bool = False,
 ) -> None:
     """Prove completeness: every shard whole, and the shard totals add up to the global total."""
     short = [s for s in report.shards if s["fetched"] < (s["total"] or 0)]
@@ -452,7 +463,7 @@ def _judge(
     )
     report.complete = whole and report.fetched == total
     if whole and not report.complete:
-        report.complete = _changed_after_reading(report, spec, planned)
+        report.complete = _changed_after_reading(report, spec, planned, changed_pass)
     stuck_ids = {s["id"] for s in report.incomplete} | {f["id"] for f in faults}
     report.incomplete += [
         {"id": s["id"], "missing": s["total"] - s["fetched"]}

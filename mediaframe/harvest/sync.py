@@ -90,7 +90,7 @@ def sync(
                 spec, filters={**spec.filters, "date_field": "updated_on", "date_min": since.date()}
             )
             try:
-                changed, changed_report = options.harvest(
+                changed, changed_report = dataclasses.replace(options, changed_pass=True).harvest(
                     page, changed_spec, changed_store, doing="syncing: changed"
                 )
             except FilterIgnoredError:
