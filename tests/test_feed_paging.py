@@ -152,3 +152,28 @@ def test_entries_that_are_no_list_raise(settings, entries):
     client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
     with pytest.raises(MalformedItemError, match="entr"):
         client.feed_entries()
+
+
+@pytest.mark.parametrize("page", [{}, {"entries": None}, {"entries": []}, {"entries": {}}])
+def test_an_answer_with_no_entries_and_no_total_is_no_entries(settings, page):
+    # the answer the service gives for feeds the user cannot read (real-world-behaviour.md)
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    assert client.feed_entries().empty
+    assert client.feed_items().empty
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"entries": [{"id": 1}]},  # entries, but no total to page them by
+        {"total_entries": None},  # a total that is there but no number
+        {"total_entries": 2},  # a total with nothing to back it
+        {"offset_start": 0, "per_page": 5},  # paging members, but no total
+    ],
+)
+def test_an_answer_with_entries_or_a_claim_but_no_total_still_raises(settings, page):
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    with pytest.raises((ResponseFormatError, IncompleteResultError), match=r"total_entries|empty"):
+        client.feed_entries()

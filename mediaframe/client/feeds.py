@@ -31,7 +31,8 @@ def every_entry(fetch: Fetch, *, per_page: int = FEED_PAGE, reads: int = _READS)
     again when the total moves between pages (an entry was published or deleted meanwhile),
     when a page repeats an entry already read, or when a page is empty before the total: the
     offsets then no longer point where they did, and an entry may be doubled or lost. Each read
-    asks at most ``total / page + 2`` pages, so a lying server cannot keep it going.
+    asks at most ``total / page + 2`` pages, so a lying server cannot keep it going. An answer
+    of ``{}`` (the service's answer for feeds the user cannot read) is no entries.
 
     Raises
     ------
@@ -98,6 +99,9 @@ def _read(fetch: Fetch, per_page: int) -> tuple[list[dict], str]:
 
 
 def _total(page: Mapping[str, Any]) -> int:
+    """The page's ``total_entries``; 0 for the answer with no member but (empty) entries."""
+    if _no_feed(page):
+        return 0
     try:
         total = int_member(page, "total_entries")
     except ResponseFormatError as err:
@@ -111,6 +115,14 @@ def _total(page: Mapping[str, Any]) -> int:
     if total < 0:
         raise ResponseFormatError(f"the feeds answer's total_entries is negative ({total})")
     return total
+
+
+def _no_feed(page: Mapping[str, Any]) -> bool:
+    """Whether the answer is the service's ``{}`` for feeds the user cannot read
+    (real-world-behaviour.md, on ``/feeds/<id>/content/``): no ``total_entries``, and no member
+    but empty ``entries``. An answer with entries, or paging members, and no total stays an
+    error: it cannot be paged whole."""
+    return "total_entries" not in page and set(page) <= {"entries"} and not page.get("entries")
 
 
 def _entry_id(entry: Any, position: int) -> int:
