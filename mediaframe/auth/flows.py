@@ -348,9 +348,9 @@ def login_browser(
     if params.get("error") and not params.get("state"):
         refused = oauth_failure(params["error"], where="the authorization page")
         raise OAuthError(
-            f"{refused} (you refused at the consent page, or the server refused this "
-            "application; the answer carried no state, so if you refused nothing, something "
-            "else on this machine answered the callback)",
+            f"{refused}. You refused at the consent page, or the server refused this "
+            "application; the answer carried no state, so if neither happened, something else "
+            "on this machine answered the callback",
             error=refused.error,
         )
     return exchange_code(
