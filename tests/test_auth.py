@@ -807,13 +807,15 @@ def test_an_error_answer_without_state_ends_the_login_with_that_error(error):
     fake = FakeService(golden("token_ok"))
     redirect = f"http://127.0.0.1:{_free_port()}/callback"
     pages = []
+    browsers = []
 
     def refuse(url):
         def browser():
             answer = requests.get(f"{redirect}?error={error}", timeout=10)
             pages.append((answer.status_code, answer.text))
 
-        threading.Thread(target=browser).start()
+        browsers.append(threading.Thread(target=browser))
+        browsers[0].start()
 
     with pytest.raises(OAuthError, match=f"refused the login \\({error}\\)") as caught:
         auth.login_browser(
@@ -826,6 +828,7 @@ def test_an_error_answer_without_state_ends_the_login_with_that_error(error):
         )
     assert not isinstance(caught.value, StateMismatchError) and caught.value.error == error
     assert "no answer" not in str(caught.value) and fake.requests == []
+    browsers[0].join(10)  # the login ends once the answer is taken, maybe before the page is read
     assert pages and pages[0][0] == 200 and "Login failed" in pages[0][1]
 
 
