@@ -156,7 +156,7 @@ def test_entries_that_are_no_list_raise(settings, entries):
 
 @pytest.mark.parametrize("page", [{}, {"entries": None}, {"entries": []}, {"entries": {}}])
 def test_an_answer_with_no_entries_and_no_total_is_no_entries(settings, page):
-    # the answer the service gives for feeds the user cannot read (real-world-behaviour.md)
+    # the answer deployed servers give for feeds the user cannot read
     session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
     client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
     assert client.feed_entries().empty

@@ -182,7 +182,7 @@ def _total(page: Mapping[str, Any]) -> int:
 
 def _no_feed(page: Mapping[str, Any]) -> bool:
     """Whether the answer is the service's ``{}`` for feeds the user cannot read
-    (real-world-behaviour.md, on ``/feeds/<id>/content/``): no ``total_entries``, and no member
+    (deployed servers, on ``/feeds/<id>/content/``): no ``total_entries``, and no member
     but empty ``entries``. An answer with entries, or paging members, and no total stays an
     error: it cannot be paged whole."""
     return "total_entries" not in page and set(page) <= {"entries"} and not page.get("entries")
