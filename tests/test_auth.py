@@ -800,6 +800,51 @@ def test_a_forged_callback_before_the_browsers_answer_is_ignored(genuine, outcom
     assert answers[:2] == [400, 400]
 
 
+@pytest.mark.parametrize("error", ["access_denied", "server_error"])
+def test_an_error_answer_without_state_ends_the_login_with_that_error(error):
+    # review 14b, finding 6: the contract promises state with the code only; a provider's
+    # ?error=... without it made the login wait its whole time and then blame a forgery
+    fake = FakeService(golden("token_ok"))
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    pages = []
+    browsers = []
+
+    def refuse(url):
+        def browser():
+            answer = requests.get(f"{redirect}?error={error}", timeout=10)
+            pages.append((answer.status_code, answer.text))
+
+        browsers.append(threading.Thread(target=browser))
+        browsers[0].start()
+
+    with pytest.raises(OAuthError, match=f"refused the login \\({error}\\)") as caught:
+        auth.login_browser(
+            BASE,
+            client_id="app",
+            redirect_uri=redirect,
+            open_browser=refuse,
+            wait=30,
+            session=fake.session(),
+        )
+    assert not isinstance(caught.value, StateMismatchError) and caught.value.error == error
+    assert "no answer" not in str(caught.value) and fake.requests == []
+    browsers[0].join(10)  # the login ends once the answer is taken, maybe before the page is read
+    assert pages and pages[0][0] == 200 and "Login failed" in pages[0][1]
+
+
+@pytest.mark.parametrize("query", ["error=access_denied&state=forged", "code=AAAA&state="])
+def test_an_answer_with_another_state_is_still_refused(query):
+    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    refused = []
+
+    def forge(url):
+        refused.append(requests.get(f"{redirect}?{query}", timeout=10).status_code)
+
+    with pytest.raises(StateMismatchError, match="1 request"):
+        auth.login_browser(BASE, client_id="a", redirect_uri=redirect, open_browser=forge, wait=0.5)
+    assert refused == [400]
+
+
 def test_browser_flow_gives_up_after_waiting():
     redirect = f"http://127.0.0.1:{_free_port()}/callback"
     with pytest.raises(OAuthError, match="no answer from the browser"):

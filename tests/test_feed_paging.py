@@ -152,3 +152,95 @@ def test_entries_that_are_no_list_raise(settings, entries):
     client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
     with pytest.raises(MalformedItemError, match="entr"):
         client.feed_entries()
+
+
+@pytest.mark.parametrize("page", [{}, {"entries": None}, {"entries": []}, {"entries": {}}])
+def test_an_answer_with_no_entries_and_no_total_is_no_entries(settings, page):
+    # the answer deployed servers give for feeds the user cannot read
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    assert client.feed_entries().empty
+    assert client.feed_items().empty
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"entries": [{"id": 1}]},  # entries, but no total to page them by
+        {"total_entries": None},  # a total that is there but no number
+        {"total_entries": 2},  # a total with nothing to back it
+        {"offset_start": 0, "per_page": 5},  # paging members, but no total
+    ],
+)
+def test_an_answer_with_entries_or_a_claim_but_no_total_still_raises(settings, page):
+    session = FakeService(envelope(page, path="/api/v1/feeds/content/")).session()
+    client = mf.connect(BASE, token=SECRET, settings=settings, session=session)
+    with pytest.raises((ResponseFormatError, IncompleteResultError), match=r"total_entries|empty"):
+        client.feed_entries()
+
+
+def publisher(schedule: dict[int, int]) -> Callable[[Feeds], None]:
+    """Publish ``schedule[n]`` entries at the head (newest first) after the n-th page served."""
+    fresh = iter(range(5000, 6000))
+
+    def publish(feeds: Feeds) -> None:
+        for _ in range(schedule.get(feeds.served, 0)):
+            feeds.entries.insert(0, feeds.entry(feeds.sample, next(fresh)))
+
+    return publish
+
+
+@pytest.mark.parametrize(
+    ("count", "schedule", "most_requests"),
+    [
+        (45, {1: 1}, 4),  # one entry published: the next page repeats the last one read
+        (45, {1: 3, 2: 2}, 4),  # k entries: exactly k repeated, skipped, then read at the head
+        (60, {2: 25}, 6),  # more published than a page holds: a whole page of repeats
+        (45, {1: 1, 2: 1, 3: 1}, 6),  # published between the pages of the head's read as well
+    ],
+    ids=["one", "several", "more-than-a-page", "during-the-head"],
+)
+def test_entries_published_while_paging_are_read_once_without_reading_again(
+    settings, count, schedule, most_requests
+):
+    # review 14b, finding 5: a growing total restarted the read, three times, then failed
+    feeds = Feeds(count)
+    feeds.after_page = publisher(schedule)
+    frame = client_of(feeds, settings).feed_entries()
+    assert frame["id"].tolist() == [e["id"] for e in feeds.entries]
+    assert frame["id"].is_unique and feeds.served <= most_requests
+
+
+def test_feeds_published_to_on_every_page_give_the_feeds_as_of_the_last_page(settings):
+    feeds = Feeds(45)
+    feeds.after_page = lambda feeds: feeds.entries.insert(
+        0, feeds.entry(feeds.sample, 9000 + feeds.served)
+    )
+    frame = client_of(feeds, settings).feed_entries()
+    # the entry published after the last page is for the next read
+    assert frame["id"].tolist() == [e["id"] for e in feeds.entries][1:]
+    assert frame["id"].is_unique
+
+
+def test_a_growth_the_repeats_do_not_explain_reads_again(settings):
+    feeds = Feeds(45)
+
+    def insert_further_down(feeds: Feeds) -> None:
+        if feeds.served == 1:  # not at the head: the next page repeats nothing
+            feeds.entries.insert(30, feeds.entry(feeds.sample, 777))
+
+    feeds.after_page = insert_further_down
+    frame = client_of(feeds, settings).feed_entries()
+    assert frame["id"].tolist() == [e["id"] for e in feeds.entries]
+    assert feeds.served == 2 + 3  # the first read given up at its second page, then one whole
+
+
+def test_feeds_growing_faster_than_they_are_read_fail_in_few_requests(settings):
+    feeds = Feeds(45)
+    feeds.after_page = lambda feeds: [
+        feeds.entries.insert(0, feeds.entry(feeds.sample, 20000 + 100 * feeds.served + i))
+        for i in range(21)
+    ]
+    with pytest.raises(IncompleteResultError, match="grew"):
+        client_of(feeds, settings).feed_entries()
+    assert feeds.served <= 9

@@ -322,7 +322,9 @@ def login_browser(
     a port (e.g. ``http://127.0.0.1:8765/callback``): a one-shot server listens there, from
     before the browser opens until the answer to this login arrives or ``wait`` seconds pass.
     A request to the callback without this login's ``state`` (any local process or web page
-    can send one) is answered 400 and ignored: only the browser's answer ends the login.
+    can send one) is answered 400 and ignored: only the browser's answer ends the login. An
+    error answer with no state at all (``?error=access_denied``: the contract promises the
+    state with the code only) ends it at once with that error: it can only fail the login.
 
     Raises
     ------
@@ -342,6 +344,15 @@ def login_browser(
     with _CallbackServer(host, port, path, state=state) as server:
         open_browser(url)
         answer = server.wait(wait)
+    params = _answer_params(answer)
+    if params.get("error") and not params.get("state"):
+        refused = oauth_failure(params["error"], where="the authorization page")
+        raise OAuthError(
+            f"{refused}. You refused at the consent page, or the server refused this "
+            "application; the answer carried no state, so if neither happened, something else "
+            "on this machine answered the callback",
+            error=refused.error,
+        )
     return exchange_code(
         base_url,
         code_from_redirect(answer, state=state),
@@ -355,7 +366,8 @@ def login_browser(
 
 class _CallbackServer(http.server.ThreadingHTTPServer):
     """A loopback HTTP server, serving from the moment it listens, that waits for the answer to
-    one login on the callback path: the request carrying that login's ``state``.
+    one login on the callback path: the request carrying that login's ``state``, or an error
+    answer carrying no state (which can only fail the login).
 
     Any local process, or a page the user has open, can send a request to the callback: one
     with another state, or none, is answered 400 and the server keeps waiting, so a forged
@@ -396,8 +408,14 @@ class _CallbackServer(http.server.ThreadingHTTPServer):
         self.server_close()
 
     def is_this_login(self, query: str) -> bool:
-        """Whether the callback's query carries this login's state (compared in constant time)."""
-        state = dict(parse_qsl(query)).get("state", "")
+        """Whether the callback's query carries this login's state (compared in constant time),
+        or is an error answer with no state: the provider may leave the state out of an error
+        (the contract promises it with the code only), and such an answer can only fail the
+        login, never log anyone in."""
+        params = dict(parse_qsl(query))
+        if params.get("error") and "state" not in params:
+            return True
+        state = params.get("state", "")
         return hmac.compare_digest(state.encode(), self.state.encode())
 
     def take(self, answer: str) -> None:

@@ -27,11 +27,16 @@ Fetch = Callable[[int, int], Mapping[str, Any]]
 def every_entry(fetch: Fetch, *, per_page: int = FEED_PAGE, reads: int = _READS) -> list[dict]:
     """Every feed entry, each once, in the server's order.
 
-    The pages are read from offset 0 until the server's ``total_entries``. A read is started
-    again when the total moves between pages (an entry was published or deleted meanwhile),
-    when a page repeats an entry already read, or when a page is empty before the total: the
-    offsets then no longer point where they did, and an entry may be doubled or lost. Each read
-    asks at most ``total / page + 2`` pages, so a lying server cannot keep it going.
+    The pages are read from offset 0 until the server's ``total_entries``. The feeds list
+    newest first: when the total grows by ``k`` between pages (entries published meanwhile),
+    the next page starts with the ``k`` entries read last; they are checked and skipped, and
+    the newest entries are read at the end, down to the first one read. A read is started
+    again when the total falls (an entry deleted), when a growth is not shown so by the page,
+    when a page repeats any other entry, or when a page is empty before the total: the offsets
+    then no longer point where they did, and an entry may be doubled or lost. Each read asks a
+    number of pages bounded by the total and its growth, so a lying server cannot keep it
+    going. An answer of ``{}`` (the service's answer for feeds the user cannot read) is no
+    entries.
 
     Raises
     ------
@@ -67,37 +72,99 @@ def entries_of(page: Mapping[str, Any]) -> list[dict]:
     return listed(page, "entries", key="id", what="feed entries")
 
 
+#: Reads of the head, for entries published while the feeds were read, before giving up.
+_HEADS = 3
+
+
 def _read(fetch: Fetch, per_page: int) -> tuple[list[dict], str]:
-    """One read from offset 0: the entries, and what went wrong ("" when nothing did)."""
+    """One read from offset 0: the entries, and what went wrong ("" when nothing did).
+
+    The feeds list newest first, so an entry published while they are read pushes every other
+    down by one: the pass skips the entries a grown total explains, then the head is read
+    down to the first entry of the pass, for the entries published meanwhile.
+    """
+    entries, read_ids, grown, problem = _pass(fetch, per_page, stop_at=None)
+    for _ in range(_HEADS):
+        if problem or not grown:
+            return entries, problem
+        head, head_ids, grown, problem = _pass(fetch, per_page, stop_at=read_ids[0])
+        again = sorted(set(head_ids).intersection(read_ids))
+        if again and not problem:
+            problem = f"the newest entries repeated entries {', '.join(map(str, again[:5]))}"
+        entries, read_ids = head + entries, head_ids + read_ids
+    return entries, problem or (
+        "the feeds grew on every read of their newest entries (published to faster than read)"
+    )
+
+
+def _pass(
+    fetch: Fetch, per_page: int, *, stop_at: int | None
+) -> tuple[list[dict], list[int], int, str]:
+    """Pages from offset 0 until the total, or down to the entry ``stop_at``.
+
+    Returns the entries, their ids, how many entries were published at the head between its
+    pages (left unread), and what went wrong ("" when nothing did). When the total grows by
+    ``k`` between two pages, the next page starts with the ``k`` entries read last: they are
+    checked and skipped. A total that falls, or a growth the page does not show so, makes the
+    pass fail: the offsets no longer point where they did.
+    """
     entries: list[dict] = []
-    seen: set[int] = set()
+    ids: list[int] = []
     total: int | None = None
+    grown = 0
     budget = 1
     while budget > 0:
         budget -= 1
-        page = fetch(len(entries), per_page)
+        offset = len(entries) + grown
+        page = fetch(offset, per_page)
         batch = entries_of(page)
+        empty = not batch
         now = _total(page)
+        batch_ids = [_entry_id(entry, offset + i) for i, entry in enumerate(batch)]
         if total is None:  # the first page says how many pages the read may take
             total = now
             budget = math.ceil(total / max(len(batch), 1)) + 1
-        elif now != total:
-            return entries, f"the total moved from {total} to {now} between pages"
-        if len(entries) < total and not batch:
-            return entries, f"the page at offset {len(entries)} of {total} came back empty"
-        ids = [_entry_id(entry, len(entries) + i) for i, entry in enumerate(batch)]
-        repeated = sorted(seen.intersection(ids)) or _repeats(ids)
+        elif now < total:
+            return entries, ids, grown, f"the total fell from {total} to {now} between pages"
+        elif now > total:
+            more = now - total
+            if more > len(ids) or batch_ids[:more] != ids[len(ids) - more :][: len(batch_ids)]:
+                problem = (
+                    f"the total grew from {total} to {now} between pages, but the page at "
+                    f"offset {offset} does not start with the {more} entries read last"
+                )
+                return entries, ids, grown, problem
+            if grown + more > 2 * max(total, per_page):
+                problem = f"the feeds grew by {grown + more} entries while read"
+                return entries, ids, grown, problem
+            # the k entries read last, pushed down by k new ones at the head
+            batch, batch_ids = batch[more:], batch_ids[more:]
+            grown, total = grown + more, now
+            budget += math.ceil(more / max(len(batch) + more, 1)) + 1
+        if stop_at is not None and stop_at in batch_ids:
+            cut = batch_ids.index(stop_at)
+            batch, batch_ids = batch[:cut], batch_ids[:cut]
+            stop_at = None
+            total = len(entries) + len(batch) + grown  # the pass before read the rest
+        if empty and len(entries) + grown < total:
+            return entries, ids, grown, f"the page at offset {offset} of {total} came back empty"
+        repeated = sorted(set(ids).intersection(batch_ids)) or _repeats(batch_ids)
         if repeated:
             shown = ", ".join(map(str, repeated[:5])) + (", ..." if len(repeated) > 5 else "")
-            return entries, f"the page at offset {len(entries)} repeated entries {shown}"
-        seen.update(ids)
+            return entries, ids, grown, f"the page at offset {offset} repeated entries {shown}"
         entries.extend(batch)
-        if len(entries) >= total:
-            return entries, ""
-    return entries, f"{len(entries)} of {total} entries after the most pages the total allows"
+        ids.extend(batch_ids)
+        if len(entries) + grown >= total:
+            lost = f"the entry {stop_at}, read first, was not found again" if stop_at else ""
+            return entries, ids, grown, lost
+    problem = f"{len(entries)} of {total} entries after the most pages the total allows"
+    return entries, ids, grown, problem
 
 
 def _total(page: Mapping[str, Any]) -> int:
+    """The page's ``total_entries``; 0 for the answer with no member but (empty) entries."""
+    if _no_feed(page):
+        return 0
     try:
         total = int_member(page, "total_entries")
     except ResponseFormatError as err:
@@ -111,6 +178,14 @@ def _total(page: Mapping[str, Any]) -> int:
     if total < 0:
         raise ResponseFormatError(f"the feeds answer's total_entries is negative ({total})")
     return total
+
+
+def _no_feed(page: Mapping[str, Any]) -> bool:
+    """Whether the answer is the service's ``{}`` for feeds the user cannot read
+    (deployed servers, on ``/feeds/<id>/content/``): no ``total_entries``, and no member
+    but empty ``entries``. An answer with entries, or paging members, and no total stays an
+    error: it cannot be paged whole."""
+    return "total_entries" not in page and set(page) <= {"entries"} and not page.get("entries")
 
 
 def _entry_id(entry: Any, position: int) -> int:
