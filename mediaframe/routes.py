@@ -182,7 +182,7 @@ class API:
                     error_message=error,
                     request=f"POST {path}",
                 )
-            delay = self.transport._backoff(attempt, None)
+            delay = self.transport.backoff(attempt)
             log.debug(
                 "POST %s: the engine says %r; retry %d in %.2f s", path, error, attempt + 1, delay
             )

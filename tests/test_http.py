@@ -370,11 +370,11 @@ def test_retries_are_bounded(settings, failure, kind):
 
 def test_backoff_grows_and_stays_bounded(settings):
     paced = Transport(BASE, settings=settings.replace(backoff=1.0), session=requests.Session())
-    delays = [paced._backoff(attempt, None) for attempt in range(10)]
+    delays = [paced.backoff(attempt) for attempt in range(10)]
     assert 0.5 <= delays[0] <= 1.0
     assert 4.0 <= delays[3] <= 8.0
     assert max(delays) <= 60.0
-    assert paced._backoff(0, 5.0) >= 5.0
+    assert paced.backoff(0, 5.0) >= 5.0
 
 
 def test_plain_http_to_a_remote_host_is_refused(settings):

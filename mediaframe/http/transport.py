@@ -172,7 +172,7 @@ class Transport:
             except Retry as retry:
                 if attempt >= self.settings.retries:
                     raise retry.error from retry.error.__cause__
-                delay = self._backoff(attempt, retry.retry_after)
+                delay = self.backoff(attempt, retry.retry_after)
                 log.debug("%s %s: %s; retry %d in %.2f s", method, path, retry, attempt + 1, delay)
                 _wait(delay)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -310,7 +310,9 @@ class Transport:
             self._placement = "header"  # the header worked: no need to test it again
         return result
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before asking again after ``attempt`` failed (0 the first), at
+        least ``retry_after`` when the server asked for it: the one pacing of every retry."""
         # Equal jitter: half of the exponential delay is fixed, half random, so that clients
         # that failed together do not come back together.
         delay = self.settings.backoff * 2**attempt
