@@ -310,8 +310,7 @@ class API:
         response = self.transport.get(
             "/api/v1/feeds/content/", _feed_paging(offset_start, per_page, 20), extended=extended
         )
-        if "entries" in response:
-            response["entries"] = as_list(response["entries"], key="id")
+        _keyed_as_list(response, "entries", key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -319,8 +318,7 @@ class API:
     def feeds_list(self) -> dict[str, Any]:
         """``GET /api/v1/feeds/list/``: ``{feeds: [...]}``."""
         response = self.transport.get("/api/v1/feeds/list/")
-        if "feeds" in response:
-            response["feeds"] = as_list(response["feeds"], key="id")
+        _keyed_as_list(response, "feeds", key="id")
         return response
 
     def feed_content(
@@ -333,8 +331,7 @@ class API:
         feed_id = _count(feed_id, "feed_id", minimum=1)
         params = _feed_paging(offset_start, per_page, 100)
         response = self.transport.get(f"/api/v1/feeds/{feed_id}/content/", params)
-        if "entries" in response:
-            response["entries"] = as_list(response["entries"], key="id")
+        _keyed_as_list(response, "entries", key="id")
         for entry in _dicts(response.get("entries")):
             _normalise_entry(entry)
         return response
@@ -350,8 +347,7 @@ class API:
         """``GET /api/v1/baskets/list/``: ``{baskets: [...]}`` (no paging; a list, even if keyed
         by id)."""
         response = self.transport.get("/api/v1/baskets/list/")
-        if "baskets" in response:
-            response["baskets"] = as_list(response["baskets"], key="basket_id")
+        _keyed_as_list(response, "baskets", key="basket_id")
         return response
 
     def record(self, databox_id: int, record_id: int, *, extended: bool = False) -> dict[str, Any]:
@@ -371,8 +367,7 @@ class API:
     def databoxes_list(self) -> dict[str, Any]:
         """``GET /api/v1/databoxes/list/``: ``{databoxes: [...]}`` (a list, even if keyed by id)."""
         response = self.transport.get("/api/v1/databoxes/list/")
-        if "databoxes" in response:
-            response["databoxes"] = as_list(response["databoxes"], key="databox_id")
+        _keyed_as_list(response, "databoxes", key="databox_id")
         return response
 
     # -- descriptive metadata ------------------------------------------------------------------
@@ -382,8 +377,7 @@ class API:
         (business fields only for users allowed to see them)."""
         response = self.transport.get("/api/v1/me/structures/")
         for name in ("meta_fields", "aggregable_fields", "technical_fields"):
-            if name in response:
-                response[name] = as_list(response[name], key="id")
+            _keyed_as_list(response, name, key="id")
         return response
 
     def databox_metadatas(self, databox_id: int) -> dict[str, Any]:
@@ -391,8 +385,7 @@ class API:
         ``{document_metadatas: [...]}``, a list even where the server keys it by field id."""
         databox_id = _count(databox_id, "databox_id", minimum=1)
         response = self.transport.get(f"/api/v1/databoxes/{databox_id}/metadatas/")
-        if "document_metadatas" in response:
-            response["document_metadatas"] = as_list(response["document_metadatas"], key="id")
+        _keyed_as_list(response, "document_metadatas", key="id")
         return response
 
     def record_caption(self, databox_id: int, record_id: int) -> dict[str, Any]:
@@ -426,10 +419,7 @@ class API:
         """``GET /api/v1/baskets/<basket_id>/content/``: ``{basket, basket_elements}``."""
         basket_id = _count(basket_id, "basket_id", minimum=1)
         response = self.transport.get(f"/api/v1/baskets/{basket_id}/content/", extended=extended)
-        if "basket_elements" in response:
-            response["basket_elements"] = as_list(
-                response["basket_elements"], key="basket_element_id"
-            )
+        _keyed_as_list(response, "basket_elements", key="basket_element_id")
         for element in _dicts(response.get("basket_elements")):
             normalise_record(element.get("record"))  # type: ignore[arg-type]
         return response
@@ -485,6 +475,13 @@ class API:
                 bits = frames.statuses(me.get("collections") or [])["position"].dropna()
                 self._structure = (fields, frames.structure(fields, bits.astype(int)))
             return self._structure
+
+
+def _keyed_as_list(response: dict[str, Any], member: str, *, key: str) -> None:
+    """Make ``response[member]``, where present, a list even where the server keys it by id
+    (:func:`~mediaframe.normalise.as_list`), in place."""
+    if member in response:
+        response[member] = as_list(response[member], key=key)
 
 
 def search_error(response: Any) -> str | None:
