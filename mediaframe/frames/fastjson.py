@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +31,7 @@ from mediaframe.frames.fromarrow import Unreadable
 from mediaframe.frames.nesting import nesting
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
+from mediaframe.frames.wholefloats import whole_float_names
 from mediaframe.futures import run_on
 
 __all__ = ["READ", "RecordsPage", "is_described", "read_records", "records_json"]
@@ -402,7 +402,7 @@ def _read_pieces(
             renamed, renames = patterns.text_value.subn(patterns.text, data)
             parsing.append(run_on(pool if big else None, _parse, renamed, schema))
             if big:  # scanned while the pieces before are parsed
-                names.update(_whole_float_names(renamed))
+                names.update(whole_float_names(renamed))
             texts += renames
         chunks = [future.result() for future in parsing]
     if len({chunk.type for chunk in chunks}) > 1:
@@ -411,7 +411,7 @@ def _read_pieces(
         return pa.chunked_array(chunks), lambda: names, texts
     return (
         pa.chunked_array(chunks),
-        functools.cache(lambda: _whole_float_names(body, opening, end)),
+        functools.cache(lambda: whole_float_names(body, opening, end)),
         texts,
     )
 
@@ -436,41 +436,6 @@ def _patterns(colon: bytes) -> _Patterns:
     own makes the count of texts differ from the renames."""
     literal = re.compile(re.escape(b'"value"' + colon + b'"'))
     return _Patterns(literal, b'"text"' + colon + b'"')
-
-
-#: A number written as a float (a point or an exponent) whose value may be whole: zeros after
-#: the point, an exponent, or 16 digits and more around a point (beyond a double's precision,
-#: so a fraction may round away). Integers and text values never match; any whitespace around
-#: the colon does. Possessive quantifiers: a number is scanned once, without backtracking.
-_WHOLE_FLOAT_NUMBER = (
-    rb"\s*+:\s*+-?+(?:(?=[0-9.]{17})[0-9]*+\.|[0-9]++(?:[eE]|\.(?:[0-9]*+[eE]|0++\s*+[,}])))"
-)
-_WHOLE_FLOAT = re.compile(rb'"value"' + _WHOLE_FLOAT_NUMBER)
-
-
-def _key_pattern(key: str) -> bytes:
-    """``"key"`` with any of its letters written as a ``\\uXXXX`` escape (hex in either case)."""
-    letters = []
-    for letter in key:
-        code = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(letter):04x}")
-        letters.append(f"(?:{letter}|\\\\u{code})")
-    return ('"' + "".join(letters) + '"').encode()
-
-
-#: The same after a ``value`` key with letters written as escapes (``"v\u0061lue"``), which
-#: pyarrow reads as ``value``: looked for only where a letter's escape occurs (it is slower).
-_WHOLE_FLOAT_ESCAPED = re.compile(_key_pattern("value") + _WHOLE_FLOAT_NUMBER)
-#: An ASCII letter written as an escape (``\\u0060`` to ``\\u007f``), for RE2.
-_LETTER_ESCAPE = r"\\u00[67]"
-
-
-def _holds_letter_escape(data: bytes, start: int, stop: int) -> bool:
-    """Whether ``data[start:stop]`` writes an ASCII letter as an escape, searched by pyarrow's
-    RE2 in the bytes as they are: three times faster than ``re`` here (``\\`` is frequent)."""
-    view = pa.py_buffer(memoryview(data)[start:stop])
-    offsets = pa.array([0, len(view)], pa.int64()).buffers()[1]
-    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, view])
-    return bool(pc.match_substring_regex(whole, _LETTER_ESCAPE)[0].as_py())
 
 
 def _pieces(body: bytes, first: int, stop: int, layout: _Layout) -> Iterator[tuple[int, int]]:
@@ -549,35 +514,6 @@ def _as_text(field: pa.Field) -> pa.Field:
     if pa.types.is_list(kind):
         return field.with_type(pa.list_(_as_text(kind.value_field)))
     return field
-
-
-def _whole_float_names(data: bytes, start: int = 0, stop: int | None = None) -> set[str]:
-    """Technical names holding a number written as a float that may be whole (rare), in
-    ``data[start:stop]``."""
-    stop = len(data) if stop is None else stop
-    escaped = _holds_letter_escape(data, start, stop)
-    found = (_WHOLE_FLOAT_ESCAPED if escaped else _WHOLE_FLOAT).finditer(data, start, stop)
-    return {_entry_name(data, match.start()) for match in found}
-
-
-def _entry_name(data: bytes, at: int) -> str:
-    """The name of the technical entry whose ``value`` is at ``at``: its object decoded alone.
-
-    An entry is a flat object, so its ``{`` is the last before ``at`` and its ``}`` the first
-    after, unless its name holds a brace: then the bytes between do not decode as an entry.
-    """
-    window = data[data.rfind(b"{", 0, at) : data.find(b"}", at) + 1]
-    try:
-        entry = json.loads(window)
-    except ValueError:
-        entry = None
-    if (
-        not isinstance(entry, dict)
-        or set(entry) != {"name", "value"}
-        or not isinstance(entry["name"], str)
-    ):
-        raise Unreadable("technical values", "a float written whole sits in an unusual entry")
-    return entry["name"]
 
 
 def _declared_schema(*, extended: bool = False) -> pa.Schema:
