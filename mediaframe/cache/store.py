@@ -198,6 +198,25 @@ class HarvestStore(ShardFiles):
             release(writer)
         return True
 
+    def remove_if_empty(self) -> bool:
+        """Remove this harvest folder if it holds nothing but its lock files, and no one holds
+        it; whether it was removed. For a call that failed before writing anything (a search
+        the server refused): the folder its writer lock made would otherwise stay, listed by
+        ``cache ls`` with nothing in it. Never waits: a writer or reader holding it keeps it.
+        A writer that was waiting for the lock then starts afresh (its lock file was unlinked).
+        """
+        if not self.local or not os.path.isdir(self.root):
+            return False
+        writer = self._locks.take(WRITER, fcntl.LOCK_EX | fcntl.LOCK_NB, create=False)
+        if writer is None:
+            return False
+        try:
+            if not all(_is_lock(name) for name in os.listdir(self.root)):
+                return False
+            return self._remove_if_unread() is None
+        finally:
+            release(writer)
+
     def _remove_if_unread(self) -> str | None:
         """Remove the folder unless a reader holds the gate or a version: ``None``, or the name
         of the lock found held. Under the writer lock."""
@@ -430,6 +449,10 @@ class HarvestStore(ShardFiles):
         which a resume would keep)."""
         self.clear_shards()
         self._remove(_PLAN)
+
+
+def _is_lock(name: str) -> bool:
+    return name in (WRITER, READERS) or name.startswith(VERSION_READERS)
 
 
 def _is_version(name: str) -> bool:

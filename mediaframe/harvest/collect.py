@@ -30,6 +30,7 @@ from mediaframe import frames
 from mediaframe.cache import HarvestStore, age, dataset_key, proven_complete
 from mediaframe.exceptions import (
     CacheCorruptError,
+    CacheError,
     CacheMissError,
     CacheWarning,
     ConfigurationError,
@@ -172,13 +173,22 @@ def _collected(
             f"offline mode, and no finished harvest of this {spec.kind} search is cached under "
             f"{store.url}: run it once online, or drop offline=True / MEDIAFRAME_OFFLINE"
         )
-    with store.writing():  # one writer per harvest folder: a second one waits here
-        # ... and takes the first one's result if it was published while this one waited
-        published = _published_since(store, spec, seen)
-        if published is not None and (options.allow_incomplete or proven_complete(published[1])):
-            frame, provenance = published
-            return _with_report(frame, provenance.get("report"), spec, from_cache=True)
-        fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
+    try:
+        with store.writing():  # one writer per harvest folder: a second one waits here
+            # ... and takes the first one's result if it was published while this one waited
+            published = _published_since(store, spec, seen)
+            if published is not None and (
+                options.allow_incomplete or proven_complete(published[1])
+            ):
+                frame, provenance = published
+                return _with_report(frame, provenance.get("report"), spec, from_cache=True)
+            fetched = _fetch(client, service, settings, spec, options, store, refresh, display)
+    except BaseException:
+        # A call that failed before keeping anything (a refused search, a wrong token) leaves
+        # no empty folder for `cache ls` to list; one with finished work keeps it to resume.
+        with contextlib.suppress(OSError, CacheError):
+            store.remove_if_empty()
+        raise
     return _suggested(client, spec, fetched)
 
 

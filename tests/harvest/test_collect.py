@@ -348,3 +348,15 @@ def test_a_publication_dated_ahead_of_this_clock_is_not_taken_for_another_writer
     assert not mf.HarvestReport.from_frame(frame).from_cache
     mine = frame[(frame.databox_id == row.databox_id) & (frame.record_id == row.record_id)]
     assert mine.title.iloc[0] == "renamed"
+
+
+def test_a_refused_search_leaves_no_empty_harvest_folder(capped, settings):
+    """A search the server refuses (a query it cannot parse) fails before anything is kept: no
+    folder holding only lock files stays behind for ``cache ls`` to list."""
+    client = connect(capped, settings)
+    with pytest.raises(mf.MediaframeError, match="cannot be understood"):
+        client.records(query="title:(")
+    folder = Path(client.cache_path("records", query="title:("))
+    assert not folder.exists(), sorted(p.name for p in folder.iterdir())
+    client.records(record_type="image")  # a search that works keeps its folder
+    assert Path(client.cache_path("records", record_type="image")).is_dir()
