@@ -8,6 +8,7 @@ the contract's (the emulator's own tests check that shape member by member).
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
@@ -81,6 +82,39 @@ def fresh_emulator(flavour: str) -> Iterator[Callable[..., Emulator]]:
 def inprocess_emulator() -> Emulator:
     """An emulator with 2,000 records (seed 7), not served: use .requests_session() or .app."""
     return Emulator(records=2000, seed=7)
+
+
+#: What glibc's resolver says for each failure a test makes it raise.
+_RESOLVER_SAYS = {
+    socket.EAI_NONAME: "Name or service not known",
+    socket.EAI_AGAIN: "Temporary failure in name resolution",
+}
+
+
+class Resolver:
+    """The system's resolver for names under ``.invalid``: each lookup is counted and fails with
+    ``errno`` (``EAI_NONAME`` until told otherwise); other names resolve as usual (loopback)."""
+
+    def __init__(self) -> None:
+        self.errno = socket.EAI_NONAME
+        self.lookups: list[str] = []
+
+
+@pytest.fixture
+def resolver(monkeypatch: pytest.MonkeyPatch) -> Resolver:
+    """No name is ever looked up on the network: names under ``.invalid`` fail as told."""
+    fake = Resolver()
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if str(host).endswith(".invalid"):
+            fake.lookups.append(str(host))
+            said = _RESOLVER_SAYS.get(fake.errno, f"resolver error {fake.errno}")
+            raise socket.gaierror(fake.errno, said)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return fake
 
 
 @pytest.fixture

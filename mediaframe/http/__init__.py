@@ -5,7 +5,8 @@
 - ``wire.py``: one request on the wire — no redirect followed, the body streamed under the size
   limit and the attempt's deadline, library failures translated without a secret;
 - ``failures.py``: what went wrong on a connection in plain words ("cannot resolve host x",
-  "connection refused by x:443"), read from the library's exception chain;
+  "connection refused by x:443"), read from the library's exception chain, and whether it was
+  a host name that does not exist (not worth a retry);
 - ``answers.py``: what an answer says — the envelope in JSON, YAML or JSONP
   (:func:`decode_envelope`), and the error an answer stands for (status → exception);
 - ``slots.py``: requests in flight bounded apart from the threads that send them (a slot is

@@ -3,7 +3,8 @@
 requests wraps urllib3, which wraps the socket's error: the message a person needs ("cannot
 resolve host x", "connection refused by x:443") is at the bottom, under a pool's repr that
 says nothing to them. :func:`describe` walks the chain and names the first cause it knows;
-:func:`library_message` is the fallback, redacted and shortened at a word boundary.
+:func:`library_message` is the fallback, redacted and shortened at a word boundary;
+:func:`is_unknown_host` tells a name that does not exist from a resolver failing for now.
 """
 
 from __future__ import annotations
@@ -21,10 +22,24 @@ import urllib3
 
 from mediaframe.tokens import redact
 
-__all__ = ["describe", "library_message"]
+__all__ = ["describe", "is_proxy_failure", "is_unknown_host", "library_message"]
 
 #: Characters of a library's own message kept in a fallback (cut at a word boundary).
 _MESSAGE_WIDTH = 160
+
+#: getaddrinfo's answers that the name (or the port's service) does not exist: the resolver got
+#: an answer, and a moment later it gets the same one. EAI_AGAIN (no answer in time, a resolver
+#: down), EAI_FAIL, EAI_MEMORY, EAI_SYSTEM and any errno not listed may pass: they are asked
+#: again. EAI_NODATA is not defined everywhere (glibc and macOS have it).
+_NO_SUCH_NAME = frozenset(
+    code
+    for code in (
+        socket.EAI_NONAME,
+        getattr(socket, "EAI_NODATA", None),
+        getattr(socket, "EAI_SERVICE", None),
+    )
+    if code is not None
+)
 
 # "HTTPSConnectionPool(host='x', port=443): " and "_HTTPSConnection(host='x', port=443): ":
 # internals that tell a person nothing the sentence around them does not.
@@ -47,7 +62,9 @@ def describe(err: BaseException, url: str) -> str:
     def has(*kinds: type[BaseException]) -> bool:
         return any(issubclass(kind, kinds) for kind in found)
 
-    if has(urllib3.exceptions.ProxyError, requests.exceptions.ProxyError):
+    if is_proxy_failure(err):
+        if has(socket.gaierror):  # the proxy's own name: the proxy resolves the service's
+            return f"cannot resolve the host of the proxy for {where}{_reason(chain)}"
         return f"the proxy failed to connect to {where}{_reason(chain)}"
     if has(urllib3.exceptions.NameResolutionError, socket.gaierror):
         return f"cannot resolve host {host}{_reason(chain, socket.gaierror)}"
@@ -82,6 +99,28 @@ def describe(err: BaseException, url: str) -> str:
     if system is not None:  # "Network is unreachable", "No route to host", …
         return f"cannot connect to {where}: {system.strerror}"
     return f"the connection to {where} failed ({library_message(chain[-1])})"
+
+
+def is_unknown_host(err: BaseException) -> bool:
+    """Whether ``err`` says a host name does not exist (the resolver answered "no such name"),
+    which no retry can change: a mistyped base_url, or a proxy's.
+
+    Examples
+    --------
+    >>> is_unknown_host(requests.ConnectionError(socket.gaierror(socket.EAI_NONAME, "unknown")))
+    True
+    >>> is_unknown_host(requests.ConnectionError(socket.gaierror(socket.EAI_AGAIN, "try again")))
+    False
+    """
+    return any(
+        isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME for cause in _chain(err)
+    )
+
+
+def is_proxy_failure(err: BaseException) -> bool:
+    """Whether ``err`` failed at a proxy: reaching it, or the tunnel through it."""
+    proxy = (urllib3.exceptions.ProxyError, requests.exceptions.ProxyError)
+    return any(isinstance(cause, proxy) for cause in _chain(err))
 
 
 def library_message(err: BaseException) -> str:

@@ -150,7 +150,8 @@ class Transport:
 
         Every route of the service only reads, so connection failures, timeouts, dropped or
         truncated answers and HTTP 500/502/503/504 are retried ``settings.retries`` times with
-        exponential backoff and jitter. Other errors are raised at once.
+        exponential backoff and jitter. Other errors are raised at once, among them a host name
+        the resolver says does not exist (a resolver failing for now is retried).
 
         ``decode``, when given, reads the raw body of a successful JSON answer instead (e.g.
         straight into a frame); its result is returned as is, and a

@@ -19,7 +19,12 @@ from mediaframe.exceptions import (
 )
 from mediaframe.http.answers import Retry
 from mediaframe.http.deadline import deadline as within
-from mediaframe.http.failures import describe, library_message
+from mediaframe.http.failures import (
+    describe,
+    is_proxy_failure,
+    is_unknown_host,
+    library_message,
+)
 from mediaframe.tokens import proxies_for, redact, redact_url, same_origin
 
 __all__ = ["read_body", "release", "send"]
@@ -59,7 +64,15 @@ def send(
     except requests.exceptions.ContentDecodingError as err:  # an adapter that read the body
         failure = _undecodable(line, None, err)
     except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as err:
-        failure = Retry(_dropped(line, err, prepared.url or base_url))
+        url = prepared.url or base_url
+        # A name the resolver says does not exist will not exist a second later: retrying it
+        # only kept a user with a mistyped base_url waiting. A resolver failing for now
+        # (EAI_AGAIN) is retried like any connection failure.
+        failure = (
+            _unknown_host(line, err, url)
+            if is_unknown_host(err)
+            else Retry(_dropped(line, err, url))
+        )
     except requests.RequestException as err:
         failure = TransportError(f"{line}: {library_message(err)}")
     else:
@@ -143,6 +156,16 @@ def timed_out(
 def _dropped(line: str, err: BaseException, url: str) -> ConnectionFailedError:
     return ConnectionFailedError(
         f"{line}: {describe(err, url)}. Check the URL and the network, then try again"
+    )
+
+
+def _unknown_host(line: str, err: BaseException, url: str) -> ConnectionFailedError:
+    """The error of a host name that does not exist: the service's, or its proxy's."""
+    where = "the proxy's address (HTTPS_PROXY, HTTP_PROXY)" if is_proxy_failure(err) else "base_url"
+    # "or that this machine is online": some systems (macOS) say "no such name" when offline
+    return ConnectionFailedError(
+        f"{line}: {describe(err, url)}. Check the host name in {where} (or that this machine "
+        "is online); not retried, as the resolver says the name does not exist"
     )
 
 

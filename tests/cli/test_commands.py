@@ -571,3 +571,23 @@ def test_cache_ls_lists_the_folder_a_refused_search_left(run):
     assert listing.exit_code == 0, listing.stderr
     assert "sunset" in listing.stdout
     assert "(unknown: nothing harvested)" in listing.stdout, listing.stdout
+
+
+def test_a_base_url_whose_host_does_not_exist_fails_at_once_in_one_line(resolver, tmp_path):
+    token = "0f" * 16
+    env = {
+        "MEDIAFRAME_TOKEN": token,
+        "MEDIAFRAME_CONFIG_DIR": str(tmp_path / "config"),
+        "MEDIAFRAME_CACHE_DIR": str(tmp_path / "cache"),
+        "MEDIAFRAME_PROFILE": None,
+        "MEDIAFRAME_RETRIES": "3",
+        "MEDIAFRAME_BACKOFF": "0",
+    }
+    result = CliRunner().invoke(
+        main, ["records", "--base-url", "https://dam.exampel.invalid", "sunset"], env=env
+    )
+    assert result.exit_code == 1, result.stderr
+    assert resolver.lookups == ["dam.exampel.invalid"]  # asked once, not once per retry
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "cannot resolve host dam.exampel.invalid" in result.stderr
+    assert "base_url" in result.stderr and token not in result.stderr
