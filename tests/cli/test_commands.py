@@ -563,13 +563,20 @@ def test_a_compression_a_format_cannot_take_is_refused_before_any_harvest(
     assert not (tmp_path / name).exists()
 
 
-def test_cache_ls_lists_the_folder_a_refused_search_left(run):
+def test_a_refused_search_leaves_no_folder_and_a_bare_one_is_still_listed(run, tmp_path):
     refused = run("records", "(sunset AND")
     assert refused.exit_code == 1 and refused.stderr.startswith("Error: "), refused.stderr
     assert run("records", "sunset", "--limit", "1").exit_code == 0
     listing = run("cache", "ls", "--limit", "-1")
     assert listing.exit_code == 0, listing.stderr
     assert "sunset" in listing.stdout
+    assert "(unknown: nothing harvested)" not in listing.stdout, listing.stdout
+    # a folder of lock files alone (a writer killed before its first request) is listed
+    bare = tmp_path / "cache" / "records" / "0123456789abcdef0123"
+    bare.mkdir()
+    (bare / ".writer").touch()
+    listing = run("cache", "ls", "--limit", "-1")
+    assert listing.exit_code == 0, listing.stderr
     assert "(unknown: nothing harvested)" in listing.stdout, listing.stdout
 
 
