@@ -244,9 +244,9 @@ def _warn_heard(report: object, spec: Spec) -> None:
     texts = "; ".join(repr(text) for text in said[:3]) + ("; ..." if len(said) > 3 else "")
     warnings.warn(
         f"the search engine warned in its answers to this {spec.kind} search: "
-        f"{texts or 'of several things'}. Its hits were kept as it answered; the report's notes "
-        "keep its words (mf.HarvestReport.from_frame(df).notes): check the query (a part of it "
-        "may have been ignored), or ask the service's administrators",
+        f"{texts or 'of several things'}. Its hits were kept as it answered, and its words in "
+        "the harvest report's notes: check the query (a part of it may have been ignored), or "
+        "ask the service's administrators",
         SearchWarning,
         # _warn_heard, _fetch, _collected, collect, Client._collect, Client.records: the caller's
         stacklevel=7,

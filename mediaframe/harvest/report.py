@@ -92,7 +92,7 @@ class HarvestReport:
             + f", {self.requests} request(s), {self.seconds:.1f} s"
             + (f", {self.duplicates} duplicate(s) dropped" if self.duplicates else "")
             + (", from cache" if self.from_cache else "")
-            + (", the server warned (see .notes)" if self.server_warnings else "")
+            + (", the server warned (see its notes)" if self.server_warnings else "")
         )
 
     def __repr__(self) -> str:

@@ -61,7 +61,7 @@ def test_a_harvest_keeps_what_its_counts_and_pages_warned_in_its_notes(tmp_path)
     assert report.complete and len(frame) == 2000
     assert report.server_warnings == {APPROXIMATE: service.requests}
     assert report.notes == [f"the server warned in {service.requests} answer(s): {APPROXIMATE!r}"]
-    assert report.summary().endswith(", the server warned (see .notes)")
+    assert report.summary().endswith(", the server warned (see its notes)")
     assert "the server warned in" in repr(report) and "being rebuilt" in repr(report)
     assert "the server warned in" in report._repr_html_()
     again = mf.HarvestReport.from_dict(report.to_dict())
