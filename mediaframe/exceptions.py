@@ -40,6 +40,8 @@ The tree::
     ├── EmptyPlotWarning              a plot was asked of data with nothing to draw
     ├── MalformedItemWarning          a minor member of some items could not be read: kept missing
     ├── NoHitsWarning                 a search found nothing; names the server's suggestions
+    ├── SearchWarning                 the search engine warned in its answers (a part of the query
+    │                                 ignored, results approximate); the report's notes keep it
     ├── MetadataWarning               descriptive metadata the client could not read as declared
     └── ProfileWarning                a new token could not be stored; the connection still works
 
@@ -86,6 +88,7 @@ __all__ = [
     "RequestTimeoutError",
     "ResponseFormatError",
     "ResponseTooLargeError",
+    "SearchWarning",
     "ServerError",
     "StateMismatchError",
     "TokenMissingError",
@@ -319,6 +322,11 @@ class MalformedItemWarning(MediaframeWarning):
 
 class NoHitsWarning(MediaframeWarning):
     """A search matched nothing; the message names the queries the server suggests instead."""
+
+
+class SearchWarning(MediaframeWarning):
+    """The search engine answered with hits and a ``warning`` (a part of the query ignored,
+    results approximate): told once per harvest, its words kept in the report's ``notes``."""
 
 
 class MetadataWarning(MediaframeWarning):

@@ -8,10 +8,13 @@
 ``%%mf_search <var> [--client NAME] [--stories] [--record-type T] [--bases 1,2] ...``
     The cell's body is the query; every record it matches (the complete harvest, with
     progress) is stored in ``<var>`` without being displayed, and one summary line printed.
+    ``--allow-incomplete`` keeps what the server's cap lets through of a search no split gets
+    under it (``allow_incomplete=True``), with a warning, rather than refusing it.
 
 A bad argument (a name, an id, a date, a profile, a URL, a quote left open, a query the
 server refuses), and any other mediaframe error, is said as IPython says its own: a
-``UsageError`` shown as its message alone, which still stops a notebook run.
+``UsageError`` shown as its message alone, which still stops a notebook run; its advice names
+the magic's options (``--allow-incomplete`` for ``allow_incomplete=True``).
 Nothing is chained, so that even ``%xmode Verbose`` shows no more than the message, and the
 message is redacted (:func:`mediaframe.tokens.redact`): the ``--token`` value, and any word of
 the line that looks like a token (a token typed, or a ``$variable`` holding one expanded, where
@@ -94,7 +97,32 @@ def _said_as_usage() -> Iterator[None]:
     try:
         yield
     except MediaframeError as err:  # a query the server refused too: the likeliest mistake
-        raise _usage(f"{type(err).__name__}: {err}") from None
+        raise _usage(_said_for_magic(f"{type(err).__name__}: {err}")) from None
+
+
+#: The library's words for what ``%%mf_search`` takes as options, and the magic's, applied in
+#: this order (longer phrases first). Only options the magic has: the command line's own
+#: (``--ttl``, ``--status``, ...) are not the magic's to name.
+_OPTION_NAMES: tuple[tuple[str, str], ...] = (
+    (r"\bdrop offline=True / MEDIAFRAME_OFFLINE\b", "drop --offline / MEDIAFRAME_OFFLINE"),
+    (r"\ballow_incomplete=True\b", "--allow-incomplete"),
+    (r"\boffline=True\b", "--offline"),
+    (r"\brefresh=True\b", "--refresh"),
+)
+_TRANSLATIONS = tuple((re.compile(pattern), said) for pattern, said in _OPTION_NAMES)
+
+
+def _said_for_magic(message: str) -> str:
+    """``message`` with the library's argument names said as ``%%mf_search``'s options.
+
+    Examples
+    --------
+    >>> _said_for_magic("narrow the query, or pass allow_incomplete=True to accept it")
+    'narrow the query, or pass --allow-incomplete to accept it'
+    """
+    for pattern, said in _TRANSLATIONS:
+        message = pattern.sub(said, message)
+    return message
 
 
 def _usage(message: str) -> UsageError:
@@ -178,6 +206,11 @@ class MediaframeMagics(Magics):
     @argument("--date-max", "--until", dest="date_max", help="last day, Y/m/d or Y-m-d")
     @argument("--refresh", action="store_true", help="harvest again, ignoring the cache")
     @argument("--offline", action="store_true", help="read only the cache")
+    @argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="keep what the server's cap lets through when the search cannot be split under it",
+    )
     @argument("--no-progress", action="store_true", help="hide the progress bar")
     @cell_magic
     def mf_search(self, line: str, cell: str) -> None:
@@ -210,7 +243,7 @@ def _filters(args: Any) -> dict[str, Any]:
             filters["bases"] = [int(b) for b in args.bases.split(",") if b.strip()]
         except ValueError:
             raise InvalidParameterError(f"--bases {args.bases!r}: give ids like 1,2") from None
-    for flag in ("refresh", "offline"):
+    for flag in ("refresh", "offline", "allow_incomplete"):
         if getattr(args, flag):
             filters[flag] = True
     if args.no_progress:

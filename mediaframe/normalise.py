@@ -23,10 +23,13 @@ of ``available_results``. ``api_version`` is informational and never checked.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from mediaframe.exceptions import MalformedItemError, ResponseFormatError
+from mediaframe.tokens import redact
 
 __all__ = [
     "as_list",
@@ -35,6 +38,7 @@ __all__ = [
     "normalise_record",
     "normalise_search",
     "search_rights",
+    "search_warning",
 ]
 
 _RENAMES = (
@@ -119,6 +123,37 @@ def normalise_search(response: dict[str, Any]) -> dict[str, Any]:
                 for item in results[kind]:
                     normalise_record(item)
     return response
+
+
+def search_warning(response: Any) -> str | None:
+    """What a search answer's ``warning`` member says, or ``None`` when it says nothing.
+
+    The contract's ``warning`` is a string, empty when none: set, the engine searched but says
+    something degraded (a part of the query ignored, results approximate). Told as one line,
+    each control and format character shown as U+FFFD as the command line shows server text
+    (an escape sequence or a bidi control could rewrite what a terminal or a report shows),
+    redacted (:func:`~mediaframe.tokens.redact`: an engine may echo the request, token and all)
+    and cut to 500 characters. A null, ``false``, 0 or empty one says nothing; anything else
+    set (another age's object or list) is told as the server wrote it.
+    """
+    said = response.get("warning") if isinstance(response, Mapping) else None
+    if not said or (isinstance(said, str) and not said.strip()):
+        return None
+    one_line = " ".join(str(said).split())
+    return redact(_SUSPECT.sub(_inert, one_line))[:500]
+
+
+# Characters outside printable ASCII are each judged: controls (C0, DEL, C1) and format
+# characters but the two joiners some scripts and emoji are written with (the rule of
+# mediaframe.cli.table.unsafe, which the command line shows server text by).
+_SUSPECT = re.compile(r"[^\x20-\x7e]")
+_JOINERS = frozenset("\N{ZERO WIDTH NON-JOINER}\N{ZERO WIDTH JOINER}")
+
+
+def _inert(match: re.Match[str]) -> str:
+    char = match[0]
+    unsafe = char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
+    return "\N{REPLACEMENT CHARACTER}" if unsafe else char
 
 
 def normalise_me(response: dict[str, Any]) -> dict[str, Any]:

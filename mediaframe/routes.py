@@ -40,6 +40,7 @@ from mediaframe.normalise import (
     normalise_record,
     normalise_search,
     search_rights,
+    search_warning,
 )
 from mediaframe.parameters import (
     ORDERS,
@@ -67,6 +68,7 @@ __all__ = [
     "search_error",
     "search_params",
     "search_rights",
+    "search_warning",
     "to_ymd",
 ]
 

@@ -295,6 +295,64 @@ def test_a_profile_name_is_still_said_as_typed(ip, served: Emulator, name: str) 
     assert f"run `mediaframe login --profile {name} --url" in str(result.error_in_exec)
 
 
+@pytest.fixture
+def capped(tmp_path: Path) -> tuple[mf.Client, str]:
+    """A client of a server under a cap of 1, and the options of a search no split gets under
+    it: twins of one base, day and type that no status bit tells apart."""
+    emu = Emulator(records=400, seed=2, cap=1)
+    truth = emu.ground_truth()
+    truth = truth.assign(day=truth.created_on.dt.date)
+    twins = truth.groupby(["base_id", "day", "media_type"], observed=True).filter(
+        lambda group: len(group) >= 2
+    )
+    first = twins.iloc[0]
+    same = twins[
+        (twins.base_id == first.base_id)
+        & (twins.day == first.day)
+        & (twins.media_type == first.media_type)
+    ]
+    for row in same.itertuples():
+        emu.update_record(int(row.databox_id), int(row.record_id), status=0)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", progress=False
+    )
+    client = mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=emu.requests_session()
+    )
+    return client, f"--record-type {first.media_type} --bases {int(first.base_id)}"
+
+
+def test_a_search_the_cap_cuts_short_is_refused_naming_the_magics_option(ip, capped) -> None:
+    client, options = capped
+    ip.user_ns["client"] = client
+    ip.user_ns.pop("part", None)
+    with pytest.raises(UsageError) as raised:
+        ip.run_cell_magic("mf_search", f"part {options}", "\n")
+    said = str(raised.value)
+    assert said.startswith("IncompleteResultError: ") and "cap of 1 hits" in said
+    assert "pass --allow-incomplete to accept a partial result" in said
+    assert "allow_incomplete=True" not in said and "part" not in ip.user_ns
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def test_the_search_magic_takes_allow_incomplete(ip, capped, capsys) -> None:
+    client, options = capped
+    ip.user_ns["client"] = client
+    with pytest.warns(mf.IncompleteResultWarning, match="cap of 1"):
+        ip.run_cell_magic("mf_search", f"part {options} --allow-incomplete", "\n")
+    part = ip.user_ns["part"]
+    report = part.media.report()
+    assert not report.complete and report.incomplete and 0 < len(part) < report.total_results
+    assert "(INCOMPLETE)" in capsys.readouterr().out
+    # the partial result is cached: read back only by a call that allows one too
+    ip.run_cell_magic("mf_search", f"again {options} --offline --allow-incomplete", "\n")
+    assert ip.user_ns["again"].media.report().from_cache
+    with pytest.raises(UsageError) as refused:
+        ip.run_cell_magic("mf_search", f"refused {options} --offline", "\n")
+    said = str(refused.value)
+    assert "pass --allow-incomplete to read that partial result, or drop --offline" in said
+
+
 def test_magics_are_thin_over_plain_functions(served: Emulator) -> None:
     from mediaframe.magics import connect_to, search_into
 

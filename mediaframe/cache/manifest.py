@@ -107,6 +107,9 @@ class ShardEntry:
     #: How its pages were read, when it was paged in another process (a Dask worker):
     #: ``{"native": n, "decoded": m, "reasons": {...}}``, added to the report's ``page_reads``.
     page_reads: dict[str, Any] | None = None
+    #: What the server warned of in those pages, ``{text: answers}``, added to the report's
+    #: ``server_warnings``.
+    warned: dict[str, int] | None = None
     schema_version: int = SCHEMA_VERSION
 
 

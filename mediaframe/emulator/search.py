@@ -218,6 +218,8 @@ class Search:
         self.cap = cap
         self.render = render or Rendering(catalogue, Flavour())
         self.generation = 0  # bumped by every catalogue change, so cached hits go stale
+        #: What every answer's ``warning`` says: the engine searched, but something degraded.
+        self.warning = ""
         self._cache: OrderedDict[tuple, Hits] = OrderedDict()
         #: caption_fields() by business bases: few sets (one per user and base filter)
         self._caption_fields: dict[frozenset[int], Mapping[str, CaptionField]] = {}
@@ -246,7 +248,7 @@ class Search:
             "available_results": available,
             "total_results": total,
             "error": "",
-            "warning": "",
+            "warning": self.warning,
             "query_time": round(time.perf_counter() - started, 6),
             "search_indexes": "emulator",
         }

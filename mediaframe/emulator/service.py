@@ -215,6 +215,11 @@ class Emulator:
         """Change the retrieval cap of searches."""
         self.search.cap = _check_cap(n)
 
+    def set_search_warning(self, text: str = "") -> None:
+        """Make every search answer's ``warning`` say ``text`` (a part of the query ignored,
+        results approximate, as a degraded engine says); ``""``, the default, says nothing."""
+        self.search.warning = str(text)
+
     def set_faults(
         self,
         *,

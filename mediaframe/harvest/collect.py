@@ -36,6 +36,7 @@ from mediaframe.exceptions import (
     ConfigurationError,
     IncompleteResultError,
     NoHitsWarning,
+    SearchWarning,
 )
 from mediaframe.harvest.assemble import concat_frames
 from mediaframe.harvest.engine import EngineOptions
@@ -202,9 +203,32 @@ def _fetch(
     refresh: bool,
     display: Bars | None,
 ) -> pd.DataFrame:
-    """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock."""
+    """Sync the cached harvest, or harvest afresh; under the harvest folder's writer lock.
+    What the server warned of meanwhile is told once, even when the result is refused."""
     engine = _engine_options(client, service, settings, spec, options, display)
     page = service.pages(spec.kind)
+    try:
+        frame, report = _synced_or_harvested(
+            client, service, settings, spec, options, store, refresh, engine, page
+        )
+    except IncompleteResultError as err:
+        _warn_heard(err.report, spec)
+        raise
+    _warn_heard(report, spec)
+    return _with_report(frame, report, spec)
+
+
+def _synced_or_harvested(
+    client: Client,
+    service: ClientService,
+    settings: Settings,
+    spec: Spec,
+    options: Options,
+    store: HarvestStore,
+    refresh: bool,
+    engine: EngineOptions,
+    page: Page,
+) -> tuple[pd.DataFrame, HarvestReport]:
     if not refresh and service.has_keys:
         synced = sync(
             page,
@@ -217,10 +241,26 @@ def _fetch(
             options=engine,
         )
         if synced is not None:
-            return _with_report(*synced, spec)
+            return synced
     # refresh means "as the server is now": an interrupted harvest is not resumed either
-    frame, report = engine.harvest(page, spec, store, resume=not options.refresh)
-    return _with_report(frame, report, spec)
+    return engine.harvest(page, spec, store, resume=not options.refresh)
+
+
+def _warn_heard(report: object, spec: Spec) -> None:
+    """Tell once what the server warned of while this call harvested (or synced)."""
+    if not isinstance(report, HarvestReport) or not report.server_warnings:
+        return
+    said = [text for text in report.server_warnings if text]
+    texts = "; ".join(repr(text) for text in said[:3]) + ("; ..." if len(said) > 3 else "")
+    warnings.warn(
+        f"the search engine warned in its answers to this {spec.kind} search: "
+        f"{texts or 'of several things'}. Its hits were kept as it answered, and its words in "
+        "the harvest report's notes: check the query (a part of it may have been ignored), or "
+        "ask the service's administrators",
+        SearchWarning,
+        # _warn_heard, _fetch, _collected, collect, Client._collect, Client.records: the caller's
+        stacklevel=7,
+    )
 
 
 def _suggested(client: Client, spec: Spec, frame: pd.DataFrame) -> pd.DataFrame:

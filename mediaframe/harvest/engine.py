@@ -50,6 +50,7 @@ from mediaframe.harvest.shards import (
     ShardTask,
 )
 from mediaframe.harvest.verify import check_filters
+from mediaframe.harvest.warned import ServerWarnings
 from mediaframe.http import slots
 
 # Threads beyond the ``concurrency`` requests in flight: they read answers into frames while
@@ -145,7 +146,9 @@ def harvest(
 
     Returns
     -------
-    The deduplicated frame sorted by key, and the report proving (or not) completeness.
+    The deduplicated frame sorted by key, and the report proving (or not) completeness; its
+    ``server_warnings`` and ``notes`` keep what the answers warned of (warning the user is the
+    caller's: ``client.records()`` does it once).
 
     Raises
     ------
@@ -157,7 +160,10 @@ def harvest(
     # How pages were read (natively or decoded): counted in this process for its threads, and
     # by each shard task on a Dask worker, into the shard's entry (added below).
     reads = PageReads()
-    counted = reads.counting(page)
+    # What the answers warned of: heard here, and by each shard task on a Dask worker (below).
+    heard = ServerWarnings()
+    counted = reads.counting(heard.watching(page))
+    count = heard.watching_counts(count) if count is not None else None
     counter = ShardCounter(
         shown.counting(counted),
         spec,
@@ -218,6 +224,7 @@ def harvest(
                     pool.shutdown(wait=True, cancel_futures=True)
                     joiner.hold(early.unproven())
                     raise
+                report.heard(heard.counts())  # told by an IncompleteResultError's report too
                 _refuse_stuck(the_plan, spec, allow_incomplete, early, report, counter)
                 report.total_results, report.cap = the_plan.total, the_plan.cap
                 report.capped_engine = the_plan.capped_engine
@@ -233,6 +240,7 @@ def harvest(
                 report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
                 for leaf in todo:
                     reads.merge(outcomes[leaf.id].page_reads)
+                    heard.merge(outcomes[leaf.id].warned)
                 joined = joiner.parts()
                 failed, learned = windows_failed(the_plan.total, the_plan.leaves, outcomes)
                 if not failed:
@@ -247,6 +255,7 @@ def harvest(
             shown.writing()
             report.requests += counter.requests
             report.page_reads = reads.summary()
+            report.heard(heard.counts())
             held = set() if executor is not None else {leaf.id for leaf in todo} | read_back
             frame = assemble(store, spec, the_plan, outcomes, joined, held, combine, report)
             check_filters(frame, spec)  # a server that ignored one gave other hits: not kept

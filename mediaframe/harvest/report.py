@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.harvest.plan import without
+from mediaframe.harvest.warned import notes_of
 
 
 @dataclasses.dataclass(repr=False)
@@ -43,8 +44,20 @@ class HarvestReport:
     incomplete: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: Queries the server suggests when nothing matched: ``{suggestion, query, hits}`` each.
     suggestions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: What the client filled in for the user (e.g. the date field date bounds filter on).
+    #: What the client filled in for the user (e.g. the date field date bounds filter on), and
+    #: what the server warned of (:attr:`server_warnings`, a line each).
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: Each distinct ``warning`` the search answers carried, with how many carried it: a few
+    #: texts at most, the answers warning of others counted under ``""``.
+    server_warnings: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def heard(self, counts: Mapping[str, int]) -> None:
+        """Make ``counts`` the server's warnings, in :attr:`server_warnings` and as notes (in
+        place of the notes of those it held before)."""
+        before = set(notes_of(self.server_warnings))
+        self.server_warnings = dict(counts)
+        self.notes = [note for note in self.notes if note not in before]
+        self.notes += notes_of(self.server_warnings)
 
     @property
     def plan(self) -> pd.DataFrame:
@@ -79,6 +92,7 @@ class HarvestReport:
             + f", {self.requests} request(s), {self.seconds:.1f} s"
             + (f", {self.duplicates} duplicate(s) dropped" if self.duplicates else "")
             + (", from cache" if self.from_cache else "")
+            + (", the server warned (see its notes)" if self.server_warnings else "")
         )
 
     def __repr__(self) -> str:
@@ -156,6 +170,7 @@ _SHOWN = frozenset(
         "synced",
         "shards",
         "incomplete",
+        "server_warnings",  # as notes
     }
 )
 _SHORT = reprlib.Repr()

@@ -38,6 +38,7 @@ from mediaframe.harvest.plan import (
     repeated_keys,
 )
 from mediaframe.harvest.reads import PageReads
+from mediaframe.harvest.warned import ServerWarnings
 
 __all__ = [
     "PAST_TOTAL",
@@ -386,8 +387,8 @@ class ShardTask:
     combine: Combine
     #: Takes the frame once written (threads); ``None`` leaves it in the store (Dask).
     deliver: Deliver | None = None
-    #: Count how pages are read, into the shard's entry: set where the harvest's own counter
-    #: cannot see them (a Dask worker's process).
+    #: Count how pages are read, and what they warned of, into the shard's entry: set where
+    #: the harvest's own counter cannot see them (a Dask worker's process).
     count_reads: bool = False
     #: An interrupted run's pages may be kept in the store (a resume): only then are they
     #: looked for. A fresh harvest cleared them, so it would look for nothing, file by file.
@@ -395,10 +396,11 @@ class ShardTask:
 
     def __call__(self, entry: PlannedShard) -> ShardEntry:
         if self.count_reads:
-            reads = PageReads()
-            task = dataclasses.replace(self, page=reads.counting(self.page), count_reads=False)
-            outcome = task(entry)
-            return dataclasses.replace(outcome, page_reads=reads.summary())
+            reads, heard = PageReads(), ServerWarnings()
+            page = reads.counting(heard.watching(self.page))
+            outcome = dataclasses.replace(self, page=page, count_reads=False)(entry)
+            warned = heard.counts() or None
+            return dataclasses.replace(outcome, page_reads=reads.summary(), warned=warned)
         started = time.monotonic()
         shard = Shard.from_dict(entry.shard)
         pages = self.store.pages(entry.id)

@@ -33,6 +33,7 @@ from mediaframe.harvest.plan import Page, Spec
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.verify import breaking_rows, check_filters
+from mediaframe.harvest.warned import ServerWarnings
 
 __all__ = ["can_sync", "sync"]
 
@@ -141,6 +142,12 @@ def sync(
             report.complete = (
                 proven_complete(provenance) and changed_report.complete and keys_report.complete
             )
+            # what the passes heard: the keys pass listed every row kept, so what the harvest
+            # synced from heard is not the result's any more
+            heard = ServerWarnings()
+            heard.merge(changed_report.server_warnings)
+            heard.merge(keys_report.server_warnings)
+            report.heard(heard.counts())
             report.synced = {
                 "changed": len(changed),
                 "removed": len(cached) - len(kept),  # gone from the keys, or left by key

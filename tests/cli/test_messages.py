@@ -9,6 +9,7 @@ import pytest
 from mediaframe.cli.messages import said_for_cli, warnings_said
 from mediaframe.cli.table import printable, render
 from mediaframe.exceptions import IncompleteResultWarning
+from tests.cli.conftest import runner_for
 
 RLO, SO = "\N{RIGHT-TO-LEFT OVERRIDE}", "\x0e"
 
@@ -46,6 +47,20 @@ def test_a_search_with_no_hit_warns_in_one_line(run):
     lines = [line for line in result.stderr.splitlines() if "sunsett" in line]
     assert lines and all(line.startswith("Warning: no record matches") for line in lines), lines
     assert ".py:" not in result.stderr
+
+
+@pytest.mark.filterwarnings("default")
+def test_what_the_server_warned_is_said_once_inert_and_in_the_summary(fresh_emulator, tmp_path):
+    emu = fresh_emulator(records=300, cap=100)  # split into shards: many answers warn
+    emu.set_search_warning(f"the part 'foo:' was ignored{RLO}\x1b[2J")
+    result = runner_for(emu, tmp_path)("records", "--limit", "0")
+    assert result.exit_code == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(said) == 1, result.stderr
+    assert said[0].startswith("Warning: the search engine warned in its answers to this records")
+    assert "was ignored\ufffd\ufffd[2J" in said[0]
+    assert "\x1b" not in result.stderr + result.stdout and RLO not in result.stderr
+    assert "the server warned (see its notes)" in result.stdout + result.stderr
 
 
 def test_format_characters_are_shown_as_replacements_but_joiners_kept():

@@ -29,6 +29,8 @@ class FakeService:
     #: Called with each search's parameters once its answer is made (to change the catalogue
     #: between two pages).
     after_search: object = None
+    #: The ``warning`` member of each answer, from its search's parameters (``None``: none).
+    warning: object = None
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -94,6 +96,7 @@ class FakeService:
         return {
             "total_results": len(hits),
             "available_results": len(page) if self.newer_engine else len(retrievable),
+            "warning": self.warning(params) if callable(self.warning) else "",
             "results": {"records": page if kind == "records" else [], "stories": []},
         }
 

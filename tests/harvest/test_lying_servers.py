@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,6 +22,7 @@ from mediaframe.exceptions import (
     IncompleteResultError,
     MediaframeWarning,
     ResponseFormatError,
+    SearchWarning,
     ServerError,
 )
 from mediaframe.harvest import Spec, planning
@@ -165,6 +167,80 @@ def test_an_error_member_that_reports_nothing_is_no_error(client, front, emu, em
     front.answer = quiet
     assert client.api.search("", per_page=1)["total_results"] == len(emu.ground_truth())
     assert len(client.api.search_records_frame("", per_page=5)[1]) == 5
+
+
+# --- 4: the engine's warning member -----------------------------------------------------------
+
+DEGRADED = "the part 'foo:bar' of the query was ignored"
+
+
+def warning(text: str):
+    """Answers whose engine searched but warns (v1 and v2): the hits are left as they are."""
+
+    def warned(path: str, envelope: Envelope) -> None:
+        if "/search/" in path:
+            envelope["response"]["warning"] = text
+
+    return warned
+
+
+def only_warnings(caught) -> list[str]:
+    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+    others = [w for w in caught if not issubclass(w.category, SearchWarning)]
+    assert not others, others
+    return said
+
+
+@pytest.mark.parametrize("kind", ["records", "stories"])
+def test_a_warning_beside_the_hits_reaches_the_report_and_is_warned_once(client, front, kind):
+    front.answer = warning(DEGRADED)
+    with pytest.warns(SearchWarning) as caught:
+        frame = getattr(client, kind)("", per_page=2)
+    (said,) = only_warnings(caught)
+    assert DEGRADED in said and "report" in said
+    report = mf.HarvestReport.from_frame(frame)
+    assert report.complete and len(frame) == report.total_results > 2
+    searches = front.searches()
+    assert report.server_warnings == {DEGRADED: searches} and searches > 2
+    assert f"the server warned in {searches} answer(s): {DEGRADED!r}" in report.notes
+    assert "ignored" in repr(report) and "ignored" in report._repr_html_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # read back from the cache: no request, no new warning
+        cached = getattr(client, kind)("", per_page=2)
+    assert mf.HarvestReport.from_frame(cached).notes == report.notes
+
+
+def test_a_warning_is_kept_with_its_controls_made_visible_and_any_token_hidden(client, front, emu):
+    front.answer = warning(f"\x1b[2J\x1b[31mapproximate\u202e for oauth_token={emu.token}\n!")
+    with pytest.warns(SearchWarning) as caught:
+        frame = client.records("")
+    report = mf.HarvestReport.from_frame(frame)
+    (text,) = report.server_warnings
+    assert text == "\ufffd[2J\ufffd[31mapproximate\ufffd for oauth_token=*** !"
+    for shown in (*only_warnings(caught), *report.notes, repr(report), report._repr_html_()):
+        assert "\x1b" not in shown and "\u202e" not in shown and emu.token not in shown
+
+
+def test_a_sync_keeps_what_the_server_warned_while_it_synced(client, front, emu):
+    front.answer = warning("an earlier notice")
+    with pytest.warns(SearchWarning):
+        client.records("")
+    front.answer = warning(DEGRADED)
+    with pytest.warns(SearchWarning) as caught:
+        synced = client.records("", ttl=0)
+    (said,) = only_warnings(caught)  # one for the sync's passes together
+    report = mf.HarvestReport.from_frame(synced)
+    assert report.synced is not None and DEGRADED in said
+    # the keys pass listed every row again: the earlier harvest's notice no longer applies
+    assert list(report.server_warnings) == [DEGRADED]
+    assert [note for note in report.notes if "warned" in note] == [
+        f"the server warned in {report.server_warnings[DEGRADED]} answer(s): {DEGRADED!r}"
+    ]
+    front.answer = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = client.records("", ttl=0)
+    assert mf.HarvestReport.from_frame(quiet).server_warnings == {}
 
 
 # --- 10 with 4: a sync to zero hits, and a sync while the engine is down ------------------------
