@@ -34,11 +34,13 @@ from mediaframe.tokens import redact
 __all__ = [
     "as_list",
     "listed",
+    "neutralised",
     "normalise_me",
     "normalise_record",
     "normalise_search",
     "search_rights",
     "search_warning",
+    "unsafe",
 ]
 
 _RENAMES = (
@@ -139,21 +141,30 @@ def search_warning(response: Any) -> str | None:
     said = response.get("warning") if isinstance(response, Mapping) else None
     if not said or (isinstance(said, str) and not said.strip()):
         return None
-    one_line = " ".join(str(said).split())
-    return redact(_SUSPECT.sub(_inert, one_line))[:500]
+    return redact(neutralised(" ".join(str(said).split())))[:500]
 
 
-# Characters outside printable ASCII are each judged: controls (C0, DEL, C1) and format
-# characters but the two joiners some scripts and emoji are written with (the rule of
-# mediaframe.cli.table.unsafe, which the command line shows server text by).
+def neutralised(text: str, *, kept: str = "") -> str:
+    """``text`` with each control and format character but those ``kept`` replaced by U+FFFD:
+    how server text is shown wherever it could rewrite what a terminal or a report shows (an
+    escape sequence, a bidi control)."""
+
+    def shown(match: re.Match[str]) -> str:
+        char = match[0]
+        return char if char in kept or not unsafe(char) else "\N{REPLACEMENT CHARACTER}"
+
+    return _SUSPECT.sub(shown, text)
+
+
+def unsafe(char: str) -> bool:
+    """Whether the character ``char`` must not be shown as it is: a control (C0, DEL, C1) or a
+    format character other than the two joiners some scripts and emoji are written with."""
+    return char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
+
+
+# Only characters outside printable ASCII are judged one by one.
 _SUSPECT = re.compile(r"[^\x20-\x7e]")
 _JOINERS = frozenset("\N{ZERO WIDTH NON-JOINER}\N{ZERO WIDTH JOINER}")
-
-
-def _inert(match: re.Match[str]) -> str:
-    char = match[0]
-    unsafe = char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
-    return "\N{REPLACEMENT CHARACTER}" if unsafe else char
 
 
 def normalise_me(response: dict[str, Any]) -> dict[str, Any]:

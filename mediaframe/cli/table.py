@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 import pandas as pd
+
+from mediaframe.normalise import neutralised, unsafe
 
 __all__ = ["printable", "render", "unsafe"]
 
 # Values come from a server: an escape sequence could rewrite the terminal, so every control
 # character (C0, DEL and C1) is shown as a visible replacement; so is every format character
 # (Unicode's Cf: U+202E and the other bidi controls could make a row say something else),
-# except the two joiners some scripts and emoji are written with, which reorder nothing.
-_SUSPECT = re.compile(r"[^\x20-\x7e]")
-_JOINERS = frozenset("\N{ZERO WIDTH NON-JOINER}\N{ZERO WIDTH JOINER}")
+# except the two joiners some scripts and emoji are written with, which reorder nothing
+# (mediaframe.normalise.unsafe, the one rule server text is shown by).
 _GAP = "  "
 
 
@@ -91,23 +90,7 @@ def printable(text: object, *, one_line: bool = False) -> str:
     value = str(text)
     if one_line:
         value = " ".join(value.split())
-    return _neutralised(value, kept="" if one_line else "\t\n")
-
-
-def _neutralised(text: str, *, kept: str = "") -> str:
-    """``text`` with each control and format character but those ``kept`` replaced by U+FFFD."""
-
-    def shown(match: re.Match[str]) -> str:
-        char = match[0]
-        return char if char in kept or not unsafe(char) else "\N{REPLACEMENT CHARACTER}"
-
-    return _SUSPECT.sub(shown, text)
-
-
-def unsafe(char: str) -> bool:
-    """Whether the character ``char`` must not reach a terminal as it is: a control (C0, DEL,
-    C1) or a format character other than the two joiners."""
-    return char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
+    return neutralised(value, kept="" if one_line else "\t\n")
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -122,7 +105,7 @@ def _cell(value: Any, limit: int) -> str:
         text = value.isoformat(sep=" ")
     else:
         text = str(value)
-    return _cut(_neutralised(text), limit)
+    return _cut(neutralised(text), limit)
 
 
 def _cut(text: str, limit: int) -> str:
