@@ -108,18 +108,31 @@ def naive_loop(server: dict[str, Any], *, per_page: int) -> list[dict[str, Any]]
 def harvested_pages(report: mf.HarvestReport, *, per_page: int) -> list[list[list[tuple]]]:
     """The search forms of every page the harvest fetched, one list per shard.
 
-    The engine pages a shard from offset 0 on a stable sort until it has the shard's total.
+    The engine pages a shard on a stable sort until it has the shard's total, each page after
+    the search's first asked from one hit before where the one before it ended.
     """
     spec = Spec(report.kind, report.query, report.filters)
     sort = spec.paging_sort  # the engine's stable order
     shards = []
     for entry in report.shards:
-        params = {**spec.params(Shard.from_dict(entry["shard"])), "sort": sort, "ord": "asc"}
-        offsets = range(0, entry["total"] or 0, per_page)
+        shard = Shard.from_dict(entry["shard"])
+        params = {**spec.params(shard), "sort": sort, "ord": "asc"}
+        start = shard.window[0] if shard.window else 0
+        offsets = page_offsets(start, entry["total"] or 0, per_page)
         shards.append(
             [search_params(**params, offset_start=at, per_page=per_page) for at in offsets]
         )
     return shards
+
+
+def page_offsets(start: int, size: int, per_page: int) -> list[int]:
+    """Where the pages of ``size`` hits from ``start`` are asked: each overlaps one hit."""
+    at = start - 1 if start else 0
+    offsets: list[int] = []
+    while size and (not offsets or at + 1 < start + size):
+        offsets.append(at)
+        at += max(1, per_page - 1)
+    return offsets
 
 
 def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrency: int) -> int:

@@ -102,6 +102,11 @@ class ShardEntry:
     stuck: list[str] = dataclasses.field(default_factory=list)
     #: Why its pages could not be trusted, if they could not: never reused by a resume.
     fault: str | None = None
+    #: An offset window of a search (no cap): the key of the hit just before its first, as its
+    #: first page served it (``None`` for the search's first window), and the key of its last
+    #: hit. A window meets the one before it when its ``before`` is that one's ``last``.
+    before: list[int] | None = None
+    last: list[int] | None = None
     #: Pages of it were kept while it was paged: they go once the shard itself is kept.
     paged: bool = False
     #: How its pages were read, when it was paged in another process (a Dask worker):
@@ -137,6 +142,9 @@ class PageEntry:
     #: The shard's ``total_results`` on this page: pages of one shard agree, or are dropped.
     total: int
     crc32: str
+    #: The first page of an offset window after the search's first: the key of the hit just
+    #: before the window, as the page served it (it proves the window meets the one before).
+    before: list[int] | None = None
     schema_version: int = SCHEMA_VERSION
 
 

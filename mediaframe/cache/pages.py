@@ -61,8 +61,11 @@ class PageCheckpoints:
     def _name(self, offset: int, suffix: str) -> str:
         return f"{self.folder}/{offset:010d}.{suffix}"
 
-    def save(self, offset: int, frame: pd.DataFrame, total: int) -> None:
-        """Keep the page read at ``offset`` (``total``: the shard's total on that page)."""
+    def save(
+        self, offset: int, frame: pd.DataFrame, total: int, before: list[int] | None = None
+    ) -> None:
+        """Keep the page read at ``offset`` (``total``: the shard's total on that page;
+        ``before``: the key of the hit before a window's first, see ``PageEntry``)."""
         self._touched = True
         data = to_ipc(frame, {"shard": self.shard_id, "offset": offset})
         entry = PageEntry(
@@ -71,6 +74,7 @@ class PageCheckpoints:
             rows=len(frame),
             total=total,
             crc32=crc32(data),
+            before=before,
         )
         self.store.write_checkpoint(self._name(offset, "arrow"), data)
         self.store.write_checkpoint(self._name(offset, "json"), encode(entry))

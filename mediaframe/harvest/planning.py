@@ -25,6 +25,7 @@ from mediaframe.harvest.plan import (
     Spec,
     Statuses,
     padded,
+    paged_whole,
     plan,
     windows,
 )
@@ -134,7 +135,9 @@ class Planning:
             return self._windowed(root)
         if cap is None and self.learned_cap is not None and self.learned_cap < root.total:
             cap = max(1, self.learned_cap)
-        limit = cap if cap is not None else min(max(root.total, 1), _UNCAPPED_SHARD)
+        # pages after a shard's first overlap by a hit: shards of whole pages all the same
+        most = paged_whole(_UNCAPPED_SHARD, counter.page_size)
+        limit = cap if cap is not None else min(max(root.total, 1), most)
         counter.page_size = min(counter.page_size, limit)  # a probe must fit in one answer
         checkpoint = PlanFile(
             spec=self.spec.identity(),

@@ -45,6 +45,7 @@ __all__ = [
     "Combine",
     "Deliver",
     "EarlyShards",
+    "Edges",
     "PagingFault",
     "ShardOverCap",
     "ShardTask",
@@ -97,15 +98,19 @@ def fetch_shard(
     partial: bool = False,
     pages: PageCheckpoints | None = None,
     resume: bool = True,
-) -> tuple[pd.DataFrame, int, int]:
-    """Page every hit of one shard; returns ``(frame, total, requests)``.
+) -> tuple[pd.DataFrame, int, int, Edges]:
+    """Page every hit of one shard; returns ``(frame, total, requests, edges)``.
 
-    A shard whose pages repeat a key, or whose total moved while it was paged (offsets then
-    shift, and a live record falls between two pages), is paged again, up to twice. With
-    ``pages``, the pages read are kept when paging fails (and every few seconds while it goes
-    on), and paging goes on from the pages an interrupted run kept (its requests are not
-    counted again) unless the shard's total has moved since; without ``resume`` (a fresh
-    harvest, which cleared them), no kept page is looked for.
+    Each page after the first is asked from one hit before where the previous page ended, and
+    must begin with the hit that page ended on: pages that meet so hold every hit that was in
+    the shard while it was paged, whatever moved (a record deleted early in the paging order
+    and another added later leave every total as it was, yet shift the later offsets). The
+    overlapping hit is dropped. A shard whose pages do not meet, repeat a key, or whose total
+    moved while it was paged is paged again, up to twice. With ``pages``, the pages read are
+    kept when paging fails (and every few seconds while it goes on), and paging goes on from
+    the pages an interrupted run kept (its requests are not counted again) unless the shard
+    has moved since; without ``resume`` (a fresh harvest, which cleared them), no kept page is
+    looked for.
 
     Raises
     ------
@@ -122,7 +127,7 @@ def fetch_shard(
         paging = _Paging(page, spec, shard, per_page, capped_engine, partial, pages)
         frame, totals, spent = paging.through(combine, resume=resume and attempt == 0)
         requests += spent
-        fault = paging_fault(frame, totals, spec.key_columns)
+        fault = paging_fault(frame, totals, spec.key_columns) or paging.broken
         if fault is None and paging.past_total:  # paging again would not change its count
             if pages is not None:
                 pages.discard()
@@ -137,7 +142,7 @@ def fetch_shard(
             # offsets of the whole search shift when it moves: windows then miss or repeat hits
             fault = f"the search's total moved from {shard.window[2]} to {totals[-1]}"
         if fault is None:
-            return frame, shard.size(totals[-1]), requests
+            return frame, shard.size(totals[-1]), requests, paging.edges()
     if pages is not None:
         pages.discard()
     raise PagingFault(
@@ -146,6 +151,11 @@ def fetch_shard(
         totals[-1],
         requests,
     )
+
+
+#: A shard's key before its first hit (an offset window after the search's first: as its first
+#: page served it) and of its last hit, where known: adjacent windows must meet on them.
+Edges = tuple[list[int] | None, list[int] | None]
 
 
 @dataclasses.dataclass
@@ -161,6 +171,20 @@ class _Paging:
     pages: PageCheckpoints | None
     #: A server with no cap served a hit past the total it reported: its total is capped.
     past_total: bool = False
+    #: Why two pages do not meet (the later one did not begin with the hit the earlier ended
+    #: on): hits moved between them, or the server does not page by ``offset_start``.
+    broken: str | None = None
+    #: The key of the hit before the shard's first (an offset window after the search's
+    #: first), and of the last hit read.
+    before: tuple[int, ...] | None = None
+    last: tuple[int, ...] | None = None
+
+    def edges(self) -> Edges:
+        """Where the shard begins and ends, as keys (see :data:`Edges`)."""
+        if self.shard.window is None:
+            return None, None
+        before = list(self.before) if self.before is not None else None
+        return before, list(self.last) if self.last is not None else None
 
     def through(self, combine: Combine, *, resume: bool) -> tuple[pd.DataFrame, list[int], int]:
         """``(frame, every page's total, requests)``.
@@ -174,30 +198,49 @@ class _Paging:
         parts = [frame for _, frame in kept]
         totals = [entry.total for entry, _ in kept]
         offset = sum(entry.rows for entry, _ in kept)
-        unsaved: list[tuple[int, pd.DataFrame, int]] = []  # (offset, page, total)
+        if kept:
+            self.before = _as_key(kept[0][0].before)
+            self.last = _key_of(parts[-1], -1, self.spec.key_columns)
+        unsaved: list[tuple[int, pd.DataFrame, int, list[int] | None]] = []
         saved_at = time.monotonic()
         requests = 0
         try:
             while True:
-                frame, total = self._read(offset)
+                # every page but the search's first overlaps the hit read before it
+                overlap = offset > 0 or self._window_start() > 0
+                # no more than the hits left as the last page counted them (those past the
+                # total are for _serves_past to find)
+                left = self.shard.size(totals[-1]) - offset if totals else None
+                frame, total = self._read(offset, overlap=overlap, left=left)
                 requests += 1
-                if kept and requests == 1 and total != totals[0]:
+                broken = self._disjoint(frame, offset) if overlap else None
+                if kept and requests == 1 and (total != totals[0] or broken):
                     # the shard moved while the harvest was down: the kept pages shifted
                     assert self.pages is not None
                     self.pages.discard()
                     kept, parts, totals, offset = [], [], [], 0
-                    frame, total = self._read(offset)
-                    requests += 1
+                    self.before = self.last = None
+                    continue
                 totals.append(total)
-                if len(frame) or not parts:  # keep one (maybe empty) page: it has the columns
-                    parts.append(frame)
-                last = not len(frame) or offset + len(frame) >= self.shard.size(total)
+                if broken:
+                    self.broken = broken
+                    parts.append(frame)  # whole: a page served again shows as repeated keys
+                    break
+                hits = frame.iloc[1:].reset_index(drop=True) if overlap else frame
+                if overlap and offset == 0:  # a window's first page: the hit before it
+                    self.before = _key_of(frame, 0, self.spec.key_columns)
+                if len(hits) or not parts:  # keep one (maybe empty) page: it has the columns
+                    parts.append(hits)
+                last = not len(hits) or offset + len(hits) >= self.shard.size(total)
                 if not last:
-                    unsaved.append((offset, frame, total))
-                offset += len(frame)
+                    before = list(self.before) if offset == 0 and self.before else None
+                    unsaved.append((offset, hits, total, before))
+                if len(hits):
+                    self.last = _key_of(hits, -1, self.spec.key_columns)
+                offset += len(hits)
                 if last:
-                    if len(frame) and self._ends_search(total):
-                        self.past_total = self._serves_past(total, frame)
+                    if len(hits) and self._ends_search(total):
+                        self.past_total = self._serves_past(total, hits)
                         requests += 1
                     break
                 if time.monotonic() - saved_at >= _KEEP_EVERY:
@@ -212,6 +255,28 @@ class _Paging:
                 self._keep(unsaved)
             raise
         return join(parts, combine), totals, requests
+
+    def _disjoint(self, frame: pd.DataFrame, offset: int) -> str | None:
+        """Why a page asked from one hit before ``offset`` does not begin with the hit read
+        there (``None`` when it does, and for a window's first page, which has none to meet)."""
+        if offset == 0:
+            return None
+        where = f"offset_start={self._window_start() + offset - 1}"
+        if not len(frame):
+            return f"its page at {where} came back empty, though a hit was read there before"
+        first = _key_of(frame, 0, self.spec.key_columns)
+        if first is None or self.last is None:
+            return f"its pages cannot be joined: a hit at {where} has no key to tell it by"
+        if first != self.last:
+            return (
+                f"its pages do not meet: the page at {where} began with {first}, not with "
+                f"{self.last}, the hit the page before ended on (hits moved between the pages, "
+                "or offset_start is ignored)"
+            )
+        return None
+
+    def _window_start(self) -> int:
+        return 0 if self.shard.window is None else self.shard.window[0]
 
     def _ends_search(self, total: int) -> bool:
         """Whether the shard's last hit is its search's last, on a server with no cap: the
@@ -242,17 +307,23 @@ class _Paging:
         past, final = frame[sort].iloc[0], last[sort].iloc[-1]
         return bool(pd.isna(past) or pd.isna(final) or past >= final)
 
-    def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int]]) -> None:
+    def _keep(self, unsaved: list[tuple[int, pd.DataFrame, int, list[int] | None]]) -> None:
         if self.pages is not None:
-            for offset, frame, total in unsaved:
-                self.pages.save(offset, frame, total)
+            for offset, frame, total, before in unsaved:
+                self.pages.save(offset, frame, total, before)
         unsaved.clear()
 
-    def _read(self, offset: int) -> tuple[pd.DataFrame, int]:
+    def _read(
+        self, offset: int, *, overlap: bool, left: int | None = None
+    ) -> tuple[pd.DataFrame, int]:
+        """The page of hits from ``offset`` (of the shard), from one hit before if ``overlap``;
+        of at most ``left`` new hits, where known."""
         params = {**self.spec.params(self.shard), "sort": self.spec.paging_sort, "ord": "asc"}
-        per_page = self.per_page
+        per_page = max(self.per_page, 2) if overlap else self.per_page  # one new hit at least
+        if left is not None and left > 0:
+            per_page = min(per_page, left + overlap)
+        offset += self._window_start() - overlap
         if self.shard.window is not None:  # offsets within the window
-            offset += self.shard.window[0]
             per_page = max(1, min(per_page, self.shard.window[1] - offset))
         response, frame = self.page(**params, offset_start=offset, per_page=per_page)
         total = int_member(response, "total_results")
@@ -269,6 +340,21 @@ def join(parts: list[pd.DataFrame], combine: Combine) -> pd.DataFrame:
     frames ``combine`` built, and joining one alone would rebuild its ~54 columns for nothing
     (2 ms of CPU a page; on a capped server whose cap is the page size, every shard is one)."""
     return parts[0] if len(parts) == 1 else combine(parts)
+
+
+def _key_of(frame: pd.DataFrame, row: int, key: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The key of ``frame``'s ``row`` (``-1``: its last); ``None`` where it has none to tell
+    it by (a missing value proves nothing about which hit it is)."""
+    if not len(frame) or not all(name in frame.columns for name in key):
+        return None
+    values = [frame[name].iloc[row] for name in key]
+    if any(pd.isna(value) for value in values):
+        return None
+    return tuple(int(value) for value in values)
+
+
+def _as_key(values: list[int] | None) -> tuple[int, ...] | None:
+    return None if values is None else tuple(values)
 
 
 def paging_fault(frame: pd.DataFrame, totals: list[int], key: tuple[str, ...]) -> str | None:
@@ -406,7 +492,7 @@ class ShardTask:
         pages = self.store.pages(entry.id)
         try:
             try:
-                frame, total, requests = self._fetch(
+                frame, total, requests, (before, last) = self._fetch(
                     shard, partial=entry.stuck, pages=pages, resume=self.resume
                 )
             except ShardOverCap:
@@ -425,7 +511,14 @@ class ShardTask:
         # the joiner drops the pages kept while it was paged once it has kept the shard
         touched = pages.touched
         outcome = self._written(
-            entry.id, frame, started, total=total, requests=requests, paged=touched
+            entry.id,
+            frame,
+            started,
+            total=total,
+            requests=requests,
+            paged=touched,
+            before=before,
+            last=last,
         )
         if outcome.file:
             pages.discard()  # the shard's own checkpoint now holds its pages
@@ -454,7 +547,7 @@ class ShardTask:
         partial: bool = False,
         pages: PageCheckpoints | None = None,
         resume: bool = True,
-    ) -> tuple[pd.DataFrame, int, int]:
+    ) -> tuple[pd.DataFrame, int, int, Edges]:
         return fetch_shard(
             self.page,
             self.spec,
@@ -482,7 +575,7 @@ class ShardTask:
         )
         parts, fetched_total, requests = [], 0, counter.requests
         for leaf, _ in leaves + stuck:
-            frame, leaf_total, leaf_requests = self._fetch(leaf, partial=True)
+            frame, leaf_total, leaf_requests, _ = self._fetch(leaf, partial=True)
             parts.append(frame)
             fetched_total += leaf_total
             requests += leaf_requests

@@ -22,6 +22,12 @@ from .test_engine import Crash, keys, run
 WHOLE = "o0-1000-of1000"
 
 
+def page_at(index, per_page=40):
+    """The offset of the first new hit of a shard's page ``index``: every page after the
+    first is asked from the hit the one before ended on, and brings ``per_page - 1`` new."""
+    return index and per_page + (per_page - 1) * (index - 1)
+
+
 def crash_after(service, tmp_path, requests, per_page):
     """Run a harvest that dies at its ``requests``-th search; how many searches it made."""
     calls = {"n": 0}
@@ -96,18 +102,19 @@ def test_a_harvest_whose_token_is_revoked_every_few_requests_converges(
 
 
 def test_a_resume_goes_on_from_the_pages_kept_within_a_shard(tmp_path):
-    # An engine without a cap, paged on one thread: the whole search is one window of 25 pages.
+    # An engine without a cap, paged on one thread: the whole search is one window of 26 pages
+    # (40 hits, then 39 new ones a page: each page after the first overlaps the one before).
     service = FakeService.build(1000, newer_engine=True)
     spent = crash_after(service, tmp_path, 15, 40)
     kept = HarvestStore(str(tmp_path / "h")).pages(WHOLE).restore()
-    assert [entry.offset for entry, _ in kept] == [40 * i for i in range(len(kept))] and kept
+    assert [entry.offset for entry, _ in kept] == [page_at(i) for i in range(len(kept))] and kept
     before = service.requests
     frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
     assert service.requests - before == report.requests
     # two counts of the whole (which meaning of available_results), then the pages not kept,
     # and one hit asked past the total (an engine may count only so far)
-    assert report.requests == 2 + 25 - len(kept) + 1, (report.requests, spent, len(kept))
+    assert report.requests == 2 + 26 - len(kept) + 1, (report.requests, spent, len(kept))
     assert not HarvestStore(str(tmp_path / "h")).pages(WHOLE).restore(), "pages dropped"
 
 
@@ -143,9 +150,10 @@ def test_pages_kept_before_the_shard_moved_are_not_resumed_from(tmp_path):
     frame, report = run(service, tmp_path, per_page=40)
     assert gone not in keys(frame) and keys(frame) == service.truth() and report.complete
     pages = [offset for offset in offsets if offset]
-    # the windows of a search that moved are planned again: every page is asked once, none
-    # of the kept ones taken as they were; then one hit past the total (999 hits now)
-    assert sorted(pages) == [*(40 * i for i in range(1, 25)), 999], pages
+    # the windows of a search that moved are planned again: every page is asked once (from one
+    # hit before the next new one), none of the kept ones taken as they were; then one hit past
+    # the total (999 hits now)
+    assert sorted(pages) == [*(39 * i for i in range(1, 26)), 999], pages
 
 
 def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
@@ -153,10 +161,10 @@ def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
     crash_after(service, tmp_path, 15, 40)
     folder = tmp_path / "h" / "shards" / f"{WHOLE}.pages"
     kept = len(list(folder.glob("*.json")))
-    (folder / f"{40 * 3:010d}.arrow").write_bytes(b"not arrow")
+    (folder / f"{page_at(3):010d}.arrow").write_bytes(b"not arrow")
     frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
-    assert report.requests == 2 + 25 - 3 + 1, (report.requests, kept)  # + a hit past the total
+    assert report.requests == 2 + 26 - 3 + 1, (report.requests, kept)  # + a hit past the total
 
 
 @pytest.mark.parametrize("keep_every", [0.0, 3600.0])
@@ -178,7 +186,7 @@ def test_pages_are_kept_while_paging_only_every_few_seconds(tmp_path, monkeypatc
     if keep_every:
         assert max(on_disk) == 0, "a fast shard keeps no page"
     else:
-        assert on_disk[-1] == 24, on_disk  # when the last page is asked: all 24 before it
+        assert on_disk[-1] == 25, on_disk  # when the last page is asked: all 25 before it
 
 
 def test_a_resume_reads_its_kept_shards_back_while_the_rest_is_paged(tmp_path, monkeypatch):
