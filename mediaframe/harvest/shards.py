@@ -290,8 +290,8 @@ class EarlyShards:
     that counted it writes it at once, and its frame is delivered once the planner proves the
     shard a leaf. Queued behind the other counts, every such shard was written at the end of
     planning, which is then the end of the harvest. A shard finished by a run killed while it
-    planned is kept: for free when the whole search kept its total (``trusted``), else when a
-    one-hit count says it has not changed.
+    planned is kept: for free when nothing in the search changed since (``trusted``), else when
+    its ``check`` (one request) says it has not changed.
     """
 
     def __init__(
@@ -305,16 +305,24 @@ class EarlyShards:
         self._deliver = deliver
         self._kept: dict[str, ShardEntry] = {}
         self._trusted = False
+        self._check: Callable[[Shard, ShardEntry], bool] | None = None
         self._held: dict[str, tuple[ShardEntry, pd.DataFrame]] = {}  # not yet proven leaves
         #: Shards written or started, by id: their outcomes to come.
         self.futures: dict[str, Future[ShardEntry]] = {}
         #: Kept shards, by id: their entries in the store.
         self.reused: dict[str, ShardEntry] = {}
 
-    def keep(self, entries: Mapping[str, ShardEntry], *, trusted: bool = False) -> None:
+    def keep(
+        self,
+        entries: Mapping[str, ShardEntry],
+        *,
+        trusted: bool = False,
+        check: Callable[[Shard, ShardEntry], bool] | None = None,
+    ) -> None:
         """Keep these finished shards where the plan finds them again; ``trusted``: take their
-        totals as counts, with no request."""
-        self._kept, self._trusted = dict(entries), trusted
+        totals as counts, with no request; else keep those ``check`` finds unchanged (without
+        a check, those a one-hit count finds of the same total)."""
+        self._kept, self._trusted, self._check = dict(entries), trusted, check
 
     def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
         """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
@@ -330,7 +338,11 @@ class EarlyShards:
             if kept is not None and self._trusted:
                 self.reused[shard.id] = kept
                 return Count(kept.total, kept.total)
-            if kept is not None:
+            if kept is not None and self._check is not None:
+                if self._check(shard, kept):  # one request rather than a page
+                    self.reused[shard.id] = kept
+                    return Count(kept.total, kept.total)
+            elif kept is not None:
                 counted = counter(shard)  # one hit rather than a page
                 if counted.total == kept.total:
                     self.reused[shard.id] = kept
