@@ -8,7 +8,10 @@ import datetime as dt
 
 import pytest
 
+import mediaframe as mf
 from mediaframe.cache import HarvestStore
+from mediaframe.config import Settings
+from mediaframe.exceptions import TokenRejectedError
 from mediaframe.harvest import Spec
 from mediaframe.harvest.spec import Shard
 
@@ -186,3 +189,34 @@ def test_a_plan_that_does_not_say_when_its_run_began_keeps_nothing_unchecked(tmp
     frame, report = run(service, tmp_path, per_page=100)
     assert keys(frame) == service.truth() and report.complete
     assert report.resumed_shards == 0
+
+
+@pytest.fixture(scope="session")
+def flavour() -> str:
+    """The contract's server (a current one, without a cap, answers in one shard)."""
+    return "contract"
+
+
+def test_an_edit_while_the_harvest_was_down_is_in_the_resumed_frame(fresh_emulator, tmp_path):
+    """Through the service: an edit moves no count, only the record's ``updated_on``."""
+    emu = fresh_emulator(records=1000, seed=9, cap=100)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=1, backoff=0.01
+    )
+    emu.set_faults(revoke_after=40)
+    with pytest.raises(TokenRejectedError):
+        mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings).records()
+    emu.set_faults(revoke_after=10**9)
+    client = mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+    store = HarvestStore(str(client.cache_path("records")))
+    finished = store.finished_shards()
+    assert len(finished) > 1, "the revoked harvest kept finished shards"
+    kept = store.read_shard(next(iter(finished.values())))
+    databox, record = int(kept.databox_id.iloc[0]), int(kept.record_id.iloc[0])
+    emu.update_record(databox, record, title="Edited while the harvest was down")
+    result = client.records()
+    report = mf.HarvestReport.from_frame(result)
+    assert report.complete and keys(result) == keys(emu.ground_truth())
+    assert report.resumed_shards == len(finished) - 1, "the other finished shards are kept"
+    row = result[(result.databox_id == databox) & (result.record_id == record)]
+    assert list(row.title) == ["Edited while the harvest was down"]
