@@ -121,6 +121,7 @@ class Planning:
             unmoved = False
         if found is not None and not unmoved:
             self.store.clear_pages()  # pages kept within a shard may have shifted since
+        checked: dict[str, ShardEntry] | None = None  # finished shards found unchanged now
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
@@ -129,9 +130,13 @@ class Planning:
                 valid, covered = still_valid(self.store, saved, self.counter, self.pool, root.total)
                 if covered:
                     return self._resumed(saved), self._read_ahead(valid)
-                # a record past every shard's bounds (added since, created today): plan again
+                # a record past every shard's bounds (added since, created today): plan again,
+                # keeping those just found unchanged where the new plan finds them
+                checked = valid
             # windows of a search that changed no longer hold what they held: plan again
-        if resume:
+        if checked is not None:
+            self.early.keep(self._read_ahead(checked), trusted=True)
+        elif resume:
             # Shards finished by a run killed while planning: trusted if nothing changed since,
             # else each is checked with one request where the plan finds it again.
             cut = changed_after(saved) if saved is not None else None

@@ -78,16 +78,18 @@ def test_a_deletion_in_one_finished_shard_and_an_addition_in_another(tmp_path, p
     assert keys(frame) == service.truth() and report.complete
 
 
-def test_an_addition_past_every_shards_dates_is_planned_around(tmp_path):
+@KILLS
+def test_an_addition_past_every_shards_dates_is_planned_around(tmp_path, per_page, dies_at):
     """A record created now falls past the last day the interrupted run's plan split over:
     in no shard of it. The plan no longer covers the search, and is made again."""
     service = FakeService.build(3000, cap=100)
-    dies(service, tmp_path, 120)
+    dies(service, tmp_path, dies_at, per_page)
     gone = a_finished_record(tmp_path)
     added = replace_by_a_twin(service, gone, twin_of=gone, created_on=now().isoformat())
-    frame, report = run(service, tmp_path, per_page=100)
+    frame, report = run(service, tmp_path, per_page=per_page)
     assert gone not in keys(frame) and added in keys(frame)
     assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards, "shards found unchanged are kept where the new plan has them"
 
 
 def test_a_record_re_filed_from_one_finished_shard_to_another(tmp_path):
