@@ -16,7 +16,7 @@ from mediaframe.harvest import Spec
 from mediaframe.harvest.spec import Shard
 
 from .fake import FakeService
-from .test_engine import keys, run
+from .test_engine import Crash, keys, run
 from .test_resume import WHOLE, crash_after
 
 # Killed while planning (the shards its counts brought whole are kept), and while paging.
@@ -222,3 +222,30 @@ def test_an_edit_while_the_harvest_was_down_is_in_the_resumed_frame(fresh_emulat
     assert report.resumed_shards == len(finished) - 1, "the other finished shards are kept"
     row = result[(result.databox_id == databox) & (result.record_id == record)]
     assert list(row.title) == ["Edited while the harvest was down"]
+
+
+def test_a_search_with_a_date_filter_of_its_own(tmp_path):
+    """The check sorts by ``updated_on`` and filters nothing: a user's own date filter (here
+    on ``created_on``, which the shards are cut on too) stays as it is."""
+    spec = Spec("records", filters={"date_field": "created_on", "date_min": dt.date(2020, 4, 1)})
+    service = FakeService.build(3000, cap=100)
+    calls = {"n": 0}
+
+    def flaky(**params):
+        calls["n"] += 1
+        if calls["n"] == 60:
+            raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, spec, concurrency=1, per_page=100)
+    gone = a_finished_record(tmp_path)
+    added = replace_by_a_twin(service, gone, twin_of=gone)
+    frame, report = run(service, tmp_path, spec, per_page=100)
+    wanted = {
+        (r["databox_id"], r["record_id"])
+        for r in service.records
+        if dt.date.fromisoformat(r["created_on"][:10]) >= dt.date(2020, 4, 1)
+    }
+    assert gone not in keys(frame) and added in keys(frame)
+    assert keys(frame) == wanted and report.complete
