@@ -110,6 +110,11 @@ class ShardEntry:
     #: What the server warned of in those pages, ``{text: answers}``, added to the report's
     #: ``server_warnings``.
     warned: dict[str, int] | None = None
+    #: The latest ``updated_on`` among its rows (ISO 8601), if one has any: a resume's check of
+    #: what changed reads the rows back only when it is later than the interrupted run's start.
+    updated_last: str | None = dataclasses.field(
+        default=None, metadata=_valid(_is_timestamp, "an ISO 8601 time")
+    )
     schema_version: int = SCHEMA_VERSION
 
 

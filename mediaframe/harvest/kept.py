@@ -21,6 +21,7 @@ __all__ = [
     "changed_since",
     "intact_shards",
     "kept_shards",
+    "needs_rows",
     "still_valid",
     "unchanged",
 ]
@@ -106,7 +107,11 @@ def unchanged(
     server not sorting by it — the shard is taken as changed, and paged again.
     """
     key = list(counter.spec.key_columns)
-    ours = None if rows is None or cut is None else _updated_after(rows, key, cut)
+    ours: set[tuple[int, ...]] | None = None  # the rows kept updated after the cut
+    if cut is not None and rows is not None:
+        ours = _updated_after(rows, key, cut)
+    elif cut is not None and not needs_rows(entry, cut):
+        ours = set()  # its entry says none was
     if ours is None:
         return False, counter(shard).total
     response, frame = counter.latest(shard, len(ours) + 1)
@@ -127,6 +132,14 @@ def unchanged(
     seen_all = len(frame) >= total or not dated.all() or stamps.iloc[-1] <= cut
     theirs = _updated_after(frame, key, cut)
     return seen_all and theirs == ours, total
+
+
+def needs_rows(entry: ShardEntry, cut: pd.Timestamp | None) -> bool:
+    """Whether :func:`unchanged` needs the rows kept of ``entry``: some may have been updated
+    after ``cut`` (or its entry does not say when its rows were updated last)."""
+    if cut is None:
+        return False
+    return entry.updated_last is None or pd.Timestamp(entry.updated_last) > cut
 
 
 def _updated_after(
@@ -163,7 +176,7 @@ def still_valid(
     found = list(_kept(store, planned).values())
     cut = changed_after(the_plan)
     try:
-        rows = store.read_shards(found) if cut is not None else {}
+        rows = store.read_shards([entry for entry in found if needs_rows(entry, cut)])
     except CacheError:
         rows = {}
 

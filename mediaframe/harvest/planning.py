@@ -26,6 +26,7 @@ from mediaframe.harvest.kept import (
     changed_since,
     intact_shards,
     kept_shards,
+    needs_rows,
     still_valid,
     unchanged,
 )
@@ -161,7 +162,7 @@ class Planning:
     def _unchanged(self, shard: Shard, entry: ShardEntry, *, cut: pd.Timestamp | None) -> bool:
         """Whether a shard finished by the interrupted run is unchanged (one request)."""
         try:
-            rows = self.store.read_shard(entry) if cut is not None else None
+            rows = self.store.read_shard(entry) if needs_rows(entry, cut) else None
         except CacheError:
             rows = None
         return unchanged(self.counter, shard, entry, rows, cut)[0]

@@ -452,7 +452,9 @@ class ShardTask:
     ) -> ShardEntry:
         """The shard's outcome; its frame is handed on (threads: the joiner keeps it, with
         others) or written to the store at once (Dask: the store is where it is taken)."""
-        facts.update(seconds=time.monotonic() - started, worker=_worker())
+        facts.update(
+            seconds=time.monotonic() - started, worker=_worker(), updated_last=_updated_last(frame)
+        )
         if self.deliver is None:
             return self.store.write_shard(shard_id, frame, **facts)
         outcome = ShardEntry(id=shard_id, rows=len(frame), **facts)
@@ -507,6 +509,14 @@ class ShardTask:
             replanned=len(leaves),
             stuck=[s.id for s, _ in stuck],
         )
+
+
+def _updated_last(frame: pd.DataFrame) -> str | None:
+    """The latest ``updated_on`` of a shard's rows, if any has one (see ``ShardEntry``)."""
+    stamps = frame.get("updated_on")
+    if stamps is None or not pd.api.types.is_datetime64_any_dtype(stamps) or stamps.isna().all():
+        return None
+    return pd.Timestamp(stamps.max()).isoformat()
 
 
 def _worker() -> str:

@@ -5,6 +5,7 @@ did not change."""
 
 import dataclasses
 import datetime as dt
+import threading
 
 import pytest
 
@@ -249,3 +250,31 @@ def test_a_search_with_a_date_filter_of_its_own(tmp_path):
     }
     assert gone not in keys(frame) and added in keys(frame)
     assert keys(frame) == wanted and report.complete
+
+
+@KILLS
+def test_the_check_reads_back_only_shards_updated_since_the_run_began(
+    tmp_path, monkeypatch, per_page, dies_at
+):
+    """Each finished shard's entry says when its rows were updated last: a check reads the
+    rows back (to compare them) only where that is after the interrupted run's start."""
+    service = FakeService.build(3000, cap=100)
+    dies(service, tmp_path, dies_at, per_page)
+    finished = HarvestStore(str(tmp_path / "h")).finished_shards()
+    assert all(entry.updated_last for entry in finished.values())
+    gone = a_finished_record(tmp_path)
+    replace_by_a_twin(service, gone, twin_of=a_finished_record(tmp_path, 1))
+    read: list[tuple[str, list[str]]] = []
+    real = HarvestStore.read_shards
+
+    def spied(self, entries):
+        entries = list(entries)
+        read.append((threading.current_thread().name, [entry.id for entry in entries]))
+        return real(self, entries)
+
+    monkeypatch.setattr(HarvestStore, "read_shards", spied)
+    frame, report = run(service, tmp_path, per_page=per_page)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards >= len(finished) - 2, "all but the two changed are kept"
+    checking = [ids for name, ids in read if ids and not name.startswith("mediaframe-kept")]
+    assert not checking, checking
