@@ -83,9 +83,10 @@ def changed_since(counter: ShardCounter, cut: pd.Timestamp | None) -> bool:
     response, frame = counter.latest(Shard(), 1)
     if int_member(response, "total_results") == 0:
         return False
-    if not len(frame) or "updated_on" not in frame.columns:
+    stamps = frame.get("updated_on")
+    if not len(frame) or stamps is None or not pd.api.types.is_datetime64_any_dtype(stamps):
         return True
-    latest = frame["updated_on"].iloc[0]
+    latest = stamps.iloc[0]
     return bool(pd.isna(latest) or latest > cut)
 
 
@@ -139,7 +140,10 @@ def needs_rows(entry: ShardEntry, cut: pd.Timestamp | None) -> bool:
     after ``cut`` (or its entry does not say when its rows were updated last)."""
     if cut is None:
         return False
-    return entry.updated_last is None or pd.Timestamp(entry.updated_last) > cut
+    try:
+        return entry.updated_last is None or bool(pd.Timestamp(entry.updated_last) > cut)
+    except (TypeError, ValueError):  # a time without its zone: the rows say
+        return True
 
 
 def _updated_after(
