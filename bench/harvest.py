@@ -10,9 +10,10 @@ not mix with the client's. One run measures, against ``--records`` records under
    key for key, to the emulator's ground truth (``mediaframe emulator catalogue``);
 2. a naive sequential paging loop with requests, until an empty page: the cap truncates it;
 3. the floor: the same pages the harvest fetched (rebuilt from its report's plan), fetched raw
-   by a thread pool of the same concurrency, bytes read, nothing decoded (1 and 3: the best of
-   ``--rounds``, 5 by default, the two interleaved: one run on a shared machine swings by a
-   third);
+   by a thread pool of the same concurrency, bytes read, nothing decoded; and, for the record,
+   the same pages fetched and each read into a frame (``read_records``) and nothing else, what
+   reading costs a client beside the server on this machine (1 and 3: the best of
+   ``--rounds``, 5 by default, interleaved: one run on a shared machine swings by a third);
 4. reading the harvest back from the cache, ``client.records()``: as ``timeit`` times a short
    call (enough calls to take 0.2 s, best of five such runs), the target's measure; and, for the
    record, the first read after the harvests and the first read in a fresh process;
@@ -44,6 +45,7 @@ import pandas as pd
 import requests
 
 import mediaframe as mf
+from mediaframe.frames import read_records
 from mediaframe.harvest import Shard, Spec
 from mediaframe.routes import search_params
 
@@ -135,8 +137,18 @@ def page_offsets(start: int, size: int, per_page: int) -> list[int]:
     return offsets
 
 
-def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrency: int) -> int:
-    """Fetch the pages raw, a shard per task as the engine does; returns the bytes read."""
+def floor(
+    server: dict[str, Any],
+    shards: list[list[list[tuple]]],
+    *,
+    concurrency: int,
+    read: Callable[[bytes], object] | None = None,
+) -> int:
+    """Fetch the pages raw, a shard per task as the engine does; returns the bytes read.
+
+    With ``read``, each page's body is also given to it on the thread that fetched it: the
+    floor of a client that reads every page (``read_records``) and does nothing else.
+    """
     url = f"{server['base_url']}/api/v1/search/"
     headers = {"Authorization": f"OAuth {server['token']}"}
     local = threading.local()
@@ -151,6 +163,8 @@ def floor(server: dict[str, Any], shards: list[list[list[tuple]]], *, concurrenc
             response = local.session.post(url, data=form, headers=headers)
             response.raise_for_status()
             size += len(response.content)
+            if read is not None:
+                read(response.content)
         return size
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -242,13 +256,17 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
         harvest_s, frame = timed(lambda: client.records(refresh=True))
         report = mf.HarvestReport.from_frame(frame)
         shards = harvested_pages(report, per_page=args.per_page)
+        c = args.concurrency
         floor_s, size = timed(lambda: floor(server, shards, concurrency=args.concurrency))
+        read_s, _ = timed(lambda: floor(server, shards, concurrency=c, read=read_records))
         again = best_of(
             args.rounds - 1,
             lambda: client.records(refresh=True),
             lambda: floor(server, shards, concurrency=args.concurrency),
+            lambda: floor(server, shards, concurrency=c, read=read_records),
         )
         harvest_s, floor_s = min(harvest_s, again[0]), min(floor_s, again[1])
+        read_s = min(read_s, again[2])
         naive_s, naive = timed(lambda: naive_loop(server, per_page=args.per_page))
         after_s, cached = timed(client.records)
         cache_s = per_call(client.records)
@@ -266,6 +284,8 @@ def measure(args: argparse.Namespace, folder: Path) -> bool:
           f"{report.requests - paged} planning requests")  # fmt: skip
     same = "the same" if pages == paged else f"NOT the same ({paged} paged):"
     print(f"floor     {floor_s:8.2f} s   {same} {pages} pages raw, {size / 1e6:.1f} MB read")
+    print(f"read      {read_s:8.2f} s   the same pages fetched and read into frames "
+          f"(read_records), nothing else: {read_s / floor_s:.2f} x the floor")  # fmt: skip
     print(f"naive     {naive_s:8.2f} s   {len(naive):,} records in sequential pages")
     print(f"cache     {cache_s:8.3f} s   a read, timeit's way; from_cache="
           f"{mf.HarvestReport.from_frame(cached).from_cache}, "

@@ -115,6 +115,11 @@ class ShardEntry:
     #: What the server warned of in those pages, ``{text: answers}``, added to the report's
     #: ``server_warnings``.
     warned: dict[str, int] | None = None
+    #: The latest ``updated_on`` among its rows (ISO 8601), if one has any: a resume's check of
+    #: what changed reads the rows back only when it is later than the interrupted run's start.
+    updated_last: str | None = dataclasses.field(
+        default=None, metadata=_valid(_is_timestamp, "an ISO 8601 time")
+    )
     schema_version: int = SCHEMA_VERSION
 
 
@@ -200,6 +205,12 @@ class PlanFile:
     #: The dataset the manifest named when this harvest began (``Manifest.data``), if any: a
     #: plan under a manifest that names another is a published harvest's, never resumed.
     over: str | None = None
+    #: When the run that made or last resumed this plan began (ISO 8601, UTC, this machine's
+    #: clock): what it kept is as of then, so a record updated since may have changed a
+    #: finished shard. ``None`` (a plan of an older version): nothing kept can be checked.
+    started: str | None = dataclasses.field(
+        default=None, metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
+    )
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -160,6 +160,17 @@ class ShardFiles(HarvestFolder):
         """The page checkpoints of one shard still being paged."""
         return PageCheckpoints(self, shard_id)
 
+    def clear_pages(self) -> None:
+        """Drop the pages kept within every shard still being paged: the search changed since
+        they were read, so their offsets may have shifted (a deletion before them, an addition
+        after, the total the same)."""
+        try:
+            found = self.fs.glob(posixpath.join(self._path("shards"), "*.pages"))
+        except FileNotFoundError:
+            return
+        for path in found:
+            self._remove("shards/" + posixpath.basename(path.rstrip("/")))
+
     def write_checkpoint(self, name: str, data: bytes) -> None:
         """Write the checkpoint file ``name`` (relative to the folder) atomically, unflushed."""
         self._write_atomic(self._path(name), data)

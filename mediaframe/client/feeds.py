@@ -1,14 +1,21 @@
-"""Every entry of the feeds, paged by offset from a server whose paging may not hold: pages are
-checked against the total and against each other, and read again when the feeds change meanwhile.
+"""Every entry of the feeds, paged by offset from a server whose paging may not hold: each page
+overlaps the last by one entry, so that the pages prove they follow on, and a read whose pages
+do not is read again.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from mediaframe.exceptions import IncompleteResultError, MalformedItemError, ResponseFormatError
+from mediaframe.exceptions import (
+    IncompleteResultError,
+    InvalidParameterError,
+    MalformedItemError,
+    ResponseFormatError,
+)
 from mediaframe.harvest.plan import int_member
 from mediaframe.normalise import listed
 
@@ -25,18 +32,31 @@ Fetch = Callable[[int, int], Mapping[str, Any]]
 
 
 def every_entry(fetch: Fetch, *, per_page: int = FEED_PAGE, reads: int = _READS) -> list[dict]:
-    """Every feed entry, each once, in the server's order.
+    """Every feed entry, each once, in the server's order: the feeds as the last request saw
+    them.
 
-    The pages are read from offset 0 until the server's ``total_entries``. The feeds list
-    newest first: when the total grows by ``k`` between pages (entries published meanwhile),
-    the next page starts with the ``k`` entries read last; they are checked and skipped, and
-    the newest entries are read at the end, down to the first one read. A read is started
-    again when the total falls (an entry deleted), when a growth is not shown so by the page,
-    when a page repeats any other entry, or when a page is empty before the total: the offsets
-    then no longer point where they did, and an entry may be doubled or lost. Each read asks a
-    number of pages bounded by the total and its growth, so a lying server cannot keep it
-    going. An answer of ``{}`` (the service's answer for feeds the user cannot read) is no
-    entries.
+    The feeds list newest first, and entries are published at the head. The pages are read
+    from offset 0 until the server's ``total_entries``, each asked from the entry read last,
+    which must come first again: then no entry crossed the boundary of the pages unread. When
+    the total grows by ``k`` between pages (entries published meanwhile), the page starts with
+    the ``k + 1`` entries read last; they are checked and skipped. A read of more than one page
+    ends with the head read down to its first entry: the entries published meanwhile are read
+    there, and the total of a last page of head must be the number of entries read. That
+    catches an entry deleted from the pages already read while another was published, which
+    leaves the total as it was and the pages following on.
+
+    A read is started again when the total falls (an entry deleted), when a page does not start
+    with the entries read last (the list shifted: entries deleted and others published), when a
+    page repeats any other entry, when a page is empty before the total, or when the count at
+    the end is not the total: an entry may then be doubled, lost or no longer there.
+
+    Cost: feeds that do not change take one request when they fit one page, else
+    ``ceil((n - 1) / (per_page - 1)) + 1`` for ``n`` entries: the overlap costs about one page
+    in ``per_page - 1``, and the head one more; 4 requests for 45 entries, 54 for 1,000 (3 and
+    50 for pages that do not overlap). Entries published meanwhile are read in that page of
+    head while they fit it. Each read asks a number of pages bounded by the total and its
+    growth, so a lying server cannot keep it going. An answer of ``{}`` (the service's answer
+    for feeds the user cannot read) is no entries.
 
     Raises
     ------
@@ -45,7 +65,14 @@ def every_entry(fetch: Fetch, *, per_page: int = FEED_PAGE, reads: int = _READS)
         ``offset_start``, or feeds changing faster than they can be read).
     ResponseFormatError
         ``total_entries`` is not a number, or ``entries`` is not a list of entries with an id.
+    InvalidParameterError
+        ``per_page`` is below 2: pages that overlap by one entry need two.
     """
+    if per_page < 2:
+        raise InvalidParameterError(
+            f"per_page={per_page}: the feeds are read in pages that overlap by one entry, "
+            f"so a page holds 2 entries at least (the service's largest is {FEED_PAGE})"
+        )
     problems = []
     for _ in range(reads):
         entries, problem = _read(fetch, per_page)
@@ -79,86 +106,141 @@ _HEADS = 3
 def _read(fetch: Fetch, per_page: int) -> tuple[list[dict], str]:
     """One read from offset 0: the entries, and what went wrong ("" when nothing did).
 
-    The feeds list newest first, so an entry published while they are read pushes every other
-    down by one: the pass skips the entries a grown total explains, then the head is read
-    down to the first entry of the pass, for the entries published meanwhile.
+    A read of one page is the feeds as that page saw them. A longer one reads the head again
+    down to the first entry of the pass, for the entries published meanwhile, until a read of
+    the head takes one page. That page is the last request: newest first, every entry published
+    before it is on it, and the pages follow on from it to the end, so every entry it counts
+    was read; its total is the number read unless an entry read was deleted meanwhile (which a
+    publication hides from the totals between pages).
     """
-    entries, read_ids, grown, problem = _pass(fetch, per_page, stop_at=None)
+    read, problem = _pass(fetch, per_page, stop_at=None)
+    entries, ids = read.entries, read.ids
+    if problem or read.pages == 1:
+        return entries, problem
     for _ in range(_HEADS):
-        if problem or not grown:
-            return entries, problem
-        head, head_ids, grown, problem = _pass(fetch, per_page, stop_at=read_ids[0])
-        again = sorted(set(head_ids).intersection(read_ids))
+        head, problem = _pass(fetch, per_page, stop_at=ids[0])
+        again = sorted(set(head.ids).intersection(ids))
         if again and not problem:
-            problem = f"the newest entries repeated entries {', '.join(map(str, again[:5]))}"
-        entries, read_ids = head + entries, head_ids + read_ids
-    return entries, problem or (
-        "the feeds grew on every read of their newest entries (published to faster than read)"
-    )
+            problem = f"the newest entries repeated entries {_shown_ids(again)}"
+        entries, ids = head.entries + entries, head.ids + ids
+        if problem:
+            return entries, problem
+        if head.pages == 1:
+            if head.total != len(ids):
+                problem = (
+                    f"the feeds count {head.total} entries at the end of the read, but {len(ids)} "
+                    "were read: entries were deleted (and others published) meanwhile"
+                )
+            return entries, problem
+    faster = "the feeds grew on every read of their newest entries (published to faster than read)"
+    return entries, faster
 
 
-def _pass(
-    fetch: Fetch, per_page: int, *, stop_at: int | None
-) -> tuple[list[dict], list[int], int, str]:
-    """Pages from offset 0 until the total, or down to the entry ``stop_at``.
+@dataclass
+class _Pass:
+    """What a pass has read: the entries and their ids, how many entries were published at the
+    head between its pages (left unread), the total of its last page, the pages it asked."""
 
-    Returns the entries, their ids, how many entries were published at the head between its
-    pages (left unread), and what went wrong ("" when nothing did). When the total grows by
-    ``k`` between two pages, the next page starts with the ``k`` entries read last: they are
-    checked and skipped. A total that falls, or a growth the page does not show so, makes the
-    pass fail: the offsets no longer point where they did.
+    entries: list[dict] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)
+    grown: int = 0
+    total: int = 0
+    pages: int = 0
+
+    @property
+    def end(self) -> int:
+        """The offset after the entry read last, in the feeds as the last page saw them."""
+        return len(self.ids) + self.grown
+
+
+def _pass(fetch: Fetch, per_page: int, *, stop_at: int | None) -> tuple[_Pass, str]:
+    """Pages from offset 0 until the total, or down to the entry ``stop_at``; what went wrong
+    ("" when nothing did).
+
+    Each page after the first asks from the entry read last, one entry back, and must start with
+    the entries read already (:func:`_known`): each entry read next is then shown by a page
+    right after one read before, and no entry can cross the boundary of the pages unseen. A
+    total that falls, or a page that does not start so, makes the pass fail: the offsets no
+    longer point where they did.
     """
-    entries: list[dict] = []
-    ids: list[int] = []
-    total: int | None = None
-    grown = 0
+    read = _Pass()
     budget = 1
     while budget > 0:
         budget -= 1
-        offset = len(entries) + grown
+        offset = max(read.end - 1, 0)
         page = fetch(offset, per_page)
+        read.pages += 1
         batch = entries_of(page)
-        empty = not batch
         now = _total(page)
         batch_ids = [_entry_id(entry, offset + i) for i, entry in enumerate(batch)]
-        if total is None:  # the first page says how many pages the read may take
-            total = now
-            budget = math.ceil(total / max(len(batch), 1)) + 1
-        elif now < total:
-            return entries, ids, grown, f"the total fell from {total} to {now} between pages"
-        elif now > total:
-            more = now - total
-            if more > len(ids) or batch_ids[:more] != ids[len(ids) - more :][: len(batch_ids)]:
-                problem = (
-                    f"the total grew from {total} to {now} between pages, but the page at "
-                    f"offset {offset} does not start with the {more} entries read last"
-                )
-                return entries, ids, grown, problem
-            if grown + more > 2 * max(total, per_page):
-                problem = f"the feeds grew by {grown + more} entries while read"
-                return entries, ids, grown, problem
-            # the k entries read last, pushed down by k new ones at the head
-            batch, batch_ids = batch[more:], batch_ids[more:]
-            grown, total = grown + more, now
-            budget += math.ceil(more / max(len(batch) + more, 1)) + 1
-        if stop_at is not None and stop_at in batch_ids:
-            cut = batch_ids.index(stop_at)
+        more = now - read.total
+        if read.pages == 1:  # the first page says how many pages the pass may take
+            known, more = 0, 0
+            budget = _pages_after(now, len(batch))
+        else:
+            known, problem = _known(read, batch_ids, offset, now)
+            if problem:
+                return read, problem
+            if read.grown + more > 2 * max(read.total, per_page):
+                return read, f"the feeds grew by {read.grown + more} entries while read"
+            budget += math.ceil(more / max(len(batch) - 1, 1)) + 1 if more else 0
+        read.grown, read.total = read.grown + more, now
+        batch, batch_ids = batch[known:], batch_ids[known:]
+        cut = batch_ids.index(stop_at) if stop_at is not None and stop_at in batch_ids else None
+        found = cut is not None
+        if found:  # the pass before read the rest
             batch, batch_ids = batch[:cut], batch_ids[:cut]
-            stop_at = None
-            total = len(entries) + len(batch) + grown  # the pass before read the rest
-        if empty and len(entries) + grown < total:
-            return entries, ids, grown, f"the page at offset {offset} of {total} came back empty"
-        repeated = sorted(set(ids).intersection(batch_ids)) or _repeats(batch_ids)
+        elif not batch and read.end < read.total and not (more and known):
+            return read, f"the entries from offset {read.end} of {now} came back empty"
+        repeated = sorted(set(read.ids).intersection(batch_ids)) or _repeats(batch_ids)
         if repeated:
-            shown = ", ".join(map(str, repeated[:5])) + (", ..." if len(repeated) > 5 else "")
-            return entries, ids, grown, f"the page at offset {offset} repeated entries {shown}"
-        entries.extend(batch)
-        ids.extend(batch_ids)
-        if len(entries) + grown >= total:
-            lost = f"the entry {stop_at}, read first, was not found again" if stop_at else ""
-            return entries, ids, grown, lost
-    problem = f"{len(entries)} of {total} entries after the most pages the total allows"
-    return entries, ids, grown, problem
+            return read, f"the page at offset {offset} repeated entries {_shown_ids(repeated)}"
+        read.entries.extend(batch)
+        read.ids.extend(batch_ids)
+        if found:
+            return read, ""
+        if read.end >= read.total:
+            lost = stop_at is not None
+            return read, f"the entry {stop_at}, read first, was not found again" if lost else ""
+    return read, f"{len(read.ids)} of {read.total} entries after the most pages the total allows"
+
+
+def _pages_after(total: int, first: int) -> int:
+    """The most pages a pass may ask after a first page of ``first`` entries out of ``total``:
+    those that reach the total one entry back from the last, and one more."""
+    return math.ceil(max(total - first, 0) / max(first - 1, 1)) + 1
+
+
+def _known(read: _Pass, page_ids: list[int], offset: int, total: int) -> tuple[int, str]:
+    """How many entries the page at ``offset`` starts with that were read already, and what
+    went wrong ("" when nothing did).
+
+    The page starts one entry back: with the entry read last, and before it the ``k`` entries
+    read last when the total grew by ``k`` (``k`` entries published at the head pushed every
+    other down by ``k``). Any other start means the list shifted between the pages.
+    """
+    more = total - read.total
+    if more < 0:
+        return 0, f"the total fell from {read.total} to {total} between pages"
+    known = more + 1
+    if known <= len(read.ids) and page_ids[:known] == read.ids[-known:][: len(page_ids)]:
+        return min(known, len(page_ids)), ""
+    repeated = sorted(set(read.ids).intersection(page_ids))
+    if repeated and not more:
+        return 0, f"the page at offset {offset} repeated entries {_shown_ids(repeated)}"
+    if more:
+        return 0, (
+            f"the total grew from {read.total} to {total} between pages, but the page at "
+            f"offset {offset} does not start with the {known} entries read last"
+        )
+    return 0, (
+        f"the page at offset {offset} does not start with the entry {read.ids[-1]} read last, "
+        "with the total unchanged: entries were deleted and others published between the pages"
+    )
+
+
+def _shown_ids(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
 
 
 def _total(page: Mapping[str, Any]) -> int:

@@ -47,6 +47,7 @@ from mediaframe.harvest.service import Rights, SearchService
 from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.sync import sync
+from mediaframe.harvest.verify import check_status_applied
 from mediaframe.normalise import search_rights
 
 if TYPE_CHECKING:
@@ -242,6 +243,7 @@ def _synced_or_harvested(
         )
         if synced is not None:
             return synced
+    check_status_applied(page, spec)  # before a harvest whose rows could not show it
     # refresh means "as the server is now": an interrupted harvest is not resumed either
     return engine.harvest(page, spec, store, resume=not options.refresh)
 

@@ -141,7 +141,8 @@ def harvest(
         caller enters and leaves it, so that it shows before the first request).
     resume : go on from an interrupted harvest of the same search in ``store``: the splits it
         proved are replayed and its finished shards kept, without a request each, when the
-        search's total has not moved since (else each kept shard is checked by a count).
+        search's total has not moved and none of its hits was updated since that harvest
+        began (else each kept shard is checked with one request, and paged again if changed).
     changed_pass : this is a sync's changed pass (see :attr:`EngineOptions.changed_pass`).
 
     Returns

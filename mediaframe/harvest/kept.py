@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
@@ -10,10 +11,20 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheError
-from mediaframe.harvest.plan import ShardCounter
+from mediaframe.harvest.plan import ShardCounter, int_member
 from mediaframe.harvest.spec import Shard
 
-__all__ = ["KeptFrames", "intact_shards", "kept_shards", "still_valid"]
+__all__ = [
+    "CLOCK_SLACK",
+    "KeptFrames",
+    "changed_after",
+    "changed_since",
+    "intact_shards",
+    "kept_shards",
+    "needs_rows",
+    "still_valid",
+    "unchanged",
+]
 
 
 def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
@@ -46,21 +57,143 @@ def _kept(store: HarvestStore, planned: Mapping[str, PlannedShard]) -> dict[str,
     }
 
 
-def still_valid(
-    store: HarvestStore, the_plan: PlanFile, counter: ShardCounter, pool: Executor
-) -> dict[str, ShardEntry]:
-    """Finished shards of an interrupted run that can be kept: intact and not changed since.
+# How long before a resumed plan's start a record's update still counts as a change: the slack
+# a sync allows for the server's clock against this machine's (MEDIAFRAME_SYNC_LAG's default).
+CLOCK_SLACK = dt.timedelta(seconds=300)
 
-    A damaged file is fetched again, and so is a shard whose count moved (records added,
-    deleted or re-filed while the harvest was down): one count each is far cheaper than paging.
+
+def changed_after(the_plan: PlanFile) -> pd.Timestamp | None:
+    """The time after which an update may have changed what ``the_plan``'s run kept: its start
+    less the clock slack; ``None`` where that start is not known (nothing can be checked)."""
+    if the_plan.started is None:
+        return None
+    return pd.Timestamp(the_plan.started).tz_convert("UTC") - CLOCK_SLACK
+
+
+def changed_since(counter: ShardCounter, cut: pd.Timestamp | None) -> bool:
+    """Whether a record of the search was added or edited after ``cut`` (one request: its hit
+    updated last), or that cannot be told (no ``updated_on`` on the server's hits).
+
+    An addition, an edit or a re-filing bumps ``updated_on``; a pure deletion moves the total,
+    which the caller compares. A deletion and an addition together leave the total as it was
+    and are seen here, by the addition.
+    """
+    if cut is None:
+        return True
+    response, frame = counter.latest(Shard(), 1)
+    if int_member(response, "total_results") == 0:
+        return False
+    stamps = frame.get("updated_on")
+    if not len(frame) or stamps is None or not pd.api.types.is_datetime64_any_dtype(stamps):
+        return True
+    latest = stamps.iloc[0]
+    return bool(pd.isna(latest) or latest > cut)
+
+
+def unchanged(
+    counter: ShardCounter,
+    shard: Shard,
+    entry: ShardEntry,
+    rows: pd.DataFrame | None,
+    cut: pd.Timestamp | None,
+) -> tuple[bool, int]:
+    """Whether the finished shard ``entry`` (its ``rows`` as kept) is what the server holds
+    now, and the shard's count now: one request, its hits updated last.
+
+    Unchanged means the same count, and the same records updated after ``cut`` in the same
+    versions. Anything added or re-filed into the shard, or edited, since it was read was
+    updated after ``cut``; anything deleted or re-filed out of it is either among the records
+    updated after ``cut`` that the kept rows hold, or lowers the count unless an addition (seen
+    above) makes up for it. Where that cannot be told — no ``updated_on`` kept or served, a
+    server not sorting by it — the shard is taken as changed, and paged again.
+    """
+    key = list(counter.spec.key_columns)
+    ours: set[tuple[int, ...]] | None = None  # the rows kept updated after the cut
+    if cut is not None and rows is not None:
+        ours = _updated_after(rows, key, cut)
+    elif cut is not None and not needs_rows(entry, cut):
+        ours = set()  # its entry says none was
+    if ours is None:
+        return False, counter(shard).total
+    response, frame = counter.latest(shard, len(ours) + 1)
+    total = int_member(response, "total_results")
+    if total != entry.total:
+        return False, total
+    if len(frame) == 0:
+        return total == 0, total
+    stamps = frame.get("updated_on")
+    if stamps is None or not pd.api.types.is_datetime64_any_dtype(stamps):
+        return False, total
+    dated = stamps.notna().to_numpy()
+    # latest first, the undated last: else the server did not sort by updated_on
+    if not dated[0] or (dated[1:] > dated[:-1]).any():
+        return False, total
+    if not stamps[dated].is_monotonic_decreasing:
+        return False, total
+    seen_all = len(frame) >= total or not dated.all() or stamps.iloc[-1] <= cut
+    theirs = _updated_after(frame, key, cut)
+    return seen_all and theirs == ours, total
+
+
+def needs_rows(entry: ShardEntry, cut: pd.Timestamp | None) -> bool:
+    """Whether :func:`unchanged` needs the rows kept of ``entry``: some may have been updated
+    after ``cut`` (or its entry does not say when its rows were updated last)."""
+    if cut is None:
+        return False
+    try:
+        return entry.updated_last is None or bool(pd.Timestamp(entry.updated_last) > cut)
+    except (TypeError, ValueError):  # a time without its zone: the rows say
+        return True
+
+
+def _updated_after(
+    frame: pd.DataFrame, key: list[str], cut: pd.Timestamp
+) -> set[tuple[int, ...]] | None:
+    """The keys and versions (ns) of the rows updated after ``cut``; ``None`` if the rows have
+    no ``updated_on`` to tell by."""
+    if not set(key) <= set(frame.columns) or "updated_on" not in frame.columns:
+        return None
+    stamps = frame["updated_on"]
+    if not pd.api.types.is_datetime64_any_dtype(stamps) or (len(frame) and stamps.isna().all()):
+        return None
+    late = (stamps > cut).fillna(False).to_numpy(dtype=bool)
+    columns = [frame[name][late].to_numpy("int64") for name in key]
+    versions = pd.DatetimeIndex(stamps[late]).as_unit("ns").asi8
+    return set(zip(*columns, versions, strict=True))
+
+
+def still_valid(
+    store: HarvestStore,
+    the_plan: PlanFile,
+    counter: ShardCounter,
+    pool: Executor,
+    total: int,
+) -> tuple[dict[str, ShardEntry], bool]:
+    """Finished shards of an interrupted run that can be kept: intact and unchanged since (see
+    :func:`unchanged`); and whether the plan's leaves still partition the search of ``total``
+    hits (their counts now add up to it: a record added past every shard's dates would not).
+
+    A damaged file is fetched again, and so is a changed shard: one request each is far cheaper
+    than paging. Every leaf not kept is counted (one request each).
     """
     planned = {leaf.id: leaf for leaf in the_plan.leaves}
     found = list(_kept(store, planned).values())
-    shards = [Shard.from_dict(planned[entry.id].shard) for entry in found]
-    totals = list(pool.map(lambda shard: counter(shard).total, shards))
-    return {
-        entry.id: entry for entry, total in zip(found, totals, strict=True) if total == entry.total
-    }
+    cut = changed_after(the_plan)
+    try:
+        rows = store.read_shards([entry for entry in found if needs_rows(entry, cut)])
+    except CacheError:
+        rows = {}
+
+    def check(entry: ShardEntry) -> tuple[bool, int]:
+        shard = Shard.from_dict(planned[entry.id].shard)
+        return unchanged(counter, shard, entry, rows.get(entry.id), cut)
+
+    checked = list(pool.map(check, found))
+    others = [leaf for leaf in the_plan.leaves if leaf.id not in {e.id for e in found}]
+    counts = list(pool.map(lambda leaf: counter(Shard.from_dict(leaf.shard)).total, others))
+    covered = sum(count for _, count in checked) + sum(counts) == total
+    valid = {entry.id: entry for entry, (same, _) in zip(found, checked, strict=True) if same}
+    return valid, covered
 
 
 class KeptFrames:

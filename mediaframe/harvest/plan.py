@@ -176,6 +176,11 @@ class ShardCounter:
             return Count(total, total, whole)
         return Count(total, min(available, total), whole)
 
+    def latest(self, shard: Shard, rows: int) -> tuple[Mapping[str, Any], pd.DataFrame]:
+        """The ``rows`` hits of ``shard`` updated last, latest first (one request): its
+        ``total_results``, and what changed in it lately (see :mod:`mediaframe.harvest.kept`)."""
+        return self._ask(shard, per_page=max(1, rows), sort="updated_on", ord="desc")
+
     def _sortable_date(self) -> str | None:
         """The date field the shards are split on, if the search can be sorted on it."""
         field = self.spec.date_field

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import threading
 import time
 import warnings
@@ -13,11 +14,22 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+import pandas as pd
+
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.cache.pages import is_plain_name
 from mediaframe.exceptions import CacheError, CacheWarning, IncompleteResultError
-from mediaframe.harvest.kept import KeptFrames, intact_shards, kept_shards, still_valid
+from mediaframe.harvest.kept import (
+    KeptFrames,
+    changed_after,
+    changed_since,
+    intact_shards,
+    kept_shards,
+    needs_rows,
+    still_valid,
+    unchanged,
+)
 from mediaframe.harvest.plan import (
     Count,
     Shard,
@@ -86,6 +98,8 @@ class Planning:
         self.over: str | None = None
         self._saved_at = 0.0
         self._lock = threading.Lock()
+        #: When this run began (ISO 8601, UTC): what its plan keeps is as of then.
+        self.began: str | None = None
 
     def run(self, resume: bool) -> tuple[PlanFile, dict[str, ShardEntry]]:
         """The plan, and the shards already finished that it keeps, by id."""
@@ -94,6 +108,8 @@ class Planning:
         saved = _resumable(found, self.spec, self.over, self.store.url)
         if not resume or (found is not None and saved is None):
             self.store.clear_plan()  # with the shards it made: they are not to be kept either
+        # What is kept below is as of this run's start, checked or made by it.
+        self.began = dt.datetime.now(dt.UTC).isoformat()
         # One count says whether the catalogue kept its size since the saved plan was made.
         root = self.counter(Shard())
         self.shown.planning(root.total)
@@ -101,24 +117,56 @@ class Planning:
         if saved is not None and saved.stuck and stuck_moved(self.counter, saved, root.total):
             # shards stuck while the catalogue changed were stuck by the change, not the cap
             unmoved, saved = False, None
+        if unmoved and saved is not None and changed_since(self.counter, changed_after(saved)):
+            # the same total, yet records added or edited since (a deletion beside an
+            # addition): what was kept is checked, as when the total moved
+            unmoved = False
+        if found is not None and not unmoved:
+            self.store.clear_pages()  # pages kept within a shard may have shifted since
+        checked: dict[str, ShardEntry] | None = None  # finished shards found unchanged now
         if saved is not None and saved.planned:
             self.counter.capped_engine = saved.capped_engine
             if unmoved:
-                return saved, self._read_ahead(kept_shards(self.store, saved))
+                return self._resumed(saved), self._read_ahead(kept_shards(self.store, saved))
             if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
-                valid = still_valid(self.store, saved, self.counter, self.pool)
-                return saved, self._read_ahead(valid)
-            # windows of a search that moved no longer hold what they held: plan again
-        if resume:
-            # Shards finished by a run killed while planning: their counts are trusted if the
-            # whole did not move, else each is checked by a one-hit count.
-            self.early.keep(self._read_ahead(intact_shards(self.store)), trusted=unmoved)
+                valid, covered = still_valid(self.store, saved, self.counter, self.pool, root.total)
+                if covered:
+                    return self._resumed(saved), self._read_ahead(valid)
+                # a record past every shard's bounds (added since, created today): plan again,
+                # keeping those just found unchanged where the new plan finds them
+                checked = valid
+            # windows of a search that changed no longer hold what they held: plan again
+        if checked is not None:
+            self.early.keep(self._read_ahead(checked), trusted=True)
+        elif resume:
+            # Shards finished by a run killed while planning: trusted if nothing changed since,
+            # else each is checked with one request where the plan finds it again.
+            cut = changed_after(saved) if saved is not None else None
+            self.early.keep(
+                self._read_ahead(intact_shards(self.store)),
+                trusted=unmoved,
+                check=functools.partial(self._unchanged, cut=cut),
+            )
         else:
             self.store.clear_shards()
         trusted = saved if saved is not None and unmoved else None
         made = self._plan(root, trusted)
         self.early.forget_all_but({leaf.id for leaf in made.leaves})
         return made, dict(self.early.reused)
+
+    def _resumed(self, saved: PlanFile) -> PlanFile:
+        """``saved``, as of this run's start: saved so, for what it keeps is checked as of now."""
+        resumed = dataclasses.replace(saved, started=self.began)
+        self._save(resumed)
+        return resumed
+
+    def _unchanged(self, shard: Shard, entry: ShardEntry, *, cut: pd.Timestamp | None) -> bool:
+        """Whether a shard finished by the interrupted run is unchanged (one request)."""
+        try:
+            rows = self.store.read_shard(entry) if needs_rows(entry, cut) else None
+        except CacheError:
+            rows = None
+        return unchanged(self.counter, shard, entry, rows, cut)[0]
 
     def _read_ahead(self, kept: dict[str, ShardEntry]) -> dict[str, ShardEntry]:
         """``kept``, whose frames start being read back while the rest is planned and paged."""
@@ -149,6 +197,7 @@ class Planning:
             counts=dict(saved.counts) if saved else {},
             days=dict(saved.days) if saved else {},
             over=self.over,
+            started=self.began,
         )
         self._save(checkpoint)
         known = dict(checkpoint.counts)
@@ -234,6 +283,7 @@ class Planning:
             leaves=[_planned(shard, shard.size(root.total)) for shard in found],
             planned=True,
             over=self.over,
+            started=self.began,
         )
         self._save(made)
         return made

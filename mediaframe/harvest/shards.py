@@ -376,8 +376,8 @@ class EarlyShards:
     that counted it writes it at once, and its frame is delivered once the planner proves the
     shard a leaf. Queued behind the other counts, every such shard was written at the end of
     planning, which is then the end of the harvest. A shard finished by a run killed while it
-    planned is kept: for free when the whole search kept its total (``trusted``), else when a
-    one-hit count says it has not changed.
+    planned is kept: for free when nothing in the search changed since (``trusted``), else when
+    its ``check`` (one request) says it has not changed.
     """
 
     def __init__(
@@ -391,16 +391,24 @@ class EarlyShards:
         self._deliver = deliver
         self._kept: dict[str, ShardEntry] = {}
         self._trusted = False
+        self._check: Callable[[Shard, ShardEntry], bool] | None = None
         self._held: dict[str, tuple[ShardEntry, pd.DataFrame]] = {}  # not yet proven leaves
         #: Shards written or started, by id: their outcomes to come.
         self.futures: dict[str, Future[ShardEntry]] = {}
         #: Kept shards, by id: their entries in the store.
         self.reused: dict[str, ShardEntry] = {}
 
-    def keep(self, entries: Mapping[str, ShardEntry], *, trusted: bool = False) -> None:
+    def keep(
+        self,
+        entries: Mapping[str, ShardEntry],
+        *,
+        trusted: bool = False,
+        check: Callable[[Shard, ShardEntry], bool] | None = None,
+    ) -> None:
         """Keep these finished shards where the plan finds them again; ``trusted``: take their
-        totals as counts, with no request."""
-        self._kept, self._trusted = dict(entries), trusted
+        totals as counts, with no request; else keep those ``check`` finds unchanged (without
+        a check, those a one-hit count finds of the same total)."""
+        self._kept, self._trusted, self._check = dict(entries), trusted, check
 
     def counting(self, counter: ShardCounter, limit: int) -> Callable[..., Count]:
         """``counter``, also writing or keeping every shard it finds whole under ``limit``."""
@@ -416,7 +424,11 @@ class EarlyShards:
             if kept is not None and self._trusted:
                 self.reused[shard.id] = kept
                 return Count(kept.total, kept.total)
-            if kept is not None:
+            if kept is not None and self._check is not None:
+                if self._check(shard, kept):  # one request rather than a page
+                    self.reused[shard.id] = kept
+                    return Count(kept.total, kept.total)
+            elif kept is not None:
                 counted = counter(shard)  # one hit rather than a page
                 if counted.total == kept.total:
                     self.reused[shard.id] = kept
@@ -533,7 +545,9 @@ class ShardTask:
     ) -> ShardEntry:
         """The shard's outcome; its frame is handed on (threads: the joiner keeps it, with
         others) or written to the store at once (Dask: the store is where it is taken)."""
-        facts.update(seconds=time.monotonic() - started, worker=_worker())
+        facts.update(
+            seconds=time.monotonic() - started, worker=_worker(), updated_last=_updated_last(frame)
+        )
         if self.deliver is None:
             return self.store.write_shard(shard_id, frame, **facts)
         outcome = ShardEntry(id=shard_id, rows=len(frame), **facts)
@@ -588,6 +602,14 @@ class ShardTask:
             replanned=len(leaves),
             stuck=[s.id for s, _ in stuck],
         )
+
+
+def _updated_last(frame: pd.DataFrame) -> str | None:
+    """The latest ``updated_on`` of a shard's rows, if any has one (see ``ShardEntry``)."""
+    stamps = frame.get("updated_on")
+    if stamps is None or not pd.api.types.is_datetime64_any_dtype(stamps) or stamps.isna().all():
+        return None
+    return pd.Timestamp(stamps.max()).isoformat()
 
 
 def _worker() -> str:

@@ -12,17 +12,22 @@ dropped to mend an answer: it is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mediaframe.exceptions import FilterIgnoredError
-from mediaframe.harvest.spec import Spec, earlier_day, later_day
+from mediaframe.exceptions import FilterIgnoredError, MetadataWarning
+from mediaframe.harvest.spec import Page, Shard, Spec, earlier_day, later_day
 
-__all__ = ["breaking_rows", "check_filters"]
+__all__ = ["breaking_rows", "check_filters", "check_status_applied"]
+
+#: Hits of the one extended page that tells whether a server applies a status filter.
+_STATUS_PROBE = 100
 
 # Dates are filtered by the server's day, in its own time zone, and read here in UTC: a hit may
 # fall up to a day either side of the bounds without the filter being ignored.
@@ -45,6 +50,26 @@ def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
             raise FilterIgnoredError(
                 _message(frame, spec, name, broken, rows, wanted), filter_name=name, rows=rows
             )
+
+
+def check_status_applied(page: Page, spec: Spec) -> None:
+    """Raise :class:`FilterIgnoredError` before a harvest if the server ignores its ``status``
+    filter, when its rows cannot show it (records not ``extended`` carry no status bits).
+
+    Current servers read ``status[<databox_id>][<bit>]`` and take the contract's form for no
+    filter at all: their counts add up and the unfiltered hits would come back as a complete
+    result. One extended page of the search (``_STATUS_PROBE`` hits, their status bits) shows
+    it, for one request. A server that does not send status bits proves nothing either way:
+    the harvest goes on, as it would have.
+    """
+    filters = spec.filters
+    if spec.kind != "records" or not filters.get("status") or filters.get("extended"):
+        return
+    with warnings.catch_warnings():  # a server that ignores "extended" is no news to this call
+        warnings.simplefilter("ignore", MetadataWarning)
+        _, frame = page(**{**spec.params(Shard()), "per_page": _STATUS_PROBE, "extended": True})
+    extended = dataclasses.replace(spec, filters={**filters, "extended": True})
+    check_filters(frame, extended)
 
 
 def breaking_rows(frame: pd.DataFrame, spec: Spec) -> np.ndarray:

@@ -283,6 +283,9 @@ def test_a_sync_where_every_hit_is_gone_gives_the_empty_frame(client, emu):
             {"status": {4: {"on": [1]}}, "status_only": True, "extended": True},
             "status",
         ),
+        # records that carry no status bits: one extended page of the search shows it
+        (("status[",), {"status": {4: {"on": [1]}}, "status_only": True}, "status"),
+        (("status[",), {"status": {4: {"off": [1]}}}, "status"),
     ],
 )
 def test_a_filter_the_server_ignores_is_named_and_nothing_is_kept(
@@ -632,3 +635,26 @@ def test_a_keys_pass_whose_offsets_are_ignored_says_its_pages_repeated_keys(tmp_
         with pytest.raises(IncompleteResultError, match=r"served \d+ key\(s\) twice"):
             c.records("", ttl=0)
         assert len(c.records("", offline=True)) == len(cached)
+
+
+def test_the_status_probe_asks_one_extended_page_and_takes_no_bits_as_no_proof():
+    from mediaframe.harvest.spec import Spec
+    from mediaframe.harvest.verify import check_status_applied
+
+    asked = []
+
+    def page(**params):
+        asked.append(params)
+        return {}, pd.DataFrame({"databox_id": [1, 1], "record_id": [1, 2]})  # no status bits
+
+    spec = Spec("records", "", {"status": {4: {"on": [1]}}})
+    check_status_applied(page, spec)  # nothing shows the filter ignored: the harvest goes on
+    assert len(asked) == 1 and asked[0]["extended"] is True and asked[0]["per_page"] == 100
+    status = {"status": {4: {"on": [1]}}}
+    for needless in (
+        Spec("records", "", {**status, "extended": True}),
+        Spec("records"),
+        Spec("stories", "", status),
+    ):
+        check_status_applied(page, needless)
+    assert len(asked) == 1, "rows that show status bits, or no status filter: no probe"
