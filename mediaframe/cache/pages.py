@@ -7,13 +7,16 @@ are kept when paging fails, and every few seconds while it goes on (see
 :mod:`mediaframe.harvest.shards`), beside the shard checkpoints::
 
     shards/<shard id>.pages/<offset>.arrow    the page's rows (Arrow IPC), written atomically
-    shards/<shard id>.pages/<offset>.json     its entry (offset, rows, total, CRC-32): written
-                                              after the file, the page's commit point
+    shards/<shard id>.pages/<offset>.json     its entry (offset, rows, total, CRC-32; on a
+                                              window's first page, the key of the hit before
+                                              it): written after the file, the commit point
 
+``offset`` is that of the page's first new hit (pages overlap by one hit, which is dropped).
 Read back, pages are taken in order from offset 0 while each follows the last, matches its
 checksum and reports the same shard total: the first gap or damage ends them (what follows is
-fetched again). The caller drops them all when the shard's total has moved since (offsets have
-shifted), and once the shard itself is written.
+fetched again). The caller drops them all when the shard has moved since (offsets have
+shifted: another total, or a next page that does not begin with their last hit), and once the
+shard itself is written.
 """
 
 from __future__ import annotations

@@ -224,7 +224,10 @@ class _Paging:
                 totals.append(total)
                 if broken:
                     self.broken = broken
-                    parts.append(frame)  # whole: a page served again shows as repeated keys
+                    # whole, a page served again shows as repeated keys (a hit without a key
+                    # would show as one, and is told as what it is)
+                    keyed = _key_of(frame, 0, self.spec.key_columns) is not None
+                    parts.append(frame if keyed else frame.iloc[1:].reset_index(drop=True))
                     break
                 hits = frame.iloc[1:].reset_index(drop=True) if overlap else frame
                 if overlap and offset == 0:  # a window's first page: the hit before it

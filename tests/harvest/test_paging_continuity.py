@@ -187,3 +187,12 @@ def test_an_uncapped_harvest_pages_its_windows_in_the_fewest_requests(tmp_path):
     # two counts (one hit, then two: the meaning of available_results), the pages, and one hit
     # past the total
     assert report.requests == 2 + math.ceil(1999 / 99) + 1
+
+
+def test_a_page_whose_first_hit_has_no_key_proves_nothing_and_is_refused(tmp_path):
+    # the hit two pages would meet on carries no record id: which hit it is cannot be told
+    service = FakeService.build(300, cap=1000, bases=(1,))
+    order = sorted(service.records, key=lambda r: (r["created_on"], r["record_id"]))
+    order[39]["record_id"] = None  # the last of the first page (40 a page)
+    with pytest.raises(IncompleteResultError, match="no key to tell it by"):
+        run(service, tmp_path)
