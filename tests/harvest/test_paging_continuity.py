@@ -14,13 +14,14 @@ import pytest
 from rewriting import Rewriting
 
 import mediaframe as mf
+from mediaframe.cache import HarvestStore
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
 from mediaframe.exceptions import IncompleteResultError
 from mediaframe.harvest.plan import windows
 
 from .fake import FakeService
-from .test_engine import keys, run
+from .test_engine import Crash, keys, run
 
 STATUS = {4: {"on": [1]}}
 
@@ -196,3 +197,26 @@ def test_a_page_whose_first_hit_has_no_key_proves_nothing_and_is_refused(tmp_pat
     order[39]["record_id"] = None  # the last of the first page (40 a page)
     with pytest.raises(IncompleteResultError, match="no key to tell it by"):
         run(service, tmp_path)
+
+
+def test_pages_kept_by_a_killed_run_that_no_longer_meet_are_paged_again(tmp_path):
+    # uncapped, one window of 1000 hits paged 40 at a time on one thread, killed mid-way
+    service = FakeService.build(1000, newer_engine=True)
+    calls = {"n": 0}
+
+    def flaky(**params):
+        calls["n"] += 1
+        if calls["n"] == 15:
+            raise Crash
+        return service(**params)
+
+    with pytest.raises(Crash):
+        run(flaky, tmp_path, concurrency=1, per_page=40)
+    assert HarvestStore(str(tmp_path / "h")).pages("o0-1000-of1000").restore(), "pages kept"
+    # while it was down: the earliest record deleted, one added last in the paging order (an
+    # old version of it: nothing looks updated since), the total as it was
+    first = min(service.records, key=lambda r: (r["created_on"], r["record_id"]))
+    service.records.remove(first)
+    service.records.append({**first, "record_id": 70_000, "created_on": "2030-01-01"})
+    frame, report = run(service, tmp_path, concurrency=1, per_page=40)
+    assert report.complete and keys(frame) == service.truth(), "a live record was lost"
