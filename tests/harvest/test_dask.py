@@ -8,6 +8,7 @@ import pytest
 
 import mediaframe as mf
 from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
 
 distributed = pytest.importorskip("distributed")
 
@@ -66,3 +67,16 @@ def test_pages_read_on_workers_are_counted_in_the_report(cluster, fresh_emulator
     read = on_dask.page_reads["native"] + on_dask.page_reads["decoded"]
     assert read == threaded.page_reads["native"] + threaded.page_reads["decoded"]
     assert read >= paged, on_dask.page_reads
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside distributed itself
+def test_offset_windows_paged_on_workers_meet(cluster, tmp_path):
+    # a server without a cap is paged in offset windows; each worker keeps in its shard's entry
+    # the keys its window begins after and ends on, and the windows are proven to meet on them
+    with Emulator(records=1500, seed=4, flavour="current") as emu:
+        settings = Settings.from_env({"HOME": str(tmp_path)}).replace(progress=False, per_page=100)
+        client = mf.connect(emu.base_url, token=emu.token, settings=settings)
+        frame = client.records(cache_dir=str(tmp_path / "shared"), dask=cluster)
+        report = mf.HarvestReport.from_frame(frame)
+        assert report.complete and len(frame) == len(emu.ground_truth())
+        assert len(report.shards) == 4 and all(s["shard"]["window"] for s in report.shards)
