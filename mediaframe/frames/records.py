@@ -128,6 +128,10 @@ def concat_records(
     ``structure`` names the extended columns of extended records, so that joining no parts at
     all still gives them.
 
+    The join costs the columns the parts hold, not parts × names: each technical or unknown
+    column is typed and joined over the parts holding it, then laid out once over all rows, so
+    shards each holding a few of thousands of names join as fast as one frame of their records.
+
     Raises
     ------
     InvalidParameterError
