@@ -300,3 +300,25 @@ def test_a_body_requests_cannot_decompress_is_a_format_error(settings):
     with pytest.raises(ResponseFormatError, match="does not decompress"):
         transport(fake, settings).get("/api/v1/me/")
     assert len(fake.requests) == 1
+
+
+# --- answers nested deeper than any answer nests (review 15s, finding 1) ----------------
+
+
+@pytest.mark.parametrize("representation", ["json", "jsonp"])
+def test_a_json_answer_nested_too_deep_is_a_format_error(settings, representation):
+    body = b'{"meta": {"http_code": 200}, "response": {"user": ' + b"[" * 200 + b"]" * 200 + b"}}"
+    if representation == "jsonp":
+        body = b"/**/mediaframe_jsonp(" + body + b");"
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="nests 202 levels deep, deeper than the 128"):
+        transport(fake, settings, representation=representation).request("GET", "/api/v1/me/")
+
+
+def test_a_search_page_nested_too_deep_keeps_the_readers_words(settings):
+    records = b'[{"databox_id": 1, "record_id": 7, "x": ' + b"[" * 1_000 + b"]" * 1_000 + b"}]"
+    body = b'{"meta": {"http_code": 200}, "response": {"results": {"records": %s}}}' % records
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="the search answer nests 1,005 levels") as caught:
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert "proxy" not in str(caught.value)

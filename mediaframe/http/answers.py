@@ -30,6 +30,7 @@ from mediaframe.exceptions import (
     TokenMissingError,
     TokenRejectedError,
 )
+from mediaframe.nesting import DEEP_ADVICE, DEEPEST, nesting, too_deep
 from mediaframe.tokens import redact
 
 __all__ = [
@@ -211,6 +212,12 @@ def read_answer(
         raise error
     if refused is not None:
         raise _scrubbed(refused)
+    if representation != "yaml" and (depth := nesting(content)) > DEEPEST:
+        raise ResponseFormatError(
+            f"{line}: the answer {too_deep(depth)}. {DEEP_ADVICE}",
+            status_code=status,
+            snippet=_snippet(content),
+        )
     return envelope["response"]
 
 
