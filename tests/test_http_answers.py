@@ -302,7 +302,22 @@ def test_a_body_requests_cannot_decompress_is_a_format_error(settings):
     assert len(fake.requests) == 1
 
 
-# --- answers nested deeper than any answer nests (review 15s, finding 1) ----------------
+# --- answers nested deeper than any answer nests (review 15s, findings 1 and 2) ----------------
+
+
+def _deep_yaml(levels: int, style: str) -> bytes:
+    if style == "flow":
+        return b"meta: {}\nresponse: " + b"[" * levels + b"x" + b"]" * levels
+    lines = b"".join(b"  " * i + b"k:\n" for i in range(1, levels))
+    return b"meta: {}\nresponse:\n" + lines + b"  " * levels + b"x\n"
+
+
+@pytest.mark.parametrize(("levels", "style"), [(5_000, "flow"), (3_000, "block"), (200, "flow")])
+def test_a_yaml_answer_nested_too_deep_is_a_format_error(settings, levels, style):
+    fake = FakeService(Answer(200, {"Content-Type": "application/yaml"}, _deep_yaml(levels, style)))
+    with pytest.raises(ResponseFormatError, match="not valid YAML") as caught:
+        transport(fake, settings, representation="yaml").request("GET", "/api/v1/me/")
+    assert "nested deeper than 128 levels" in str(caught.value)
 
 
 @pytest.mark.parametrize("representation", ["json", "jsonp"])

@@ -90,13 +90,25 @@ class _YamlLoader(yaml.SafeLoader):
     aliases expand to billions of nodes (the "billion laughs").
     """
 
+    depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(
                 None, None, "YAML anchors and aliases are not read", event.start_mark
             )
-        return super().compose_node(parent, index)
+        # the composer recurses three frames a level: refused at the limit of every answer,
+        # long before the interpreter's recursion limit
+        if self.depth >= DEEPEST:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {DEEPEST} levels", event.start_mark
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -126,7 +138,8 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
             envelope = orjson.loads(match.group(1))
         else:
             envelope = orjson.loads(content)
-    except (ValueError, yaml.YAMLError) as err:
+    except (ValueError, yaml.YAMLError, RecursionError) as err:
+        # RecursionError: a parser called from a deep stack may overflow short of the limit
         failure = _parse_failure(err)
     if failure is not None:  # raised out here: the parser's exception keeps the whole body
         raise ResponseFormatError(
@@ -212,7 +225,7 @@ def read_answer(
         raise error
     if refused is not None:
         raise _scrubbed(refused)
-    if representation != "yaml" and (depth := nesting(content)) > DEEPEST:
+    if representation != "yaml" and (depth := nesting(content)) > DEEPEST:  # YAML's loader counts
         raise ResponseFormatError(
             f"{line}: the answer {too_deep(depth)}. {DEEP_ADVICE}",
             status_code=status,
