@@ -15,6 +15,7 @@ import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     APIError,
+    BadRequestError,
     MalformedItemError,
     NotFoundError,
     RateLimitedError,
@@ -337,3 +338,33 @@ def test_a_search_page_nested_too_deep_keeps_the_readers_words(settings):
     with pytest.raises(ResponseFormatError, match="the search answer nests 1,005 levels") as caught:
         transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
     assert "proxy" not in str(caught.value)
+
+
+# --- server text in exceptions is shown inert (review 15s, finding 3) ---------------------------
+
+ESCAPES = "bad\x1b]0;PWNED\x07\x1b[2J\u202eevil\x9b"
+
+
+def _shown_inert(text: str) -> bool:
+    return not any(char in text for char in "\x1b\x07\u202e\x9b") and "\ufffd" in text
+
+
+def test_a_server_s_error_message_is_shown_inert_and_kept_as_sent(settings):
+    meta = {"http_code": 400, "error_type": ESCAPES, "error_message": ESCAPES}
+    body = json.dumps({"meta": {**meta, "error_details": ESCAPES}, "response": {}}).encode()
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, body))
+    with pytest.raises(BadRequestError) as caught:
+        transport(fake, settings).request("GET", "/api/v1/me/")
+    assert _shown_inert(str(caught.value)), repr(str(caught.value))
+    assert "PWNED" in str(caught.value)  # shown, inert
+    # the attributes keep what the server sent, for code that reads them
+    assert caught.value.error_message == caught.value.error_details == ESCAPES
+
+
+def test_an_oauth_error_code_is_shown_inert(settings):
+    body = json.dumps({"error": ESCAPES}).encode()
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, body))
+    with pytest.raises(mf.OAuthError) as caught:
+        transport(fake, settings.replace(token_placement="param")).request("GET", "/api/v1/me/")
+    assert _shown_inert(str(caught.value)), repr(str(caught.value))
+    assert caught.value.error == ESCAPES

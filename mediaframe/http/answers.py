@@ -30,6 +30,7 @@ from mediaframe.exceptions import (
     TokenMissingError,
     TokenRejectedError,
 )
+from mediaframe.inert import neutralised
 from mediaframe.nesting import DEEP_ADVICE, DEEPEST, nesting, too_deep
 from mediaframe.tokens import redact
 
@@ -331,8 +332,8 @@ def _not_an_envelope(
     oauth_error = _oauth_body_error(response.content)
     if oauth_error is not None:
         error = OAuthError(
-            f"The service refused how the token was sent on {line} ({oauth_error}, HTTP {status}). "
-            "Set MEDIAFRAME_TOKEN_PLACEMENT=param (or header) and try again",
+            f"The service refused how the token was sent on {line} ({neutralised(oauth_error)}, "
+            f"HTTP {status}). Set MEDIAFRAME_TOKEN_PLACEMENT=param (or header) and try again",
             error=oauth_error,
         )
         return HeaderRefused(error) if placement == "header" else error
@@ -386,12 +387,14 @@ def _api_error(
     if code == 404 and not_found:
         advice = not_found
     details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
-    said = redact(str(details)) if details else "no details"
+    # the message shows the server's words inert (an escape sequence in an uncaught error's
+    # traceback would reach the terminal); the attributes keep them as sent
+    said = redact(neutralised(str(details))) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
     elif code == TOO_MANY_REQUESTS:
         advice = _rate_advice(wait)
-    kind_said = redact(str(meta.get("error_type") or "Error"))
+    kind_said = redact(neutralised(str(meta.get("error_type") or "Error")))
     message = f"{kind_said} (HTTP {code}) on {line}: {said.rstrip('.')}."
     return kind(
         f"{message} {advice}".strip(),
