@@ -617,22 +617,6 @@ def test_two_generations_behind_one_address_are_read_by_the_cap_the_second_count
     assert frame.attrs["harvest"]["cap"] is None and frame.attrs["harvest"]["requests"] < 12
 
 
-def test_a_keys_pass_whose_offsets_are_ignored_says_its_pages_repeated_keys(tmp_path):
-    emu = Emulator(records=300, seed=3, flavour="current")
-    front = Rewriting(emu)
-    settings = Settings.from_env().replace(
-        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0, per_page=100
-    )
-    with mf.connect(
-        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
-    ) as c:
-        cached = c.records("")
-        front.drop = {"/api/v2/search/": ("offset_start",)}  # v2 references: every page the first
-        with pytest.raises(IncompleteResultError, match="the pages repeated keys"):
-            c.records("", ttl=0)
-        assert len(c.records("", offline=True)) == len(cached)
-
-
 def deep_member(levels: int):
     """A member nested ``levels`` deep in front of every search record's title (review 15s,
     finding 1: orjson reads 1,024 levels, the cache's ``json`` overflowed near 981)."""
@@ -660,3 +644,19 @@ def test_a_record_member_nested_within_the_limit_is_harvested_and_cached(client,
     assert frame["extra_member"].iloc[0] == eval("[" * 100 + "'x'" + "]" * 100)
     again = client.records("", offline=True)
     assert again["extra_member"].iloc[0] == frame["extra_member"].iloc[0]
+
+
+def test_a_keys_pass_whose_offsets_are_ignored_says_its_pages_repeated_keys(tmp_path):
+    emu = Emulator(records=300, seed=3, flavour="current")
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, retries=0, per_page=100
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as c:
+        cached = c.records("")
+        front.drop = {"/api/v2/search/": ("offset_start",)}  # v2 references: every page the first
+        with pytest.raises(IncompleteResultError, match="the pages repeated keys"):
+            c.records("", ttl=0)
+        assert len(c.records("", offline=True)) == len(cached)
