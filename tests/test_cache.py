@@ -128,6 +128,18 @@ def test_a_column_of_values_that_are_not_json_says_what_to_do(tmp_path):
     assert list(tmp_path.iterdir()) == []  # its staging folder went with it
 
 
+def test_a_column_nested_too_deep_for_json_is_a_cache_error(tmp_path):
+    # answers are refused past mediaframe.nesting.DEEPEST; a frame made by hand is not (review
+    # 15s, finding 1: the write died with a bare RecursionError)
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+    frame = pd.DataFrame({"x": pd.Series([None], dtype=object)})
+    frame.at[0, "x"] = deep
+    with pytest.raises(CacheError, match=r"'x'.*nested too deep.*astype\(str\)"):
+        cache.write_frame(frame, str(tmp_path / "ds"), provenance={})
+
+
 def test_lists_read_back_from_an_older_cache_are_cached_again(tmp_path, monkeypatch):
     # an earlier version kept lists as Arrow lists, read back as numpy arrays: a sync merging
     # them into new rows could not write its cache any more
