@@ -27,19 +27,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from mediaframe.exceptions import MalformedItemError, ResponseFormatError
-from mediaframe.inert import neutralised, unsafe
+from mediaframe.inert import neutralised
 from mediaframe.tokens import redact
 
 __all__ = [
     "as_list",
     "listed",
-    "neutralised",
     "normalise_me",
     "normalise_record",
     "normalise_search",
     "search_rights",
     "search_warning",
-    "unsafe",
 ]
 
 _RENAMES = (
