@@ -20,7 +20,7 @@ from mediaframe import cache
 from mediaframe.cache import datasets
 from mediaframe.cache.inventory import cached
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
-from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError
+from mediaframe.exceptions import CacheCorruptError, CacheError, CacheMissError, CacheWarning
 
 
 @pytest.fixture
@@ -292,7 +292,8 @@ class TestHarvestStore:
         pd.testing.assert_frame_equal(store.read_shard(entry), frame)
         assert store.has_shard(entry) and store.finished_shards() == {"b1-2020": entry}
         (tmp_path / "h" / entry.file).write_bytes(b"PAR1 not really")
-        assert not store.has_shard(entry)
+        with pytest.warns(CacheWarning, match=f"{entry.file} does not hold .* fetched again"):
+            assert not store.has_shard(entry)
         with pytest.raises(CacheCorruptError, match="checksum"):
             store.read_shard(entry)
 
@@ -374,7 +375,8 @@ class TestHarvestStore:
         # a finished shard whose entry carries such an id is damage: fetched again, its
         # pages never looked for
         store.write_shard(shard_id, frame, total=5)
-        assert list(store.finished_shards()) == ["all"]
+        with pytest.warns(CacheWarning, match="no plain names.* fetched again"):
+            assert list(store.finished_shards()) == ["all"]
         assert (victim / "thesis.tex").read_text() == "years of work"
 
     @pytest.mark.parametrize("planted", ["fifo", "/dev/zero", "symlink"])
@@ -401,7 +403,9 @@ class TestHarvestStore:
         outcome: list[object] = []
 
         def read() -> None:
-            outcome.append(store.load_plan())
+            with pytest.raises(CacheCorruptError, match=r"plan\.json") as plan:
+                store.read_plan()
+            outcome.append(plan.value)
             outcome.append(store.pages("all").restore())
             with pytest.raises(CacheCorruptError, match=r"manifest\.json") as caught:
                 store.manifest()
@@ -411,7 +415,10 @@ class TestHarvestStore:
         reader.start()
         reader.join(60)  # not a speed target: the old read waited forever
         assert not reader.is_alive(), "a read waits on a FIFO or reads /dev/zero without end"
-        assert outcome[:2] == [None, []] and len(outcome) == 3
+        assert outcome[1:2] == [[]] and len(outcome) == 3
+        with pytest.warns(CacheWarning, match=r"plan\.json .* dropped with its shards"):
+            assert store.load_plan() is None
+        assert not (folder / "plan.json").exists() and not store.finished_shards()
 
     def test_a_document_too_large_is_damage(self, frame, tmp_path, monkeypatch):
         store = cache.HarvestStore(str(tmp_path / "h"))
@@ -434,14 +441,21 @@ class TestHarvestStore:
         )
         store.save_plan(plan)
         assert store.load_plan() == plan
-        for damage in (
-            "{ truncated",
-            "[1, 2]",
-            json.dumps({"schema_version": 0}),
-            json.dumps({"schema_version": 2, "spec": {}, "total": "3"}),
+        for damage, told in (
+            ("{ truncated", "is damaged"),
+            ("[1, 2]", "is damaged"),
+            (json.dumps({"schema_version": 0}), "another version of mediaframe"),
+            (json.dumps({"schema_version": 2, "spec": {}, "total": "3"}), "is damaged"),
         ):
+            store.write_shard("all", pd.DataFrame({"a": [1]}), total=1)
             (tmp_path / "h" / "plan.json").write_text(damage)
-            assert store.load_plan() is None
+            with pytest.raises(CacheCorruptError, match=told):
+                store.read_plan()  # as `cache ls` reads it
+            # a harvest resuming drops it with its shards, and says so
+            with pytest.warns(CacheWarning, match=f"{told}.* dropped with its shards"):
+                assert store.load_plan() is None
+            assert not (tmp_path / "h" / "plan.json").exists()
+            assert store.finished_shards() == {}
 
     @pytest.mark.parametrize(
         "damage",
@@ -473,6 +487,19 @@ class TestHarvestStore:
         with pytest.raises(CacheCorruptError):
             store.read_data()
 
+    def test_a_manifest_of_another_version_is_told_not_taken_for_nothing(self, frame, tmp_path):
+        store = cache.HarvestStore(str(tmp_path / "h"))
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        manifest = json.loads((tmp_path / "h" / "manifest.json").read_text())
+        for written in (99, None):
+            (tmp_path / "h" / "manifest.json").write_text(
+                json.dumps({**manifest, "schema_version": written})
+            )
+            with pytest.raises(CacheCorruptError, match="another version of mediaframe"):
+                store.manifest()
+            with pytest.raises(CacheCorruptError, match="another version of mediaframe"):
+                store.read_data()
+
     def test_a_manifest_naming_a_dataset_outside_its_folder_is_never_followed(
         self, frame, tmp_path
     ):
@@ -495,7 +522,11 @@ class TestHarvestStore:
         store.write_shard("good", frame, total=5)
         for name, body in [("list", "[]"), ("keys", '{"id": "keys"}'), ("type", '{"id": 3}')]:
             (tmp_path / "h" / "shards" / f"{name}.json").write_text(body)
-        assert list(store.finished_shards()) == ["good"]
+        with pytest.warns(CacheWarning, match=r"shards/keys\.json") as told:
+            assert list(store.finished_shards()) == ["good"]
+        assert len(told) == 1, "one warning for the damaged batches of one look"
+        said = str(told[0].message)
+        assert "shards/list.json" in said and "fetched again" in said
 
     def test_final_data_is_checked_against_its_manifest(self, frame, tmp_path):
         store = cache.HarvestStore(str(tmp_path / "h"))

@@ -76,7 +76,10 @@ def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
         manifest = store.manifest()
     except CacheCorruptError:
         manifest = None
-    plan = store.load_plan() if manifest is None else None  # a harvest not yet published
+    try:  # read as it is: listing never drops a damaged plan, as a harvest resuming does
+        plan = store.read_plan() if manifest is None else None  # a harvest not yet published
+    except CacheCorruptError:
+        plan = None
     provenance = manifest.provenance if manifest else plan.provenance if plan else {}
     spec = manifest.spec if manifest else plan.spec if plan else {}
     filters = spec.get("filters")
