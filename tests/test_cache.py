@@ -5,6 +5,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import threading
 import warnings
@@ -283,6 +284,35 @@ def test_the_inventory_lists_a_harvest_whose_filters_are_not_an_object(frame, tm
     (tmp_path / "cache" / "records" / "k" / "manifest.json").write_text(json.dumps(manifest))
     listed = cached(str(tmp_path / "cache"))
     assert listed["query"].tolist() == ["q"] and listed["filters"].isna().all()
+
+
+@pytest.mark.parametrize(
+    "damage, told",
+    [
+        (lambda folder: (folder / "manifest.json").write_text("[1, 2]"), "manifest"),
+        (
+            lambda folder: (folder / "manifest.json").write_text('{"schema_version": 99}'),
+            "another version of mediaframe",
+        ),
+        (lambda folder: shutil.rmtree(next(folder.glob("data-*"))), "data-.* is missing"),
+        (lambda folder: (folder / "plan.json").write_text("[]"), "plan"),
+    ],
+    ids=["manifest-a-list", "manifest-of-another-version", "dataset-folder-gone", "plan-a-list"],
+)
+def test_the_inventory_lists_a_damaged_harvest_as_damaged(frame, tmp_path, damage, told):
+    folder = tmp_path / "cache" / "records" / "k"
+    store = cache.HarvestStore(str(folder))
+    spec = {"kind": "records", "query": "q", "filters": {}}
+    store.publish(frame, {"server": "s"}, spec=spec, sort_by=KEY)
+    (healthy,) = cached(str(tmp_path / "cache")).itertuples()
+    assert pd.isna(healthy.damage) and healthy.complete
+    if told == "plan":  # a harvest in progress, not published yet
+        (folder / "manifest.json").unlink()
+    damage(folder)
+    (listed,) = cached(str(tmp_path / "cache")).itertuples()
+    assert re.search(told, listed.damage), listed.damage
+    assert pd.isna(listed.complete), "a damaged harvest is not listed as complete"
+    assert listed.size_bytes > 0 and listed.path == str(folder)
 
 
 class TestHarvestStore:
