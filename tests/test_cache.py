@@ -71,6 +71,41 @@ def test_remote_filesystems_read_the_same_as_local_files(frame):
         fsspec.filesystem("memory").rm("/mediaframe-test", recursive=True)
 
 
+def test_duckdb_reads_a_cache_on_a_filesystem_it_does_not_speak_or_says_what_to_do(frame):
+    # DuckDB reads local files and its own protocols; a memory:// (or other fsspec) cache's
+    # filesystem is handed to it, or the failure is a CacheError naming the way out
+    import duckdb
+
+    store = cache.HarvestStore("memory://mediaframe-duck/h")
+    try:
+        store.publish(frame, {}, spec={}, sort_by=KEY)
+        counts = cache.to_duckdb(store.url).aggregate("databox_id, count(*) AS n").df()
+        assert dict(zip(counts.databox_id, counts.n, strict=True)) == {1: 2, 2: 2, 3: 1}
+        mine = duckdb.connect()
+        assert len(cache.to_duckdb(store.url, connection=mine).df()) == len(frame)
+        assert len(cache.to_duckdb(store.url, connection=mine).df()) == len(frame), "twice"
+
+        class Refusing:
+            """A connection that cannot take an fsspec filesystem."""
+
+            def __init__(self) -> None:
+                self.con = duckdb.connect()
+
+            def list_filesystems(self) -> list[str]:
+                return self.con.list_filesystems()
+
+            def register_filesystem(self, fs: object) -> None:
+                raise duckdb.InvalidInputException("no fsspec here")
+
+            def read_parquet(self, *args: object, **kwargs: object) -> object:
+                return self.con.read_parquet(*args, **kwargs)
+
+        with pytest.raises(CacheError, match=r"to_dask.* local cache_dir"):
+            cache.to_duckdb(store.url, connection=Refusing())
+    finally:
+        fsspec.filesystem("memory").rm("/mediaframe-duck", recursive=True)
+
+
 def test_frames_without_partition_columns_are_one_file(tmp_path):
     facets = pd.DataFrame({"facet": pd.array(["Type_Name"], dtype="string"), "count": [3]})
     cache.write_frame(facets, str(tmp_path / "f"), provenance={})
