@@ -203,6 +203,9 @@ class PlanFile:
     started: str | None = dataclasses.field(
         default=None, metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
     )
+    #: Shards cut into parts whose counts did not add up to theirs, even counted again: those
+    #: left stuck were stuck by the server's counts disagreeing, not by its cap alone.
+    disagreed: list[str] = dataclasses.field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     @property
