@@ -22,6 +22,13 @@ _MAX_TIMEOUT = 7 * 24 * 3600
 #: ``oauth_token`` parameter when an older server refuses the header.
 TOKEN_PLACEMENTS = ("auto", "header", "param")
 
+#: The default largest answer, counted decompressed. An answer costs about 3.5 times its size
+#: while it is read (the chunks, their joined copy, the parsed value), for each request in
+#: flight: at 1 GiB a 1 MB gzip body could cost 3.5 GB. The largest page of any server the
+#: emulator plays, 1,000 extended records pretty-printed as 3.x servers write them, is about
+#: 14.5 MB: 768 MiB stays more than 50 times above it.
+MAX_RESPONSE_BYTES = 768 << 20
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -43,7 +50,7 @@ class Settings:
     ``MEDIAFRAME_OFFLINE``      ``1`` reads only the cache, never the network (default ``0``)
     ``MEDIAFRAME_CACHE_TTL``    seconds a cached result is used as is before it is synced (3600)
     ``MEDIAFRAME_SYNC_LAG``     seconds re-read before the last sync, for clock skew (default 300)
-    ``MEDIAFRAME_MAX_RESPONSE_BYTES``  largest answer read, counted decompressed (default 1 GiB)
+    ``MEDIAFRAME_MAX_RESPONSE_BYTES``  largest answer read, counted decompressed (default 768 MiB)
 
     ``MEDIAFRAME_PROCESS_TRICKS`` (``0`` turns off the process-wide tricks) is read by
     :func:`process_tricks`, as it concerns the whole process rather than one client.
@@ -63,8 +70,8 @@ class Settings:
     cache_ttl: float = 3600.0
     sync_lag: float = 300.0
     #: An answer larger than this (after decompression) is dropped with ResponseTooLargeError:
-    #: an endless body or a compression bomb cannot exhaust memory. Pages are far smaller.
-    max_response_bytes: int = 1 << 30
+    #: an endless body or a compression bomb cannot exhaust memory (see MAX_RESPONSE_BYTES).
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         for name, kinds in _NUMBERS.items():
@@ -122,7 +129,9 @@ class Settings:
             offline=_flag(env, "MEDIAFRAME_OFFLINE", False),
             cache_ttl=_number(env, "MEDIAFRAME_CACHE_TTL", 3600.0, float),
             sync_lag=_number(env, "MEDIAFRAME_SYNC_LAG", 300.0, float),
-            max_response_bytes=_number(env, "MEDIAFRAME_MAX_RESPONSE_BYTES", 1 << 30, int),
+            max_response_bytes=_number(
+                env, "MEDIAFRAME_MAX_RESPONSE_BYTES", MAX_RESPONSE_BYTES, int
+            ),
         )
 
 

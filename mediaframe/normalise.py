@@ -23,24 +23,21 @@ of ``available_results``. ``api_version`` is informational and never checked.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from mediaframe.exceptions import MalformedItemError, ResponseFormatError
+from mediaframe.inert import neutralised
 from mediaframe.tokens import redact
 
 __all__ = [
     "as_list",
     "listed",
-    "neutralised",
     "normalise_me",
     "normalise_record",
     "normalise_search",
     "search_rights",
     "search_warning",
-    "unsafe",
 ]
 
 _RENAMES = (
@@ -142,29 +139,6 @@ def search_warning(response: Any) -> str | None:
     if not said or (isinstance(said, str) and not said.strip()):
         return None
     return redact(neutralised(" ".join(str(said).split())))[:500]
-
-
-def neutralised(text: str, *, kept: str = "") -> str:
-    """``text`` with each control and format character but those ``kept`` replaced by U+FFFD:
-    how server text is shown wherever it could rewrite what a terminal or a report shows (an
-    escape sequence, a bidi control)."""
-
-    def shown(match: re.Match[str]) -> str:
-        char = match[0]
-        return char if char in kept or not unsafe(char) else "\N{REPLACEMENT CHARACTER}"
-
-    return _SUSPECT.sub(shown, text)
-
-
-def unsafe(char: str) -> bool:
-    """Whether the character ``char`` must not be shown as it is: a control (C0, DEL, C1) or a
-    format character other than the two joiners some scripts and emoji are written with."""
-    return char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf")
-
-
-# Only characters outside printable ASCII are judged one by one.
-_SUSPECT = re.compile(r"[^\x20-\x7e]")
-_JOINERS = frozenset("\N{ZERO WIDTH NON-JOINER}\N{ZERO WIDTH JOINER}")
 
 
 def normalise_me(response: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from mediaframe.frames import RecordsPage, read_records
 from mediaframe.frames.fastjson import READ, is_described
 from mediaframe.frames.me import base_id_lookup, filled_base_ids
 from mediaframe.http import Transport
+from mediaframe.inert import neutralised
 from mediaframe.normalise import (
     _dicts,
     _normalise_entry,
@@ -492,14 +493,15 @@ def search_error(response: Any) -> str | None:
     The contract's ``error`` is a string, empty when none; a missing or null one, or one of
     blanks, reports nothing. Anything else set (a server of another age may send an object or a
     list) is a failure, told as the server wrote it; a null, ``false``, 0 or empty one is not.
-    Told redacted (:func:`~mediaframe.tokens.redact`): engines that echo the request they
+    Told inert (:func:`~mediaframe.inert.neutralised`: it reaches exception messages) and
+    redacted (:func:`~mediaframe.tokens.redact`): engines that echo the request they
     failed on quote its query string, token and all. Redacted before it is cut to 500
     characters, so that no part of a token straddling the cut is left.
     """
     error = response.get("error") if isinstance(response, Mapping) else None
     if isinstance(error, str):
-        return redact(error.strip())[:500] or None
-    return redact(str(error))[:500] if error else None  # null, false, 0, {} or []: none
+        return redact(neutralised(error.strip()))[:500] or None
+    return redact(neutralised(str(error)))[:500] if error else None  # null, false, 0, {}, []: none
 
 
 def _holds_hits(answer: object) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import logging
 import re
 import threading
 import time
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import SplitResult, quote, quote_plus, urlsplit
 
@@ -27,6 +28,7 @@ __all__ = [
     "check_base_url",
     "install_redaction",
     "is_loopback_url",
+    "least_run",
     "proxies_for",
     "redact",
     "redact_record",
@@ -251,12 +253,76 @@ def register_secret(value: str | None) -> None:
     install_redaction()
 
 
+def least_run(length: int) -> int:
+    """The fewest consecutive characters of a known secret of ``length`` characters that
+    :func:`redact` hides wherever they appear, not only the whole secret: a proxy's page or a
+    WAF's log echoes a header cut to some length.
+
+    12 for a secret of 16 characters or more (a 32-character token keeps at least 21 of them
+    unseen), three quarters of a shorter one, but never fewer than 10, and the whole of one
+    shorter than that. A run of 10 random characters is never ordinary text; fewer would hide
+    words a password shares a stretch with ("password" in "passwords1"), mangling messages.
+    """
+    return min(length, max(_LEAST_RUN, min(_RUN, -(-3 * length // 4))))
+
+
+_RUN = 12
+_LEAST_RUN = 10
+
+
 def _redact_values(text: str) -> str:
     # a plain substring scan (in C) per secret: a process holds few, the test suite some hundreds
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return text
+    spans = sorted(span for secret in list(_SECRETS) for span in _runs(secret, text))
+    if not spans:
+        return text
+    merged = [list(spans[0])]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:  # overlapping or touching the last: one run
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    kept, at = [], 0
+    for start, end in merged:
+        kept += [text[at:start], "***"]
+        at = end
+    return "".join([*kept, text[at:]])
+
+
+def _runs(secret: str, text: str) -> Iterator[tuple[int, int]]:
+    """The spans of ``text`` that are runs of at least :func:`least_run` characters of
+    ``secret``, maybe overlapping.
+
+    Any such run holds one of the secret's pieces cut at fixed offsets, each half a run long
+    (a run of ``2c - 1`` characters or more covers a whole piece of ``c``): each piece is found by
+    a substring scan in C, and only a hit is widened, character by character, as far as text
+    and secret agree. Ordinary text holds no piece, so a long text costs a few scans a secret.
+    """
+    least, pieces = _pieces(secret)
+    if least == len(secret):  # the whole secret only, which the plain scan replaced
+        return
+    for offset, piece in pieces:
+        found = text.find(piece)
+        while found >= 0:
+            start, end = found, found + len(piece)
+            left, right = offset, offset + len(piece)
+            while start > 0 and left > 0 and text[start - 1] == secret[left - 1]:
+                start, left = start - 1, left - 1
+            while end < len(text) and right < len(secret) and text[end] == secret[right]:
+                end, right = end + 1, right + 1
+            if end - start >= least:
+                yield start, end
+            found = text.find(piece, found + 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pieces(secret: str) -> tuple[int, tuple[tuple[int, str], ...]]:
+    least = least_run(len(secret))
+    size = (least + 1) // 2
+    offsets = range(0, len(secret) - size + 1, size)
+    return least, tuple((offset, secret[offset : offset + size]) for offset in offsets)
 
 
 def redact(text: str) -> str:

@@ -29,6 +29,8 @@ class Rewriting:
     def __init__(self, emu: Emulator) -> None:
         self.emu = emu
         self.answer: Callable[[str, Envelope], None] | None = None
+        #: Rewrites a JSON answer's bytes (after ``answer``): what ``json`` cannot write.
+        self.body: Callable[[str, bytes], bytes] | None = None
         #: Parameter names (or prefixes ending in ``[``) the server ignores, per path prefix.
         self.drop: dict[str, tuple[str, ...]] = {}
         self.missing: tuple[str, ...] = ()
@@ -76,6 +78,8 @@ class Rewriting:
             envelope = json.loads(content)
             self.answer(path, envelope)
             content = json.dumps(envelope).encode()
+        if self.body is not None and "json" in headers.get("Content-Type", ""):
+            content = self.body(path, content)
         return _send(start_response, status, content, headers.get("Content-Type"))
 
 

@@ -3,7 +3,8 @@
 Loaded by tests/conftest.py for every run. It learns the secrets of the run — every value
 mediaframe was handed as a secret (``mediaframe.auth.register_secret``: tokens, client
 secrets, passwords) and everything the emulator issues (tokens, codes) or holds (client
-secrets, passwords) — and looks for them in:
+secrets, passwords). Each is looked for whole and, in logs, errors and reprs, cut short too
+(its first run of the length :func:`mediaframe.tokens.least_run` says redaction hides), in:
 
 - every log record of the ``mediaframe``, ``urllib3`` and ``requests_oauthlib`` loggers, at
   DEBUG, as handlers would print it;
@@ -60,8 +61,12 @@ class Sweep:
     def check(self, text: str, where: str) -> None:
         if not text:
             return
+        from mediaframe.tokens import least_run
+
         for secret in self.secrets():
-            if secret in text:
+            # whole, or cut short as a proxy's page echoes a header: its first run of the length
+            # redaction hides (a prefix scan is as cheap as the whole one)
+            if secret in text or secret[: least_run(len(secret))] in text:
                 with self.lock:
                     self.found.append(f"{where}: holds {secret[:3]}…{secret[-2:]}")
                 return

@@ -15,6 +15,7 @@ import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.exceptions import (
     APIError,
+    BadRequestError,
     MalformedItemError,
     NotFoundError,
     RateLimitedError,
@@ -300,3 +301,70 @@ def test_a_body_requests_cannot_decompress_is_a_format_error(settings):
     with pytest.raises(ResponseFormatError, match="does not decompress"):
         transport(fake, settings).get("/api/v1/me/")
     assert len(fake.requests) == 1
+
+
+# --- answers nested deeper than any answer nests (review 15s, findings 1 and 2) ----------------
+
+
+def _deep_yaml(levels: int, style: str) -> bytes:
+    if style == "flow":
+        return b"meta: {}\nresponse: " + b"[" * levels + b"x" + b"]" * levels
+    lines = b"".join(b"  " * i + b"k:\n" for i in range(1, levels))
+    return b"meta: {}\nresponse:\n" + lines + b"  " * levels + b"x\n"
+
+
+@pytest.mark.parametrize(("levels", "style"), [(5_000, "flow"), (3_000, "block"), (200, "flow")])
+def test_a_yaml_answer_nested_too_deep_is_a_format_error(settings, levels, style):
+    fake = FakeService(Answer(200, {"Content-Type": "application/yaml"}, _deep_yaml(levels, style)))
+    with pytest.raises(ResponseFormatError, match="not valid YAML") as caught:
+        transport(fake, settings, representation="yaml").request("GET", "/api/v1/me/")
+    assert "nested deeper than 128 levels" in str(caught.value)
+
+
+@pytest.mark.parametrize("representation", ["json", "jsonp"])
+def test_a_json_answer_nested_too_deep_is_a_format_error(settings, representation):
+    body = b'{"meta": {"http_code": 200}, "response": {"user": ' + b"[" * 200 + b"]" * 200 + b"}}"
+    if representation == "jsonp":
+        body = b"/**/mediaframe_jsonp(" + body + b");"
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="nests 202 levels deep, deeper than the 128"):
+        transport(fake, settings, representation=representation).request("GET", "/api/v1/me/")
+
+
+def test_a_search_page_nested_too_deep_keeps_the_readers_words(settings):
+    records = b'[{"databox_id": 1, "record_id": 7, "x": ' + b"[" * 1_000 + b"]" * 1_000 + b"}]"
+    body = b'{"meta": {"http_code": 200}, "response": {"results": {"records": %s}}}' % records
+    fake = FakeService(Answer(200, {"Content-Type": "application/json"}, body))
+    with pytest.raises(ResponseFormatError, match="the search answer nests 1,005 levels") as caught:
+        transport(fake, settings).request("POST", "/api/v1/search/", decode=read_records)
+    assert "proxy" not in str(caught.value)
+
+
+# --- server text in exceptions is shown inert (review 15s, finding 3) ---------------------------
+
+ESCAPES = "bad\x1b]0;PWNED\x07\x1b[2J\u202eevil\x9b"
+
+
+def _shown_inert(text: str) -> bool:
+    return not any(char in text for char in "\x1b\x07\u202e\x9b") and "\ufffd" in text
+
+
+def test_a_server_s_error_message_is_shown_inert_and_kept_as_sent(settings):
+    meta = {"http_code": 400, "error_type": ESCAPES, "error_message": ESCAPES}
+    body = json.dumps({"meta": {**meta, "error_details": ESCAPES}, "response": {}}).encode()
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, body))
+    with pytest.raises(BadRequestError) as caught:
+        transport(fake, settings).request("GET", "/api/v1/me/")
+    assert _shown_inert(str(caught.value)), repr(str(caught.value))
+    assert "PWNED" in str(caught.value)  # shown, inert
+    # the attributes keep what the server sent, for code that reads them
+    assert caught.value.error_message == caught.value.error_details == ESCAPES
+
+
+def test_an_oauth_error_code_is_shown_inert(settings):
+    body = json.dumps({"error": ESCAPES}).encode()
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, body))
+    with pytest.raises(mf.OAuthError) as caught:
+        transport(fake, settings.replace(token_placement="param")).request("GET", "/api/v1/me/")
+    assert _shown_inert(str(caught.value)), repr(str(caught.value))
+    assert caught.value.error == ESCAPES

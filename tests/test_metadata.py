@@ -447,3 +447,14 @@ def test_an_interrupted_extended_harvest_resumes_with_its_columns(settings):
         assert report.complete and report.resumed_shards > 0
         assert len(frame) == len(emu.ground_truth())
         assert frame["caption_Title"].tolist() == truth(emu, frame)["caption_Title"].tolist()
+
+
+def test_a_caption_warning_shows_the_server_s_field_name_inert():
+    # review 15s, finding 3: the name was repr'd once and shown raw in ``caption_<name>``
+    from mediaframe.frames.captions import typed_caption
+
+    name = "Da\x1b]0;PWNED\x07te\u202e"
+    with pytest.warns(mf.MetadataWarning) as caught:
+        typed_caption(name, ["not a number"], "number")
+    said = str(caught[0].message)
+    assert not any(char in said for char in "\x1b\x07\u202e"), repr(said)

@@ -321,3 +321,13 @@ def test_legacy_base_ids_are_looked_up_in_one_table_built_per_me_read(settings, 
         expected = truth.loc[list(zip(page["databox_id"], page["record_id"], strict=True))]
         assert page["base_id"].tolist() == expected.tolist()
     assert len(built) == 1
+
+
+@pytest.mark.parametrize("said", ["engine\x1b]0;PWNED\x07down\u202e", ["engine\x1b[2J", 1]])
+def test_a_search_engine_s_error_is_told_inert(said):
+    # review 15s, finding 3: it reaches exception messages, so a terminal
+    from mediaframe.routes import search_error
+
+    told = search_error({"error": said})
+    assert told is not None and "engine" in told
+    assert not any(char in told for char in "\x1b\x07\u202e"), repr(told)

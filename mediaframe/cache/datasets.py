@@ -124,6 +124,11 @@ def _as_json(name: Any, values: Any) -> pa.Array:
             f"cannot cache column {name!r}: it holds values that are not JSON ({err}); convert "
             "them (astype(str), say) or drop the column before caching"
         ) from err
+    except RecursionError as err:  # answers are refused past DEEPEST; a frame made by hand is not
+        raise CacheError(
+            f"cannot cache column {name!r}: it holds values nested too deep to write as JSON; "
+            "convert them (astype(str), say) or drop the column before caching"
+        ) from err
     return pa.array(texts, pa.large_string())
 
 

@@ -1,7 +1,9 @@
 """What the cache holds: one row per cached harvest, and removing them.
 
-Reads only each harvest's manifest (or, for a harvest not yet published, its plan) and the sizes
-of its files, so it stays true whatever the layout of the data inside a harvest's folder.
+Reads only each harvest's manifest (or, for a harvest not yet published, its plan), whether the
+dataset folder it names is there, and the sizes of its files, so it stays true whatever the
+layout of the data inside a harvest's folder. A harvest that cannot be read is listed as damaged,
+with what is wrong, never as one that holds nothing or as a healthy one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pandas as pd
 from fsspec.implementations.local import LocalFileSystem
 
 from mediaframe.cache.datasets import filesystem
+from mediaframe.cache.manifest import Manifest
 from mediaframe.cache.store import HarvestStore
 from mediaframe.exceptions import CacheCorruptError
 
@@ -33,6 +36,7 @@ _COLUMNS = {
     "query": "string",
     "filters": "string",
     "complete": "boolean",
+    "damage": "string",
     "hits": "Int64",
     "size_bytes": "Int64",
     "updated_at": "datetime64[us, UTC]",
@@ -45,7 +49,9 @@ def cached(cache_dir: str, *, now: dt.datetime | None = None) -> pd.DataFrame:
     """Every harvest under ``cache_dir``: its search, size, when it was last written, and where.
 
     ``updated_at`` is when the harvest or its last sync was written; ``age`` is counted from it.
-    A folder without a readable manifest is listed with what is known (its size and path).
+    ``damage`` says what makes a harvest unreadable (a damaged manifest or plan, one written by
+    another version of mediaframe, a dataset folder gone), missing when nothing is; a damaged
+    one is listed with what is known (its size and path), its ``complete`` unknown.
     """
     fs, root = filesystem(cache_dir)
     now = now or dt.datetime.now(dt.UTC)
@@ -72,11 +78,19 @@ def remove(paths: Iterable[str], *, wait: bool = False) -> list[str]:
 
 def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
     store = HarvestStore(path)
+    damage: str | None
     try:
         manifest = store.manifest()
-    except CacheCorruptError:
-        manifest = None
-    plan = store.load_plan() if manifest is None else None  # a harvest not yet published
+    except CacheCorruptError as err:
+        manifest, damage = None, _said(err, store)
+    else:
+        damage = _dataset_damage(fs, store, manifest) if manifest is not None else None
+    plan = None
+    if manifest is None and damage is None:  # a harvest not yet published
+        try:  # read as it is: listing never drops a damaged plan, as a harvest resuming does
+            plan = store.read_plan()
+        except CacheCorruptError as err:
+            damage = _said(err, store)
     provenance = manifest.provenance if manifest else plan.provenance if plan else {}
     spec = manifest.spec if manifest else plan.spec if plan else {}
     filters = spec.get("filters")
@@ -94,13 +108,31 @@ def _entry(fs: Any, kind: str, path: str, now: dt.datetime) -> dict[str, Any]:
         "user": provenance.get("user"),
         "query": spec.get("query"),
         "filters": ", ".join(f"{k}={v}" for k, v in sorted(filters.items())) or None,
-        "complete": manifest.complete if manifest else False if plan else None,
+        "complete": None if damage else manifest.complete if manifest else False if plan else None,
+        "damage": damage,
         "hits": manifest.rows if manifest else plan.total if plan else None,
         "size_bytes": _size(fs, path),
         "updated_at": updated,
         "age": (now - updated) if updated else None,
         "path": path,
     }
+
+
+def _dataset_damage(fs: Any, store: HarvestStore, manifest: Manifest) -> str | None:
+    """What is wrong with the dataset folder ``manifest`` names: none of its own, or gone (its
+    files are checked by every read; a listing only looks for the folder)."""
+    try:
+        store.data_url(manifest)
+    except CacheCorruptError as err:
+        return _said(err, store)
+    if not fs.isdir(posixpath.join(store.root, manifest.data)):
+        return f"its dataset folder {manifest.data} is missing"
+    return None
+
+
+def _said(err: CacheCorruptError, store: HarvestStore) -> str:
+    """The damage ``err`` tells, without the harvest's own path (the listing shows it)."""
+    return str(err).replace(f" of {store.url}", "").replace(f" at {store.url}", "")
 
 
 def _size(fs: Any, path: str) -> int:

@@ -124,6 +124,15 @@ def to_duckdb(path: str, *, connection: Any = None) -> Any:
     from it does; with ``connection``, yours, for as long as it lives (a view made on it may
     read the files at any time).
 
+    A cache on another fsspec filesystem (``memory://``, ``s3://`` …) is read through it: the
+    filesystem is registered with the connection (yours too) unless it has one of that name.
+
+    Raises
+    ------
+    CacheError
+        DuckDB cannot read the dataset (its filesystem cannot be handed to DuckDB): the message
+        says to use :func:`to_dask` or a local ``cache_dir``.
+
     Examples
     --------
     >>> rel = mf.to_duckdb(path)                                   # doctest: +SKIP
@@ -137,9 +146,29 @@ def to_duckdb(path: str, *, connection: Any = None) -> Any:
     try:
         con = connection or duckdb.connect()
         pattern = posixpath.join(str(data).rstrip("/"), "**", "*.parquet")
-        relation = con.read_parquet(pattern, hive_partitioning=True)
+        try:
+            _hand_filesystem(con, data)
+            relation = con.read_parquet(pattern, hive_partitioning=True)
+        except duckdb.Error as err:
+            raise CacheError(
+                f"DuckDB cannot read the cached dataset {data} ({err!s:.300}): read it with "
+                "mf.to_dask, or keep the cache in a local cache_dir (MEDIAFRAME_CACHE_DIR)"
+            ) from err
     except BaseException:
         release(held)
         raise
     _keep(held, con, relation)
     return relation
+
+
+def _hand_filesystem(con: Any, data: str) -> None:
+    """Register the fsspec filesystem ``data`` is on with the DuckDB connection ``con``, unless
+    it is local (DuckDB reads local files itself) or ``con`` has one of that name already
+    (DuckDB speaks it, or it was handed before): else DuckDB finds no file at a ``memory://``
+    path, and says only that."""
+    fs, _ = filesystem(data)
+    if isinstance(fs, LocalFileSystem):
+        return
+    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    if not set(protocols) & set(con.list_filesystems()):
+        con.register_filesystem(fs)

@@ -211,6 +211,9 @@ class PlanFile:
     started: str | None = dataclasses.field(
         default=None, metadata=_valid(_is_zoned_timestamp, "an ISO 8601 time with its time zone")
     )
+    #: Shards cut into parts whose counts did not add up to theirs, even counted again: those
+    #: left stuck were stuck by the server's counts disagreeing, not by its cap alone.
+    disagreed: list[str] = dataclasses.field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -274,13 +277,18 @@ def decode(cls: type[D], data: bytes | Mapping[str, Any], where: str) -> D:
     return _build(cls, data, where)
 
 
-def is_current(data: bytes) -> bool:
-    """Whether a stored document was written in this schema version (else: start afresh)."""
+def another_version(data: bytes) -> str | None:
+    """What another version of mediaframe wrote ``data`` in (``"schema version 3"``), when a
+    stored document is one of its; ``None`` when it is of this version's schema, or damaged
+    (which :func:`decode` tells)."""
     try:
         loaded = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return True  # damage, told by decode
-    return not isinstance(loaded, dict) or loaded.get("schema_version") == SCHEMA_VERSION
+        return None
+    if not isinstance(loaded, dict) or loaded.get("schema_version") == SCHEMA_VERSION:
+        return None
+    found = loaded.get("schema_version")
+    return f"schema version {found!r:.20}" if found is not None else "no schema version"
 
 
 def _build(cls: Any, data: Any, where: str) -> Any:

@@ -21,6 +21,7 @@ import posixpath
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from mediaframe.cache.datasets import to_ipc
 from mediaframe.cache.folder import HarvestFolder
 from mediaframe.cache.manifest import ShardBatch, ShardEntry, decode, encode
 from mediaframe.cache.pages import PageCheckpoints, is_plain_name
-from mediaframe.exceptions import CacheCorruptError
+from mediaframe.exceptions import CacheCorruptError, CacheWarning
 
 __all__ = ["ShardFiles"]
 
@@ -92,26 +93,34 @@ class ShardFiles(HarvestFolder):
     def finished_shards(self) -> dict[str, ShardEntry]:
         """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
         root = self._path("shards")
-        entries = {}
+        entries: dict[str, ShardEntry] = {}
+        damaged: list[str] = []
         try:
             paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
         except FileNotFoundError:
             return {}
         for path in paths:  # in the order written: a later batch's entry wins
+            name = "shards/" + posixpath.basename(path)
             try:
-                data = self._read_bytes("shards/" + posixpath.basename(path))
+                data = self._read_bytes(name)
                 if data is None:
-                    continue
-                batch = decode(ShardBatch, data, path)
-            except CacheCorruptError:
-                continue  # a damaged or vanished batch: its shards are simply fetched again
-            own = "shards/" + posixpath.basename(path).removesuffix(".json") + ".arrow"
+                    continue  # vanished (cleared meanwhile): no damage
+                batch = decode(ShardBatch, data, name)
+            except CacheCorruptError as err:
+                damaged.append(str(err))  # its shards are fetched again
+                continue
+            own = name.removesuffix(".json") + ".arrow"
             if not tiles(batch.shards, own):
-                continue  # entries pointing elsewhere, overlapping or repeated: damage too
+                damaged.append(f"{name} has entries pointing elsewhere, overlapping or repeated")
+                continue
             if not all(is_plain_name(entry.id) for entry in batch.shards):
-                continue  # ids that would name paths out of the folder (their pages): damage
+                # ids that would name paths out of the folder (their pages)
+                damaged.append(f"{name} has shard ids that are no plain names")
+                continue
             for entry in batch.shards:
                 entries[entry.id] = entry
+        if damaged:
+            self._tell_damaged(damaged)
         return entries
 
     def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
@@ -146,7 +155,22 @@ class ShardFiles(HarvestFolder):
         resume does not parse every kept shard twice.
         """
         data = self._shard_bytes(entry.file)
-        return data is not None and holds(data, entry)
+        if data is not None and holds(data, entry):
+            return True
+        flaw = "is not in the folder" if data is None else "does not hold its entries' shards"
+        self._tell_damaged([f"shard file {entry.file or '(none)'} {flaw}"])
+        return False
+
+    def _tell_damaged(self, flaws: Sequence[str]) -> None:
+        """Warn that finished shards kept for resume are damaged: told, for a resume that pages
+        them again costs more than one that keeps them."""
+        shown = "; ".join(flaws[:3]) + ("; ..." if len(flaws) > 3 else "")
+        warnings.warn(
+            f"finished shards kept for resume at {self.url} are damaged ({shown}): "
+            "their shards are fetched again",
+            CacheWarning,
+            stacklevel=3,
+        )
 
     def _shard_bytes(self, file: str) -> bytes | None:
         if not file.startswith("shards/") or "/" in file.removeprefix("shards/"):

@@ -32,6 +32,7 @@ import os
 import posixpath
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -52,9 +53,16 @@ from mediaframe.cache.locks import (
     release,
     version_lock,
 )
-from mediaframe.cache.manifest import Manifest, PlanFile, decode, encode, is_current
+from mediaframe.cache.manifest import (
+    SCHEMA_VERSION,
+    Manifest,
+    PlanFile,
+    another_version,
+    decode,
+    encode,
+)
 from mediaframe.cache.shards import ShardFiles
-from mediaframe.exceptions import CacheCorruptError, CacheMissError
+from mediaframe.exceptions import CacheCorruptError, CacheMissError, CacheWarning
 from mediaframe.files import flush_file
 
 __all__ = ["HarvestStore", "age", "dataset_key"]
@@ -235,17 +243,25 @@ class HarvestStore(ShardFiles):
     # published dataset ------------------------------------------------------
 
     def manifest(self) -> Manifest | None:
-        """The published dataset's manifest; ``None`` if there is none, or an older layout's.
+        """The published dataset's manifest; ``None`` if there is none.
 
         Raises
         ------
         CacheCorruptError
-            The manifest is damaged: not JSON, or of the wrong shape.
+            The manifest is damaged (not JSON, or of the wrong shape), or was written by another
+            version of mediaframe: read offline, that is told; online, it is fetched again and
+            overwritten, never taken for "nothing cached" without a word.
         """
         data = self._read_bytes(_MANIFEST)
-        if data is None or not is_current(data):
+        if data is None:
             return None
-        return decode(Manifest, data, f"the manifest of {self.url}")
+        where = f"the manifest of {self.url}"
+        _refuse_another_version(
+            data,
+            where,
+            ": read it with that version, or fetch the search again online, which replaces it",
+        )
+        return decode(Manifest, data, where)
 
     def published(self) -> str | None:
         """The dataset version the manifest names now; ``None`` if none, or if it is damaged."""
@@ -429,14 +445,41 @@ class HarvestStore(ShardFiles):
         return HarvestStore(self._url(_SYNC, *names))
 
     def load_plan(self) -> PlanFile | None:
-        """The plan of an interrupted harvest; ``None`` if none or damaged (start afresh)."""
+        """The plan of an interrupted harvest, for its writer to resume; ``None`` if none.
+
+        A plan that cannot be read (damaged as a whole, or written by another version of
+        mediaframe) is dropped with the shards it made, with a :class:`CacheWarning`: the
+        harvest starts afresh. Its shards kept without it would each be counted again to be
+        trusted, and the resume would cost more than a fresh harvest.
+        """
         try:
-            data = self._read_bytes(_PLAN)
-            if data is None or not is_current(data):
-                return None
-            return decode(PlanFile, data, f"the plan of {self.url}")
-        except CacheCorruptError:
+            return self.read_plan()
+        except CacheCorruptError as err:
+            warnings.warn(
+                f"{err}: it is dropped with its shards, and the harvest fetched again",
+                CacheWarning,
+                stacklevel=2,
+            )
+            self.clear_plan()
             return None
+
+    def read_plan(self) -> PlanFile | None:
+        """The plan of an interrupted harvest as it is on disk; ``None`` if none.
+
+        Raises
+        ------
+        CacheCorruptError
+            The plan is damaged, or was written by another version of mediaframe.
+        """
+        data = self._read_bytes(_PLAN)  # a file that cannot be read says so itself
+        if data is None:
+            return None
+        where = f"the plan of the harvest in progress at {self.url}"
+        _refuse_another_version(data, where)
+        try:
+            return decode(PlanFile, data, _PLAN)
+        except CacheCorruptError as err:
+            raise CacheCorruptError(f"{where} is damaged ({err})") from None
 
     def save_plan(self, plan: PlanFile) -> None:
         """Replace the plan atomically."""
@@ -449,6 +492,17 @@ class HarvestStore(ShardFiles):
         which a resume would keep)."""
         self.clear_shards()
         self._remove(_PLAN)
+
+
+def _refuse_another_version(data: bytes, where: str, advice: str = "") -> None:
+    """Raise if ``data`` (the document at ``where``) was written by another version of
+    mediaframe: this one cannot tell whether it reads it right."""
+    written = another_version(data)
+    if written is not None:
+        raise CacheCorruptError(
+            f"{where} was written by another version of mediaframe ({written}; this one "
+            f"writes schema version {SCHEMA_VERSION}){advice}"
+        )
 
 
 def _is_lock(name: str) -> bool:

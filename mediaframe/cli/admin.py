@@ -37,11 +37,24 @@ def age_text(age: Any) -> str:
     return f"{seconds} s"
 
 
-def _shown_query(query: Any) -> str:
-    # a harvest folder whose search never started (the server refused it) says no query
+def _shown_query(query: Any, damage: Any) -> str:
     if query is None or pd.isna(query):
+        # a damaged manifest or plan says no query either, but holds what was harvested
+        if not pd.isna(damage):
+            return "(unknown: damaged)"
+        # a harvest folder whose search never started (the server refused it) says no query
         return "(unknown: nothing harvested)"
     return repr(query) if query == "" else str(query)
+
+
+def _shown_state(complete: Any, damage: Any) -> str:
+    """``complete``, ``incomplete`` (or still being harvested), or ``damaged`` (what is wrong
+    is said apart: it would not fit the table)."""
+    if not pd.isna(damage):
+        return "damaged"
+    if pd.isna(complete):
+        return ""
+    return "complete" if complete else "incomplete"
 
 
 @main.group()
@@ -66,7 +79,10 @@ def _listing(state: State) -> pd.DataFrame:
 @click.pass_obj
 @reported
 def cache_ls(state: State, output: Path | None, limit: int) -> None:
-    """Each cached harvest: kind, query and filters, server and user, size, age.
+    """Each cached harvest: kind, query and filters, state, server and user, size, age.
+
+    A harvest that cannot be read is listed as damaged, with what is wrong (a damaged
+    manifest or plan, its dataset folder gone): it is fetched again by the next call.
 
     \b
     Example:
@@ -77,14 +93,26 @@ def cache_ls(state: State, output: Path | None, limit: int) -> None:
         f"{len(listing)} cached harvest(s), {size_text(listing['size_bytes'].sum())} in "
         f"{state.settings.cache_dir}"
     )
+    for key, damage in zip(listing["key"], listing["damage"], strict=True):
+        if not pd.isna(damage):
+            state.say(
+                f"harvest {key} is damaged ({damage}): the next call of its search fetches it "
+                f"again, or remove it with `mediaframe cache clear --key {key}`"
+            )
     if output is not None:
         emit(state, listing, output)
         return
     shown = pd.DataFrame(
         {
             "kind": listing["kind"],
-            "query": listing["query"].map(_shown_query),
+            "query": [
+                _shown_query(*row) for row in zip(listing["query"], listing["damage"], strict=True)
+            ],
             "filters": listing["filters"],
+            "state": [
+                _shown_state(*row)
+                for row in zip(listing["complete"], listing["damage"], strict=True)
+            ],
             "hits": listing["hits"],
             "size": listing["size_bytes"].map(size_text),
             "age": listing["age"].map(age_text),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.normalise import neutralised, unsafe
+from mediaframe.inert import neutralised, unsafe
 
 __all__ = ["printable", "render", "unsafe"]
 

@@ -29,6 +29,7 @@ from mediaframe.frames.arrays import TIMESTAMP, text, to_array, warn_unreadable
 from mediaframe.frames.flatten import flatten
 from mediaframe.frames.normalise import as_items, labeller
 from mediaframe.frames.schema import FIELDS, LANGUAGES
+from mediaframe.inert import neutralised
 
 __all__ = [
     "SEPARATOR",
@@ -269,8 +270,8 @@ def typed_caption(name: str, values: list[Any], kind: str) -> Any:
         examples = ", ".join(repr(v) for v in raw[lost].unique()[:3])
         warnings.warn(
             f"caption field {name!r} is declared {kind} but {int(lost.sum())} value(s) are not "
-            f"({examples}); they are missing from caption_{name}. Read the raw text with "
-            "client.api.record_caption() or the record's metadata",
+            f"({examples}); they are missing from caption_{neutralised(name)}. Read the raw text "
+            "with client.api.record_caption() or the record's metadata",
             MetadataWarning,
             stacklevel=2,
         )

@@ -28,11 +28,11 @@ from mediaframe.frames.arrays import TIMESTAMP
 from mediaframe.frames.captions import Structure
 from mediaframe.frames.flatten import assemble
 from mediaframe.frames.fromarrow import Unreadable
-from mediaframe.frames.nesting import nesting
 from mediaframe.frames.records import records
 from mediaframe.frames.schema import RECORDS
 from mediaframe.frames.wholefloats import whole_float_names
 from mediaframe.futures import run_on
+from mediaframe.nesting import DEEP_ADVICE, DEEPEST, nesting, too_deep
 
 __all__ = ["READ", "RecordsPage", "is_described", "read_records", "records_json"]
 
@@ -210,6 +210,8 @@ def _decoded(body: bytes) -> tuple[dict[str, Any], list[Any]]:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
         raise _not_an_answer(body, f"is not JSON ({error})") from error
+    if (depth := nesting(body)) > DEEPEST:  # orjson read it; the cache and exports could not
+        raise _not_an_answer(body, too_deep(depth), DEEP_ADVICE)
     parts = _search_parts(document, body)
     if parts is None or not isinstance(parts[1], list):
         raise _not_an_answer(body, "is not a search envelope with a response.results.records list")
@@ -460,7 +462,7 @@ def _parse(data: bytes, schema: pa.Schema) -> pa.StructArray:
     text it is. pyarrow infers by recursion: a member nested ten thousand levels deep overflows
     the C stack and kills the process. So a piece is read with unknown members refused first
     (most hold none; the read stops at the first), and one holding some is measured
-    (:func:`~mediaframe.frames.nesting.nesting`) before they are inferred: one nested deeper
+    (:func:`~mediaframe.nesting.nesting`) before they are inferred: one nested deeper
     than records nest takes the decoded route (orjson refuses beyond 1,024 levels).
 
     The parse allocates from the C library's allocator rather than pyarrow's default

@@ -13,7 +13,7 @@ from pandas.api.types import union_categoricals
 
 from mediaframe._process import collector_paused
 from mediaframe.exceptions import InvalidParameterError
-from mediaframe.frames.arrays import TIMESTAMP, column_arrays, infer_array, object_values, text
+from mediaframe.frames.arrays import TIMESTAMP, column_arrays, infer_array, object_values
 from mediaframe.frames.captions import Structure, extended_columns
 from mediaframe.frames.flatten import assemble, flatten
 from mediaframe.frames.normalise import as_items, labeller
@@ -128,6 +128,10 @@ def concat_records(
     ``structure`` names the extended columns of extended records, so that joining no parts at
     all still gives them.
 
+    The join costs the columns the parts hold, not parts × names: each technical or unknown
+    column is typed and joined over the parts holding it, then laid out once over all rows, so
+    shards each holding a few of thousands of names join as fast as one frame of their records.
+
     Raises
     ------
     InvalidParameterError
@@ -146,15 +150,19 @@ def concat_records(
         parts.clear()
     if not frames:
         return records([], structure)
-    lengths = [len(frame) for frame in frames]
+    starts = np.cumsum([0] + [len(frame) for frame in frames]).tolist()
     columns = [_columns(frame) for frame in frames]
     del frames
-    names = set().union(*columns) - set(RECORDS.names)
-    declared, dynamic = {}, {}
-    for name, dtype in RECORDS.dtypes.items():
-        declared[name] = _declared(_take(columns, name, consume), dtype)
-    for name in names:
-        dynamic[name] = _dynamic(_take(columns, name, consume), lengths)
+    declared = {
+        name: _declared(_take(columns, name), dtype) for name, dtype in RECORDS.dtypes.items()
+    }
+    held = _by_name(columns)
+    del columns
+    dynamic = {}
+    while held:
+        # popped, so that each part's column is let go once its name is joined
+        name, present = held.popitem()
+        dynamic[name] = _dynamic(present, starts)
     return assemble(RECORDS, declared, dynamic)
 
 
@@ -178,9 +186,23 @@ def _extension(array: Any) -> ExtensionArray:
     return array if isinstance(array, ExtensionArray) else pd.arrays.NumpyExtensionArray(array)
 
 
-def _take(columns: list[dict[str, ExtensionArray]], name: str, consume: bool) -> list[Any]:
-    """Every part's column ``name`` (``None`` where a part lacks it), removed if ``consume``."""
-    return [part.pop(name, None) if consume else part.get(name) for part in columns]
+def _take(columns: list[dict[str, ExtensionArray]], name: str) -> list[ExtensionArray]:
+    """Every part's declared column ``name``, taken out of the parts' columns."""
+    return [part.pop(name) for part in columns]
+
+
+def _by_name(columns: list[dict[str, ExtensionArray]]) -> dict[str, list[tuple[int, Any]]]:
+    """The parts' remaining columns by name, each with the index of its part; empties ``columns``.
+
+    Only the columns a part holds are visited: a join of many parts, each holding a few of many
+    names, costs the cells present and not parts × names.
+    """
+    held: dict[str, list[tuple[int, Any]]] = {}
+    for index, part in enumerate(columns):
+        for name, column in part.items():
+            held.setdefault(name, []).append((index, column))
+        part.clear()
+    return held
 
 
 def _declared(present: list[ExtensionArray], dtype: str) -> Any:
@@ -209,29 +231,48 @@ _SETTLED = (({"Int64"}, "Int64"), ({"Int64", "Float64"}, "Float64"))
 _SAME = ("string", "boolean", TIMESTAMP)
 
 
-def _dynamic(present: list[ExtensionArray | None], lengths: list[int]) -> Any:
-    """One technical or unknown column over all parts (``None``: the part lacks it)."""
-    kinds = {str(column.dtype) for column in present if column is not None}
+def _dynamic(present: list[tuple[int, ExtensionArray]], starts: list[int]) -> Any:
+    """One technical or unknown column over all parts, from the parts that hold it.
+
+    ``present`` pairs each such part's index with its column, ``starts`` gives each part's first
+    row (and the total last). The column is typed and joined over the parts holding it, then laid
+    out once over all rows: parts without it cost nothing of their own.
+    """
+    columns = [column for _, column in present]
+    kinds = {str(column.dtype) for column in columns}
     target = next((dtype for allowed, dtype in _SETTLED if kinds <= allowed), None)
     if target is None and len(kinds) == 1 and kinds <= set(_SAME):
         target = kinds.pop()
     if target is not None:
-        # The pages' dtypes decide the whole column: cast, pad pages without it, concatenate.
-        return _joined(
-            [
-                _missing(n, target) if column is None else column.astype(target)
-                for column, n in zip(present, lengths, strict=True)
-            ]
-        )
-    values = [
-        np.full(n, None) if column is None else object_values(column)
-        for column, n in zip(present, lengths, strict=True)
-    ]
-    return infer_array(np.concatenate(values))
+        # The pages' dtypes decide the whole column: cast and concatenate (which copies, so the
+        # result shares no memory with the parts, cast or not).
+        joined = _joined([_cast(column, target) for column in columns])
+    else:
+        # Typed again by every value; the missing rows of the parts without it change nothing,
+        # as the rule reads nulls as nothing.
+        joined = infer_array(np.concatenate([object_values(column) for column in columns]))
+    return _spread(joined, [(starts[index], len(column)) for index, column in present], starts[-1])
 
 
-def _missing(n: int, dtype: str) -> Any:
-    return text([None] * n) if dtype == "string" else pd.array([None] * n, dtype=dtype)
+def _cast(column: ExtensionArray, dtype: str) -> Any:
+    return column if str(column.dtype) == dtype else column.astype(dtype)
+
+
+def _spread(joined: Any, spans: list[tuple[int, int]], total: int) -> Any:
+    """``joined``, the values of rows ``spans`` (first row, count) end to end, at those rows of
+    ``total`` rows, missing elsewhere."""
+    if len(joined) == total:
+        return joined  # every row is in a span
+    indexer = np.full(total, -1, dtype=np.intp)
+    taken = 0
+    for first, count in spans:
+        indexer[first : first + count] = np.arange(taken, taken + count)
+        taken += count
+    if isinstance(joined, np.ndarray):  # objects: pandas' take would fill with NaN, not None
+        spread = np.full(total, None, dtype=object)
+        spread[indexer >= 0] = joined
+        return spread
+    return joined.take(indexer, allow_fill=True)
 
 
 def _joined(arrays: list[Any]) -> Any:

@@ -373,6 +373,8 @@ def _high_water(frame: pd.DataFrame) -> str | None:
 def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
     stuck = the_plan.stuck
     cap = the_plan.cap or 0
+    if {leaf.id for leaf in stuck} & set(the_plan.disagreed):
+        return _disagreeing_message(the_plan, spec)
     missing = sum(leaf.expected for leaf in stuck) - cap * len(stuck)
     return (
         f"{len(stuck)} shard(s) of this {spec.kind} search cannot be split under the server's "
@@ -380,6 +382,20 @@ def _stuck_message(the_plan: PlanFile, spec: Spec) -> str:
         f"of {the_plan.total} hits cannot be retrieved. Narrow the query, ask the server's "
         "administrator to raise the cap, or pass allow_incomplete=True to accept a partial result."
         + (_CAP_OF_ONE if the_plan.cap == 1 else "")
+    )
+
+
+def _disagreeing_message(the_plan: PlanFile, spec: Spec) -> str:
+    """Shards stuck because their parts' counts never added up to theirs: not the cap's doing."""
+    stuck = [leaf for leaf in the_plan.stuck if leaf.id in set(the_plan.disagreed)]
+    return (
+        f"the server's counts disagree: {len(stuck)} shard(s) of this {spec.kind} search "
+        f"({_ids([leaf.id for leaf in stuck])}) were cut into parts whose counts never add up "
+        f"to the shard's own, whatever they were cut by, so no plan under the server's cap of "
+        f"{the_plan.cap} hits can be proven to hold its {the_plan.total} hits. The server (or a "
+        "proxy before it) reports totals its searches do not hold, or some hits lack what they "
+        "are cut by (dates): try again later, tell the service's administrators, or pass "
+        "allow_incomplete=True to accept a partial result."
     )
 
 

@@ -263,6 +263,7 @@ def plan(
     on_leaf: Callable[[Shard, int, pd.DataFrame | None], None] | None = None,
     proven: Mapping[str, tuple[int, int, list[tuple[Shard, int]]]] | None = None,
     on_split: Callable[[Shard, int, int, list[tuple[Shard, int]]], None] | None = None,
+    on_disagreed: Callable[[Shard], None] | None = None,
 ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
     """Split ``root`` until every shard is retrievable; returns ``(leaves, stuck)``.
 
@@ -283,6 +284,9 @@ def plan(
         replayed without a request while the shard's total is the one they were proven for.
     on_split : told of each split as soon as it is proven, ``(shard, level, total, children)``,
         so that a run killed while planning can replay it.
+    on_disagreed : told of each shard cut into parts whose counts do not add up to its own, even
+        counted again (it is cut by the next dimension), so that one left stuck is told apart
+        from one the cap alone stuck.
     """
     if cap < 1:  # the server lets no hit be retrieved: no split gets under that, all is stuck
         return [], [(root, root_count.total)] if root_count.total else []
@@ -358,6 +362,8 @@ def plan(
                     ),
                 )
             else:  # the dimension does not cover every hit (e.g. undated records): the next
+                if on_disagreed is not None:
+                    on_disagreed(shard)
                 cut(path, shard, total, level + 1)
             return
         if on_split is not None:

@@ -243,8 +243,14 @@ class Planning:
             if time.monotonic() - self._saved_at >= _CHECKPOINT_EVERY:
                 self._save(checkpoint)
 
+        def disagreed(shard: Shard) -> None:
+            with self._lock:
+                checkpoint.disagreed.append(shard.id)
+
         try:
-            leaves, stuck = self._split(root, limit, count, bounds, checkpoint.splits, proven)
+            leaves, stuck = self._split(
+                root, limit, count, bounds, checkpoint.splits, proven, disagreed
+            )
         except BaseException:
             # a revoked token, a dropped network: what was proven is kept for the next run (best
             # effort: a full disk is no reason to tell another error than the planning's)
@@ -301,6 +307,7 @@ class Planning:
         bounds: Callable[[Shard], tuple[dt.date, dt.date]],
         splits: Mapping[str, ProvenSplit],
         proven: Callable[[Shard, int, int, list[tuple[Shard, int]]], None],
+        disagreed: Callable[[Shard], None],
     ) -> tuple[list[tuple[Shard, int]], list[tuple[Shard, int]]]:
         return plan(
             count,
@@ -318,6 +325,7 @@ class Planning:
                 for shard_id, split in dict(splits).items()
             },
             on_split=proven,
+            on_disagreed=disagreed,
         )
 
 

@@ -108,6 +108,9 @@ def sync(
                 return None  # a server without /api/v2/ (v1 only): the search is fetched again
             present = _key_index(keys, key)
             kept = cached[_key_index(cached, key).isin(present)]
+            # The keys pass decides membership for the changed rows too: one it did not list
+            # was deleted (or left the search) after the changed pass read it.
+            changed = changed[_key_index(changed, key).isin(present)]
             stragglers = keys[
                 ~present.isin(_key_index(changed, key)) & _needs_fetch(keys, kept, key)
             ]
@@ -136,11 +139,17 @@ def sync(
 
             check_filters(merged, spec)  # the changed pass's and the cache's rows, as searched
             report = HarvestReport.from_dict(provenance.get("report") or {}, kind=spec.kind)
-            report.fetched = report.total_results = len(merged)
+            report.fetched = len(merged)
+            # the server's count, as the keys pass judged it, less those fetched by key that
+            # have left the search since: not the merged frame counting itself
+            report.total_results = keys_report.total_results - left
             report.requests = changed_report.requests + keys_report.requests + len(fetched)
             # rows merged into an incomplete cached result are still short of its missing hits
             report.complete = (
-                proven_complete(provenance) and changed_report.complete and keys_report.complete
+                proven_complete(provenance)
+                and changed_report.complete
+                and keys_report.complete
+                and _holds_every_key(merged, keys_report, left)
             )
             # what the passes heard: the keys pass listed every row kept, so what the harvest
             # synced from heard is not the result's any more
@@ -158,6 +167,13 @@ def sync(
             return merged, report
         finally:
             _remove_scratch(store, changed_store, keys_store)
+
+
+def _holds_every_key(merged: pd.DataFrame, keys_report: HarvestReport, left: int) -> bool:
+    """Whether the merged frame has a row for each key the keys pass listed that is still in
+    the search. A complete keys pass listed as many keys as the server counts (more when some
+    were deleted after it read them, which its notes say); the merge must keep them all."""
+    return len(merged) == keys_report.fetched - left >= keys_report.total_results - left
 
 
 def _concat_keys(spec: Spec) -> Combine:

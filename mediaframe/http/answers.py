@@ -30,6 +30,8 @@ from mediaframe.exceptions import (
     TokenMissingError,
     TokenRejectedError,
 )
+from mediaframe.inert import neutralised
+from mediaframe.nesting import DEEP_ADVICE, DEEPEST, nesting, too_deep
 from mediaframe.tokens import redact
 
 __all__ = [
@@ -89,13 +91,25 @@ class _YamlLoader(yaml.SafeLoader):
     aliases expand to billions of nodes (the "billion laughs").
     """
 
+    depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(
                 None, None, "YAML anchors and aliases are not read", event.start_mark
             )
-        return super().compose_node(parent, index)
+        # the composer recurses three frames a level: refused at the limit of every answer,
+        # long before the interpreter's recursion limit
+        if self.depth >= DEEPEST:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {DEEPEST} levels", event.start_mark
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -125,7 +139,8 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
             envelope = orjson.loads(match.group(1))
         else:
             envelope = orjson.loads(content)
-    except (ValueError, yaml.YAMLError) as err:
+    except (ValueError, yaml.YAMLError, RecursionError) as err:
+        # RecursionError: a parser called from a deep stack may overflow short of the limit
         failure = _parse_failure(err)
     if failure is not None:  # raised out here: the parser's exception keeps the whole body
         raise ResponseFormatError(
@@ -211,6 +226,12 @@ def read_answer(
         raise error
     if refused is not None:
         raise _scrubbed(refused)
+    if representation != "yaml" and (depth := nesting(content)) > DEEPEST:  # YAML's loader counts
+        raise ResponseFormatError(
+            f"{line}: the answer {too_deep(depth)}. {DEEP_ADVICE}",
+            status_code=status,
+            snippet=_snippet(content),
+        )
     return envelope["response"]
 
 
@@ -311,8 +332,8 @@ def _not_an_envelope(
     oauth_error = _oauth_body_error(response.content)
     if oauth_error is not None:
         error = OAuthError(
-            f"The service refused how the token was sent on {line} ({oauth_error}, HTTP {status}). "
-            "Set MEDIAFRAME_TOKEN_PLACEMENT=param (or header) and try again",
+            f"The service refused how the token was sent on {line} ({neutralised(oauth_error)}, "
+            f"HTTP {status}). Set MEDIAFRAME_TOKEN_PLACEMENT=param (or header) and try again",
             error=oauth_error,
         )
         return HeaderRefused(error) if placement == "header" else error
@@ -366,12 +387,14 @@ def _api_error(
     if code == 404 and not_found:
         advice = not_found
     details = meta.get("error_details") or meta.get("error_message") or meta.get("error_type")
-    said = redact(str(details)) if details else "no details"
+    # the message shows the server's words inert (an escape sequence in an uncaught error's
+    # traceback would reach the terminal); the attributes keep them as sent
+    said = redact(neutralised(str(details))) if details else "no details"
     if code == 406:
         advice = f"the service cannot answer in {representation.upper()}; use JSON"
     elif code == TOO_MANY_REQUESTS:
         advice = _rate_advice(wait)
-    kind_said = redact(str(meta.get("error_type") or "Error"))
+    kind_said = redact(neutralised(str(meta.get("error_type") or "Error")))
     message = f"{kind_said} (HTTP {code}) on {line}: {said.rstrip('.')}."
     return kind(
         f"{message} {advice}".strip(),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pandas.io.common import get_handle
 
 from mediaframe import __version__
 from mediaframe.exceptions import ExportError
@@ -141,24 +142,31 @@ def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def to_json(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write ``frame`` as a JSON list of records (ISO 8601 dates, missing values as null),
-    compressed as the name says (``.json.gz``), as by pandas.
+    """Write ``frame`` as a JSON list of records, one compact record a line (ISO 8601 dates,
+    missing values as null), compressed as the name says (``.json.gz``), as by pandas.
 
     Values JSON has no type for (a month of a ``to_period`` grouping, an interval, a
-    ``Decimal``) are written as their text.
+    ``Decimal``) are written as their text. Compact, so that the file grows with the data: an
+    indented one grew with the square of a nested value's depth (each level indented by its
+    depth), which a server chooses.
     """
     records = indexed(frame)  # a list of records has no index: one holding data is a column
     with atomic_path(path) as partial:
         try:
-            records.to_json(
-                partial,
+            lines = records.to_json(
                 orient="records",
+                lines=True,
                 date_format="iso",
                 force_ascii=False,
-                indent=1,
                 default_handler=str,
-                compression=_compression(path),
             )
+            # a line per record: JSON escapes every line break inside a value, so the only
+            # ones are between records
+            listed = "[" + lines.rstrip("\n").replace("\n", ",\n") + "]\n"
+            with get_handle(
+                partial, "w", encoding="utf-8", compression=_compression(path)
+            ) as handle:
+                handle.handle.write(listed)
         except UnicodeEncodeError:
             raise  # told, with what to do, by the atomic writer
         except (ValueError, TypeError, OverflowError) as err:  # pandas' own, bytes it decodes

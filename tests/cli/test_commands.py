@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 
 import openpyxl
 import pandas as pd
@@ -578,6 +579,26 @@ def test_a_refused_search_leaves_no_folder_and_a_bare_one_is_still_listed(run, t
     listing = run("cache", "ls", "--limit", "-1")
     assert listing.exit_code == 0, listing.stderr
     assert "(unknown: nothing harvested)" in listing.stdout, listing.stdout
+
+
+def test_cache_ls_lists_a_damaged_harvest_as_damaged(run, tmp_path):
+    assert run("records", "sunset", "--limit", "1").exit_code == 0
+    (folder,) = (tmp_path / "cache" / "records").iterdir()
+    (folder / "manifest.json").write_text("[1, 2]")
+    listing = run("cache", "ls", "--limit", "-1")
+    assert listing.exit_code == 0, listing.stderr
+    assert "damaged" in listing.stdout, listing.stdout
+    assert "nothing harvested" not in listing.stdout, listing.stdout
+    assert f"harvest {folder.name} is damaged (the manifest should be an object" in listing.stderr
+    assert f"cache clear --key {folder.name}" in listing.stderr
+    # a dataset folder gone is no healthy harvest either
+    (folder / "manifest.json").unlink()
+    assert run("records", "sunset", "--limit", "1").exit_code == 0
+    for data in folder.glob("data-*"):
+        shutil.rmtree(data)
+    listing = run("cache", "ls", "--limit", "-1")
+    assert "sunset" in listing.stdout and "damaged" in listing.stdout, listing.stdout
+    assert "dataset folder data-" in listing.stderr, listing.stderr
 
 
 def test_a_base_url_whose_host_does_not_exist_fails_at_once_in_one_line(resolver, tmp_path):

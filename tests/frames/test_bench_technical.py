@@ -11,7 +11,7 @@ BENCH = Path(__file__).parents[2] / "bench" / "technical.py"
 
 def test_bench_times_every_step_against_the_baseline_and_its_growth():
     done = subprocess.run(
-        [sys.executable, str(BENCH), "--names", "300", "--repeat", "1"],
+        [sys.executable, str(BENCH), "--names", "300", "--repeat", "1", "--parts", "40"],
         capture_output=True,
         text=True,
         check=True,
@@ -23,3 +23,6 @@ def test_bench_times_every_step_against_the_baseline_and_its_growth():
         assert step in out
     assert "write_frame (cache)" in out and "read_frame (cache)" in out
     assert "linear: about 5" in out
+    assert "40 parts of 10 records, 800 names (then 10 parts, 200 names)" in out
+    assert "concat_records(parts)" in out and "records(all items)" in out
+    assert "parts x names: about 16" in out

@@ -19,7 +19,7 @@ from mediaframe.emulator.flavours import FLAVOURS, by_name
 from mediaframe.exceptions import ResponseFormatError
 from mediaframe.frames import fromarrow, read_records, records_json
 from mediaframe.frames.fastjson import is_described
-from mediaframe.frames.nesting import nesting
+from mediaframe.nesting import nesting
 
 from .test_fastjson import STYLES, assert_same, catalogue_items, dumps, envelope
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import weakref
+
 import pandas as pd
 import pytest
 
@@ -127,6 +130,96 @@ def test_concat_retypes_a_column_a_later_page_widens():
     assert whole["ISO"].dtype == "Float64"
     assert whole["Mode"].tolist()[:2] == ["1", "auto"]
     pd.testing.assert_frame_equal(whole, records(page1 + page2))
+
+
+def _spread_value(name: int, part: int, record: int) -> object:
+    """A value of every kind the rule types, some names changing kind from part to part."""
+    kind = name % 9
+    if kind == 0:
+        return name * 100 + record  # integers: Int64
+    if kind == 1:
+        return name + 0.5 if part % 2 else name  # integers here, floats there: Float64
+    if kind == 2:
+        return f"t{name}.{record}"  # text
+    if kind == 3:
+        return name if part % 3 else f"n{name}"  # numbers here, text there: string
+    if kind == 4:
+        return record % 2 == 0  # booleans
+    if kind == 5:
+        return -name if record else None  # integers and nulls
+    if kind == 6:
+        return None  # null only
+    if kind == 7:
+        return 2**70 + name if part % 2 else name  # beyond int64 on some parts: text
+    return 2**53 + 1 if record else True  # an integer and a boolean: text
+
+
+def _spread_pages(parts: int, names: int, per_part: int = 3) -> list[list[dict]]:
+    """``parts`` pages of 3 records, each page holding a few of ``names`` technical names and a
+    member of its own (nested on some records: kept as objects), some pages none, a few names on
+    every page (the stable ``ISO`` and ``Aperture`` too), some pages empty."""
+    pages = []
+    for part in range(parts):
+        own = [(part * per_part + k) % names for k in range(per_part)] if part % 5 else []
+        page = []
+        for record in range(3 if part % 7 else 0):
+            item = _record(
+                part * 3 + record + 1,
+                tech=[("ISO", part), ("Aperture", record / 2), ("Everywhere", part % 2 == 0)]
+                + [(f"Tag{name:04d}", _spread_value(name, part, record)) for name in own],
+            )
+            item[f"member{part % 40}"] = {"raw": [part, record]} if record == 1 else part
+            page.append(item)
+        pages.append(page)
+    return pages
+
+
+def test_concat_of_many_names_spread_over_many_parts_is_records_of_all_items():
+    pages = _spread_pages(parts=120, names=250)
+    whole = records([item for page in pages for item in page])
+    assert whole.shape[1] > 250 and len(whole) > 250
+    pd.testing.assert_frame_equal(concat_records([records(page) for page in pages]), whole)
+    kinds = {str(dtype) for name, dtype in whole.dtypes.items() if name.startswith("Tag")}
+    assert kinds == {"Int64", "Float64", "string", "boolean", "object"}  # object: nulls only
+    assert whole["member1"].dtype == object and {"raw": [1, 1]} in whole["member1"].tolist()
+
+
+def test_consuming_join_of_names_spread_over_parts_gives_the_same_frame_and_releases_them():
+    pages = _spread_pages(parts=40, names=60)
+    expected = records([item for page in pages for item in page])
+    parts = [records(page) for page in pages]
+    alive = [weakref.ref(part) for part in parts]
+    pd.testing.assert_frame_equal(concat_records(parts, consume=True), expected)
+    assert parts == [] and all(ref() is None for ref in alive)
+
+
+def _calls(work) -> int:
+    """How many Python and C functions ``work()`` calls: a count of operations, not a time."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_a_join_costs_the_columns_parts_hold_not_parts_times_names():
+    # Each part holds names of its own: 4 x the parts bring 4 x the names and the cells, so the
+    # work must grow about 4 x. Padding every part lacking a name gave 16 x (parts x names).
+    def join(parts: int):
+        frames = [records(page) for page in _spread_pages(parts=parts, names=parts * 3)]
+        return lambda: concat_records(frames)
+
+    small, large = join(20), join(80)
+    small()  # caches warmed
+    growth = _calls(large) / _calls(small)
+    assert growth < 7, f"a join of 4 x the parts and names made {growth:.1f} x the calls"
 
 
 def test_concat_of_nothing_is_the_empty_frame():

@@ -386,8 +386,17 @@ def test_two_processes_harvesting_one_search_fetch_it_once(fresh_emulator, tmp_p
     assert len([p for p in folder.iterdir() if p.name.startswith("data-")]) == 1
 
 
-@pytest.mark.parametrize("damage", ["[1, 2]", '{"schema_version": 2, "spec": 3}', "{ cut"])
-def test_a_manifest_of_the_wrong_shape_is_refetched_or_told(fresh_emulator, tmp_path, damage):
+@pytest.mark.parametrize(
+    "damage, told",
+    [
+        ("[1, 2]", "should be an object"),
+        ('{"schema_version": 2, "spec": 3}', "spec"),
+        ("{ cut", "not valid JSON"),
+        # a cache written by another mediaframe is no "nothing cached", nor dropped unsaid
+        ('{"schema_version": 99, "spec": {}}', "written by another version of mediaframe"),
+    ],
+)
+def test_a_manifest_of_the_wrong_shape_is_refetched_or_told(fresh_emulator, tmp_path, damage, told):
     emu = fresh_emulator(records=200, seed=4)
     settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
         cache_dir=tmp_path / "cache", progress=False
@@ -398,9 +407,9 @@ def test_a_manifest_of_the_wrong_shape_is_refetched_or_told(fresh_emulator, tmp_
     (tmp_path / "cache" / "records" / os.path.basename(store.url) / "manifest.json").write_text(
         damage
     )
-    with pytest.raises(CacheCorruptError):
+    with pytest.raises(CacheCorruptError, match=told):
         client.records(offline=True)
-    with pytest.warns(CacheWarning, match="fetching it again"):
+    with pytest.warns(CacheWarning, match=f"{told}.*fetching it again"):
         again = client.records()
     pd.testing.assert_frame_equal(first, again)
     pd.testing.assert_frame_equal(first, client.records(offline=True))

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from mediaframe.cache import HarvestStore
-from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
+from mediaframe.exceptions import CacheWarning, IncompleteResultError, IncompleteResultWarning
 from mediaframe.frames import concat_records, records_json
 from mediaframe.harvest import HarvestReport, Spec, harvest
 
@@ -303,7 +303,8 @@ def test_damaged_shard_file_is_fetched_again(tmp_path, monkeypatch):
     victim = next(iter(finished.values()))
     lost = [entry for entry in finished.values() if entry.file == victim.file]
     (tmp_path / "h" / victim.file).write_bytes(b"garbage")
-    frame, report = run(service, tmp_path)
+    with pytest.warns(CacheWarning, match=f"{victim.file} does not hold .* fetched again"):
+        frame, report = run(service, tmp_path)
     assert keys(frame) == service.truth()
     assert report.resumed_shards == len(saved.plan) - len(lost)
 

@@ -131,3 +131,23 @@ def test_a_plan_stuck_by_a_changing_catalogue_says_so_and_the_same_call_plans_ag
     frame, report = run(service, tmp_path / "h")
     assert report.complete
     assert set(zip(frame.databox_id, frame.record_id, strict=True)) == service.truth()
+
+
+def test_counts_that_never_add_up_are_blamed_on_the_server_not_the_cap(tmp_path):
+    """A server whose every count is a few hits short (a v2 keys pass's totals, say): no split
+    of the search adds up, and the error says the server's counts disagree, not that the
+    shards hold more than its cap."""
+    service = FakeService.build(1500, cap=100, days=200)
+
+    def lowered(**params):
+        head, frame = service(**params)
+        if head["total_results"] > 10:
+            head = {**head, "total_results": head["total_results"] - 7}
+        return head, frame
+
+    with pytest.raises(IncompleteResultError) as raised:
+        harvest(lowered, Spec("records"), HarvestStore(str(tmp_path / "h")), combine=combine,
+                bases=(1, 2, 3), per_page=50)  # fmt: skip
+    message = str(raised.value)
+    assert "counts disagree" in message, message
+    assert "raise the cap" not in message and "cannot be split under" not in message, message

@@ -621,6 +621,35 @@ def test_two_generations_behind_one_address_are_read_by_the_cap_the_second_count
     assert frame.attrs["harvest"]["cap"] is None and frame.attrs["harvest"]["requests"] < 12
 
 
+def deep_member(levels: int):
+    """A member nested ``levels`` deep in front of every search record's title (review 15s,
+    finding 1: orjson reads 1,024 levels, the cache's ``json`` overflowed near 981)."""
+    member = b'"extra_member": ' + b"[" * levels + b'"x"' + b"]" * levels + b', "title":'
+
+    def rewrite(path: str, body: bytes) -> bytes:
+        return body.replace(b'"title":', member) if "/search/" in path else body
+
+    return rewrite
+
+
+@pytest.mark.parametrize("levels", [1_000, 200])
+def test_a_record_member_nested_too_deep_is_refused_when_read_not_a_crash_when_cached(
+    client, front, levels
+):
+    front.body = deep_member(levels)
+    with pytest.raises(ResponseFormatError, match="levels deep, deeper than the 128") as caught:
+        client.records("")
+    assert "narrow the query" in str(caught.value)
+
+
+def test_a_record_member_nested_within_the_limit_is_harvested_and_cached(client, front):
+    front.body = deep_member(100)
+    frame = client.records("")
+    assert frame["extra_member"].iloc[0] == eval("[" * 100 + "'x'" + "]" * 100)
+    again = client.records("", offline=True)
+    assert again["extra_member"].iloc[0] == frame["extra_member"].iloc[0]
+
+
 def test_a_keys_pass_whose_offsets_are_ignored_says_its_pages_repeated_keys(tmp_path):
     emu = Emulator(records=300, seed=3, flavour="current")
     front = Rewriting(emu)

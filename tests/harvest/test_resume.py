@@ -356,3 +356,45 @@ def test_a_plan_whose_shards_are_malformed_is_dropped_with_a_warning(tmp_path, d
         frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
     assert (victim / "thesis.tex").read_text() == "years of work"
+
+
+@pytest.mark.parametrize(
+    "damage, told",
+    [
+        ("[]", "plan .* is damaged"),
+        ('{"schema_version": 2, "spec": {}, "total": "zz"}', "plan .* is damaged"),
+        ('{"schema_version": 99, "spec": {}}', "plan .* another version of mediaframe"),
+    ],
+    ids=["a-list", "a-count-of-the-wrong-type", "another-version"],
+)
+def test_a_plan_that_cannot_be_read_is_dropped_with_its_shards_and_told(tmp_path, damage, told):
+    """A plan damaged as a whole goes with the shards it made: kept without it, each would be
+    counted again one by one, and the resume would cost more than a fresh harvest."""
+    _, fresh = run(FakeService.build(3000, cap=100), tmp_path / "fresh", per_page=40)
+    service = FakeService.build(3000, cap=100)
+    crash_after(service, tmp_path, fresh.requests - 3, 40)
+    store = HarvestStore(str(tmp_path / "h"))
+    assert store.finished_shards(), "killed with shards kept"
+    (tmp_path / "h" / "plan.json").write_text(damage)
+    with pytest.warns(CacheWarning, match=told + ".* dropped with its shards"):
+        frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete
+    assert report.resumed_shards == 0
+    assert report.requests <= fresh.requests, (report.requests, fresh.requests)
+
+
+@pytest.mark.parametrize("damage", ["entries", "file"])
+def test_damaged_shards_kept_for_resume_are_told_and_fetched_again(tmp_path, damage):
+    service = FakeService.build(3000, cap=100)
+    _, fresh = run(FakeService.build(3000, cap=100), tmp_path / "fresh", per_page=40)
+    crash_after(service, tmp_path, fresh.requests - 3, 40)
+    batch = sorted((tmp_path / "h" / "shards").glob("*.json"))[0]
+    if damage == "entries":
+        batch.write_text("[]")
+        told = f"shards/{batch.name}"
+    else:
+        batch.with_suffix(".arrow").write_bytes(b"cut")
+        told = f"shards/{batch.stem}.arrow"
+    with pytest.warns(CacheWarning, match=f"{told}.* fetched again"):
+        frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete

@@ -5,8 +5,12 @@ import importlib
 
 import pandas as pd
 import pytest
+from rewriting import Envelope, Rewriting
 
+import mediaframe as mf
 from mediaframe.cache import HarvestStore
+from mediaframe.config import Settings
+from mediaframe.emulator import Emulator
 from mediaframe.harvest import EngineOptions, Spec, harvest
 from mediaframe.harvest.sync import can_sync, sync
 
@@ -149,3 +153,64 @@ def test_the_scratch_of_a_killed_sync_goes_with_the_next_writers_sweep(tmp_path)
         pass
     assert not (tmp_path / "h" / "sync").exists()
     assert store.read_data()[0].shape[0] == 200
+
+
+def test_a_record_deleted_between_the_changed_and_the_keys_pass_is_not_kept(tmp_path):
+    """The keys pass decides membership: a row the changed pass read whose key the keys pass
+    did not list was deleted (or left the search) since, and the report's total is the
+    server's count, not the merged frame's own length."""
+    service = FakeService.build(600, cap=100, days=300)
+    first_harvest(service, tmp_path / "h")
+    service.touch(7, NOW)  # the changed pass reads it
+    doomed = (service.records[7]["databox_id"], service.records[7]["record_id"])
+    listed = []
+
+    def keys_after_a_deletion(**params):
+        if not listed:  # deleted once the changed pass is done, before the keys pass pages
+            del service.records[7]
+        listed.append(params)
+        return service.v2(**params)
+
+    frame, report = sync(
+        service,
+        keys_after_a_deletion,
+        service.item,
+        Spec("records"),
+        HarvestStore(str(tmp_path / "h")),
+        flatten=flatten,
+        lag=dt.timedelta(minutes=5),
+        options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
+    )
+    assert doomed not in keys(frame)
+    assert keys(frame) == service.truth()
+    assert report.total_results == len(service.truth()) == report.fetched == len(frame)
+    assert report.complete and report.synced["removed"] == 1
+    cached, _ = HarvestStore(str(tmp_path / "h")).read_data()
+    assert doomed not in keys(cached)
+
+
+def test_a_record_deleted_between_the_passes_leaves_the_synced_frame_and_its_count(tmp_path):
+    """The same through the client against the emulator: the report counts the server's hits."""
+    emu = Emulator(records=900, seed=2)
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, per_page=300
+    )
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as client:
+        first = client.records()
+        doomed = (int(first.databox_id.iloc[7]), int(first.record_id.iloc[7]))
+        emu.update_record(*doomed, title="edited, then deleted")  # the changed pass reads it
+
+        def delete_before_the_keys_pass(path: str, envelope: Envelope) -> None:
+            if path.startswith("/api/v2/") and front.answer is not None:
+                front.answer = None
+                emu.delete_record(*doomed)
+
+        front.answer = delete_before_the_keys_pass
+        synced = client.records(ttl=0)
+    report = mf.HarvestReport.from_frame(synced)
+    assert report.synced is not None and report.synced["removed"] == 1
+    assert doomed not in keys(synced)
+    assert report.complete and report.fetched == report.total_results == len(first) - 1

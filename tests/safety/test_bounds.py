@@ -10,6 +10,7 @@ import pytest
 
 from mediaframe import auth
 from mediaframe.config import Settings
+from mediaframe.emulator.flavours import FLAVOURS
 from mediaframe.exceptions import (
     RequestTimeoutError,
     ResponseFormatError,
@@ -90,7 +91,36 @@ def test_a_gzipped_answer_within_the_limit_is_read(settings):
 def test_the_limit_is_a_setting_read_from_the_environment(tmp_path):
     env = {"HOME": str(tmp_path), "MEDIAFRAME_MAX_RESPONSE_BYTES": "2048"}
     assert Settings.from_env(env).max_response_bytes == 2048
-    assert Settings.from_env({"HOME": str(tmp_path)}).max_response_bytes == 1 << 30
+    assert Settings.from_env({"HOME": str(tmp_path)}).max_response_bytes == 768 << 20
+
+
+def _largest_search_page(flavour: str, tmp_path) -> int:
+    """The body of the emulator's extended 1,000-record search page, in bytes, uncompressed."""
+    from rewriting import Rewriting
+
+    import mediaframe as mf
+    from mediaframe.emulator import Emulator
+
+    emu = Emulator(records=1000, seed=3, flavour=flavour)
+    front, sizes = Rewriting(emu), []
+    front.body = lambda path, body: sizes.append(len(body)) or body
+    settings = Settings(config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False)
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as client:
+        sizes.clear()
+        client.api.search_records_frame("", extended=True, per_page=1000)
+    return max(sizes)
+
+
+def test_the_default_limit_is_far_above_a_page_yet_below_a_gibibyte(tmp_path):
+    # review 15s, finding 6: a 300 kB gzip body inflated to 300 MB cost 1 GB of memory, and the
+    # default of 1 GiB let one answer in flight cost about 3.5 GB; the largest page of any
+    # server the emulator plays (pretty-printed, as 3.x servers write, with captions and
+    # status) is about 14.5 MB, and the limit stays at least 50 times above it
+    largest = max(_largest_search_page(flavour, tmp_path) for flavour in FLAVOURS)
+    limit = Settings.from_env({"HOME": str(tmp_path)}).max_response_bytes
+    assert 50 * largest <= limit < 1 << 30, (largest, limit)
 
 
 BILLION_LAUGHS = b"""

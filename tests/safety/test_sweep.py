@@ -31,6 +31,15 @@ def test_leak():
         except ValueError:
             raise KeyError("clean message")  # the secret rides along as __context__
 """,
+    "cut short": """
+import pytest
+from mediaframe.auth import register_secret
+
+def test_leak():
+    register_secret("planted-secret-cut-short-by-a-proxy")
+    with pytest.raises(RuntimeError):
+        raise RuntimeError("rejected planted-secret-cut...")  # 20 of its 35 characters
+""",
     "file": """
 from mediaframe.auth import register_secret
 
@@ -59,6 +68,7 @@ def test_leak(monkeypatch):
 REPORTED = {
     "log": "log record of urllib3.response",
     "error": "an exception caught by pytest.raises: ValueError",
+    "cut short": "an exception caught by pytest.raises: RuntimeError",
     "file": "export.csv",
     "emulator token in a cache file": "manifest.json",
     "repr": "repr of Token",

@@ -25,6 +25,7 @@ from mediaframe.exceptions import (
     ResponseFormatError,
 )
 from mediaframe.http import Transport
+from mediaframe.tokens import least_run
 
 from . import servers
 from .helpers import texts_of
@@ -245,6 +246,51 @@ def test_passwords_and_client_secrets_are_redacted_by_value():
         )
     text = redact("sent s3cret pass/word, s3cret+pass%2Fword and app-secret-42")
     assert text == "sent ***, *** and ***"
+
+
+CUT_TOKEN = "cedf43c9af586f1e129ac8030f59a1b2"
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        CUT_TOKEN[:28] + "...",  # a proxy's page: the header cut to 28 characters
+        CUT_TOKEN[:12],  # as short as a run is hidden
+        CUT_TOKEN[9:30],  # from within
+        CUT_TOKEN[-12:],
+        CUT_TOKEN[:16] + " and " + CUT_TOKEN[16:],  # both halves, apart
+    ],
+)
+def test_a_token_echoed_cut_short_is_redacted(settings, echo):
+    # review 15s, finding 5: 28 of 32 hex characters were shown, 16 bits left to guess
+    Token(CUT_TOKEN)
+    body = json.dumps({"meta": {"http_code": 400, "error_message": f"rejected {echo}."}}).encode()
+    fake = FakeService(Answer(400, {"Content-Type": "application/json"}, body))
+    transport = Transport(BASE, token=CUT_TOKEN, settings=settings, session=fake.session())
+    with pytest.raises(BadRequestError) as caught:
+        transport.get("/api/v1/me/")
+    for text in (str(caught.value), caught.value.error_message):
+        assert "rejected ***" in text and CUT_TOKEN[:6] not in text and CUT_TOKEN[-6:] not in text
+
+
+def test_runs_of_a_secret_shorter_than_the_least_run_and_ordinary_text_are_kept():
+    Token(CUT_TOKEN)
+    auth.register_secret("passwords1")  # 10 characters: hidden whole only
+    assert least_run(len(CUT_TOKEN)) == 12 and least_run(10) == 10 and least_run(14) == 11
+    kept = f"id {CUT_TOKEN[:11]}, the passwords, a password"
+    assert redact(kept) == kept
+    assert redact(f"x{CUT_TOKEN[3:15]}y") == "x***y"
+
+
+def test_redacting_runs_of_secrets_in_a_long_text_is_linear():
+    import time
+
+    Token(CUT_TOKEN)
+    text = "Lorem ipsum dolor sit amet, 0123456789abcdef. " * 22_000  # 1 MB
+    started = time.perf_counter()
+    redact(text + CUT_TOKEN[:20])
+    assert time.perf_counter() - started < 2  # about 0.1 s; quadratic work took minutes
+    assert redact(text + CUT_TOKEN[:20]).endswith(". ***")
 
 
 @pytest.mark.parametrize("name", ["work\n", "work\r\n", "wo\nrk", "work/.."])
