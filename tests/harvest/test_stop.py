@@ -4,6 +4,7 @@ the first error, and what finished is kept for the rerun."""
 
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from mediaframe.harvest.stop import Stop, Stopped
 
 from .fake import FakeService
 from .test_engine import run
+from .test_sync import NOW, first_harvest, run_sync
 
 CONCURRENCY, RETRIES = 4, 2
 # One call's worth: a request and its retries; the harvest's threads, each with one call at most.
@@ -33,15 +35,17 @@ _DOWN = json.dumps(
 
 class Front(Rewriting):
     """The emulator behind a front that keeps every answer's status, and answers 503 to every
-    request after its ``down_after``-th (an outage) until told otherwise."""
+    request after its ``down_after``-th (an outage) until told otherwise; each answer after
+    ``delay`` seconds (a network between), when given."""
 
-    def __init__(self, emu: Emulator, *, down_after: int | None = None) -> None:
+    def __init__(self, emu: Emulator, *, down_after: int | None = None, delay: float = 0.0) -> None:
         super().__init__(emu)
-        self.down_after = down_after
+        self.down_after, self.delay = down_after, delay
         self.statuses: list[int] = []
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        time.sleep(self.delay)
         with self._lock:
             down = self.down_after is not None and len(self.statuses) >= self.down_after
             if down:
@@ -173,3 +177,22 @@ def test_a_stop_tells_its_first_failure_and_refuses_every_read_after_it():
         slots.acquire()
     with pytest.raises(ValueError):
         slots.release()  # the slot refused was given back: none is left to release
+
+
+def test_a_sync_stops_at_its_first_failed_search(tmp_path):
+    service = FakeService.build(3000, cap=100, days=300)
+    first_harvest(service, tmp_path / "h")
+    service.touch(5, NOW)
+    began, failed = service.requests, []
+
+    def down(params):
+        # the changed pass needs a few searches: those of the keys pass after them are refused
+        if service.requests - began > 30:
+            failed.append(params)
+            raise ServerError("down")
+
+    service.after_search = down
+    with pytest.raises(ServerError, match="down"):
+        run_sync(service, tmp_path / "h")
+    # only the searches begun beside the first refused (24 more were asked: every shard queued)
+    assert len(failed) - 1 < THREADS, len(failed)
