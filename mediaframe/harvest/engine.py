@@ -13,11 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
 import pandas as pd
@@ -49,6 +48,7 @@ from mediaframe.harvest.shards import (
     EarlyShards,
     ShardTask,
 )
+from mediaframe.harvest.stop import Stop
 from mediaframe.harvest.verify import check_filters
 from mediaframe.harvest.warned import ServerWarnings
 from mediaframe.http import slots
@@ -163,8 +163,11 @@ def harvest(
     reads = PageReads()
     # What the answers warned of: heard here, and by each shard task on a Dask worker (below).
     heard = ServerWarnings()
-    counted = reads.counting(heard.watching(page))
-    count = heard.watching_counts(count) if count is not None else None
+    # The first read that fails fails the harvest: the others send nothing more (Dask
+    # workers' reads are not guarded: their tasks still queued are cancelled instead).
+    stop = Stop()
+    counted = reads.counting(heard.watching(stop.guarding(page)))
+    count = heard.watching_counts(stop.guarding(count)) if count is not None else None
     counter = ShardCounter(
         shown.counting(counted),
         spec,
@@ -188,7 +191,7 @@ def harvest(
                 max_workers=concurrency + _READERS,
                 thread_name_prefix="mediaframe",
                 initializer=slots.limit,  # yet never more than concurrency requests out at once
-                initargs=(threading.BoundedSemaphore(concurrency),),
+                initargs=(stop.slots(concurrency),),  # and none once the harvest failed
             ) as pool,
         ):
             runner = executor or pool
@@ -217,14 +220,20 @@ def harvest(
                     windowing, reading,
                 )  # fmt: skip
                 planning.learned_cap = learned
+                first: BaseException | None = None
                 try:
                     the_plan, outcomes = planning.run(resume)
-                except BaseException:
+                except BaseException as err:
                     # shards counted whole while planning, their split not proven yet, are kept
-                    # for the next run: once the counts still running are in
+                    # for the next run: once the counts still running are in (they stop before
+                    # their next request), those queued cancelled, on a cluster too
+                    first = stop.fail(err)
+                    for future in early.futures.values():
+                        future.cancel()
                     pool.shutdown(wait=True, cancel_futures=True)
                     joiner.hold(early.unproven())
-                    raise
+                if first is not None:
+                    raise first  # the first failure: not a read refused after it
                 report.heard(heard.counts())  # told by an IncompleteResultError's report too
                 _refuse_stuck(the_plan, spec, allow_incomplete, early, report, counter)
                 report.total_results, report.cap = the_plan.total, the_plan.cap
@@ -237,7 +246,7 @@ def harvest(
                 paging = _start(todo, early, runner, new_task())
                 # kept shards read back meanwhile are joined while the rest is paged
                 read_back = _deliver_kept(outcomes, reading, deliver)
-                outcomes.update(_finished(todo, paging, shown))
+                outcomes.update(_finished(todo, paging, shown, stop))
                 report.requests += sum(outcomes[leaf.id].requests for leaf in todo)
                 for leaf in todo:
                     reads.merge(outcomes[leaf.id].page_reads)
@@ -320,14 +329,26 @@ def _start(
 
 
 def _finished(
-    todo: list[PlannedShard], futures: list[Future[ShardEntry]], shown: Progress
+    todo: list[PlannedShard], futures: list[Future[ShardEntry]], shown: Progress, stop: Stop
 ) -> dict[str, ShardEntry]:
-    """The outcomes of the shards :func:`_start` started, as they finish."""
-    outcomes = {}
-    for leaf, future in zip(todo, futures, strict=True):
-        outcome = outcomes[leaf.id] = future.result()
-        shown.fetched(leaf.id, outcome.rows)  # Dask's: threads' are shown already
-    return outcomes
+    """The outcomes of the shards :func:`_start` started, as they finish.
+
+    At the first that fails the harvest stops: the shards still queued are cancelled (on a
+    cluster too), those running stop before their next request, and the first failure is
+    raised (that of the first read that failed, when one did), not one that came after it.
+    """
+    leaves = {future: leaf for leaf, future in zip(todo, futures, strict=True)}
+    failed: BaseException | None = None
+    try:
+        for future in as_completed(leaves):
+            shown.fetched(leaves[future].id, future.result().rows)  # threads' are shown already
+    except BaseException as err:  # an interrupt too: the shards queued are not begun
+        failed = stop.fail(err)
+        for future in futures:
+            future.cancel()
+    if failed is not None:
+        raise failed
+    return {leaf.id: future.result() for leaf, future in zip(todo, futures, strict=True)}
 
 
 def _shown_on_delivery(shown: Progress, deliver: Deliver) -> Deliver:

@@ -2,6 +2,7 @@
 
 import os
 import socket
+import time
 
 import pandas as pd
 import pytest
@@ -9,6 +10,10 @@ import pytest
 import mediaframe as mf
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
+from mediaframe.emulator.server import LoopbackServer
+from mediaframe.exceptions import TokenRejectedError
+
+from .test_stop import Front
 
 distributed = pytest.importorskip("distributed")
 
@@ -80,3 +85,35 @@ def test_offset_windows_paged_on_workers_meet(cluster, tmp_path):
         report = mf.HarvestReport.from_frame(frame)
         assert report.complete and len(frame) == len(emu.ground_truth())
         assert len(report.shards) == 4 and all(s["shard"]["window"] for s in report.shards)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside distributed itself
+def test_a_token_revoked_on_the_cluster_cancels_the_shards_still_queued(cluster, tmp_path):
+    emu = Emulator(records=3000, seed=4, cap=150)
+    front = Front(emu, delay=0.02)  # a refusal takes longer than a cancel to reach the workers
+    server = LoopbackServer(front)
+    server.start()
+    try:
+        settings = Settings.from_env({"HOME": str(tmp_path)}).replace(progress=False, per_page=50)
+        client = mf.connect(server.base_url, token=emu.token, settings=settings)
+        client.records(cache_dir=str(tmp_path / "fresh"), dask=cluster)
+        needed = len(front.statuses)
+        emu.set_faults(revoke_after=needed // 2)  # while the workers page
+        client = mf.connect(server.base_url, token=emu.token_for("demo"), settings=settings)
+        front.statuses.clear()
+        with pytest.raises(TokenRejectedError):
+            client.records(cache_dir=str(tmp_path / "shared"), dask=cluster)
+        idle(cluster)  # what the cluster still runs once the error is told asks the server too
+    finally:
+        server.stop()
+    # a few a worker: its request in flight, and the tasks it began before the cancels reached
+    # it (a task that runs is not stopped); every shard still queued sent the dead token: 23-24
+    refused = front.statuses.count(401)
+    assert refused <= 10, (refused, needed)
+
+
+def idle(dask_client, timeout: float = 30.0) -> None:
+    """Wait until no task is left on the cluster."""
+    deadline = time.monotonic() + timeout
+    while any(dask_client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.05)

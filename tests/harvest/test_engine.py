@@ -176,7 +176,10 @@ def test_resume_fetches_only_unfinished_shards(tmp_path):
         run(flaky, tmp_path, concurrency=1)
     saved = HarvestStore(str(tmp_path / "h")).load_plan()
     finished = len(HarvestStore(str(tmp_path / "h")).finished_shards())
-    assert saved.planned and 0 < finished < len(saved.plan)
+    # shards are paged while the plan is made: one that fails then stops the planning too (the
+    # resume goes on from the splits it proved)
+    assert saved is not None and finished > 0
+    assert not saved.planned or finished < len(saved.plan)
     before = service.requests
     frame, report = run(service, tmp_path)
     assert keys(frame) == service.truth() and report.complete
