@@ -243,13 +243,15 @@ def register_secret(value: str | None) -> None:
     """Remember a secret *value* (token, client secret, password): :func:`redact` hides it.
 
     Its URL-encoded forms are remembered too, since that is how it travels in a query string or
-    a form body.
+    a form body, and its upper- and lower-case forms: a proxy or a log may echo a header folded
+    to one case (a hexadecimal token loses nothing by it).
     """
     if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
         return
     with _SECRETS_LOCK:
-        for form in {value, quote(value, safe=""), quote_plus(value)}:
-            _SECRETS[form] = None
+        for case in {value, value.upper(), value.lower()}:
+            for form in {case, quote(case, safe=""), quote_plus(case)}:
+                _SECRETS[form] = None
     install_redaction()
 
 

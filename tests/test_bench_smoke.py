@@ -67,3 +67,18 @@ def test_the_reader_candidates_bench_runs_on_pages_and_one_answer() -> None:
         )
         assert one and pages, run.stdout
     assert "Warning" not in run.stderr, run.stderr
+
+
+def test_the_redaction_bench_runs_and_hides_the_cut_token() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH.with_name("redact.py")), "--megabytes", "0.05"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=BENCH.parent,
+    )
+    assert run.returncode == 0, run.stderr
+    assert re.search(
+        r"^twice the text: [\d.]+ ms \([\d.]+ x; linear is about 2\)$", run.stdout, re.M
+    )

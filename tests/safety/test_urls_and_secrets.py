@@ -259,6 +259,8 @@ CUT_TOKEN = "cedf43c9af586f1e129ac8030f59a1b2"
         CUT_TOKEN[9:30],  # from within
         CUT_TOKEN[-12:],
         CUT_TOKEN[:16] + " and " + CUT_TOKEN[16:],  # both halves, apart
+        CUT_TOKEN.upper(),  # a header folded to upper case by a proxy
+        CUT_TOKEN.upper()[:20],
     ],
 )
 def test_a_token_echoed_cut_short_is_redacted(settings, echo):
@@ -270,7 +272,8 @@ def test_a_token_echoed_cut_short_is_redacted(settings, echo):
     with pytest.raises(BadRequestError) as caught:
         transport.get("/api/v1/me/")
     for text in (str(caught.value), caught.value.error_message):
-        assert "rejected ***" in text and CUT_TOKEN[:6] not in text and CUT_TOKEN[-6:] not in text
+        assert "rejected ***" in text
+        assert CUT_TOKEN[:6] not in text.lower() and CUT_TOKEN[-6:] not in text.lower()
 
 
 def test_runs_of_a_secret_shorter_than_the_least_run_and_ordinary_text_are_kept():
@@ -282,14 +285,10 @@ def test_runs_of_a_secret_shorter_than_the_least_run_and_ordinary_text_are_kept(
     assert redact(f"x{CUT_TOKEN[3:15]}y") == "x***y"
 
 
-def test_redacting_runs_of_secrets_in_a_long_text_is_linear():
-    import time
-
+def test_a_run_of_a_secret_at_the_end_of_a_long_text_is_redacted():
+    # how long it takes is bench/edges.py's to say; here only that the scan reaches the end
     Token(CUT_TOKEN)
     text = "Lorem ipsum dolor sit amet, 0123456789abcdef. " * 22_000  # 1 MB
-    started = time.perf_counter()
-    redact(text + CUT_TOKEN[:20])
-    assert time.perf_counter() - started < 2  # about 0.1 s; quadratic work took minutes
     assert redact(text + CUT_TOKEN[:20]).endswith(". ***")
 
 
