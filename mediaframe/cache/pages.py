@@ -14,14 +14,16 @@ are kept when paging fails, and every few seconds while it goes on (see
 ``offset`` is that of the page's first new hit (pages overlap by one hit, which is dropped).
 Read back, pages are taken in order from offset 0 while each follows the last, matches its
 checksum and reports the same shard total: the first gap or damage ends them (what follows is
-fetched again). The caller drops them all when the shard has moved since (offsets have
-shifted: another total, or a next page that does not begin with their last hit), and once the
+fetched again; damage is told by a ``CacheWarning``, once a look, as that of finished shards
+is). The caller drops them all when the shard has moved since (offsets have shifted: another
+total, or a next page that does not begin with their last hit), and once the
 shard itself is written.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -29,7 +31,7 @@ import pandas as pd
 from mediaframe.cache.batches import crc32
 from mediaframe.cache.datasets import from_ipc, to_ipc
 from mediaframe.cache.manifest import PageEntry, decode, encode
-from mediaframe.exceptions import CacheCorruptError
+from mediaframe.exceptions import CacheCorruptError, CacheWarning
 
 if TYPE_CHECKING:
     from mediaframe.cache.shards import ShardFiles
@@ -83,40 +85,56 @@ class PageCheckpoints:
         self.store.write_checkpoint(self._name(offset, "json"), encode(entry))
 
     def restore(self) -> list[tuple[PageEntry, pd.DataFrame]]:
-        """The pages kept, in order from offset 0, as long as each is whole and agrees."""
+        """The pages kept, in order from offset 0, as long as each is whole and agrees; the
+        first damaged one (and so this look) is told by a ``CacheWarning``."""
         pages: list[tuple[PageEntry, pd.DataFrame]] = []
         offset = 0
         while True:
-            page = self._read(offset)
+            try:
+                page = self._read(offset)
+            except CacheCorruptError as err:
+                self._tell_damaged(str(err))
+                return pages
             if page is None:
                 return pages
             entry = page[0]
             if pages and entry.total != pages[0][0].total:
-                return pages  # a page of another paging: never mixed with these
+                return pages  # a page of another paging (the shard moved): no damage
             pages.append(page)
             offset += entry.rows
 
     def _read(self, offset: int) -> tuple[PageEntry, pd.DataFrame] | None:
+        """The page kept at ``offset``; ``None`` when there is none (a gap, or its file gone
+        with the others meanwhile). Raises ``CacheCorruptError`` naming what is damaged."""
         # The entry is the page's commit point: without it the file is never read (a file
         # left by a kill before its entry is overwritten, or dropped with the shards).
-        raw = self.store.read_checkpoint(self._name(offset, "json"))
+        name = self._name(offset, "json")
+        raw = self.store.read_checkpoint(name)
         if raw is None:
             return None
         self._touched = True
         data = self.store.read_checkpoint(self._name(offset, "arrow"))
         if data is None:
-            return None
-        where = f"page {offset} of shard {self.shard_id}"
-        try:
-            entry = decode(PageEntry, raw, where)
-            if (entry.shard, entry.offset) != (self.shard_id, offset) or entry.rows <= 0:
-                return None
-            if crc32(data) != entry.crc32:
-                return None
-            frame = from_ipc(data, where)
-        except CacheCorruptError:
-            return None  # damage: this page and those after it are fetched again
-        return (entry, frame) if len(frame) == entry.rows else None
+            return None  # dropped meanwhile with the rest: no damage
+        entry = decode(PageEntry, raw, name)
+        if (entry.shard, entry.offset) != (self.shard_id, offset) or entry.rows <= 0:
+            raise CacheCorruptError(f"{name} is the entry of another page")
+        if crc32(data) != entry.crc32:
+            raise CacheCorruptError(f"{self._name(offset, 'arrow')} does not match its CRC-32")
+        frame = from_ipc(data, self._name(offset, "arrow"))
+        if len(frame) != entry.rows:
+            raise CacheCorruptError(f"{self._name(offset, 'arrow')} does not hold its rows")
+        return entry, frame
+
+    def _tell_damaged(self, flaw: str) -> None:
+        """Warn that a page kept for resume is damaged: told, as a damaged shard is, for paging
+        it and those after it again costs requests a resume was meant to save."""
+        warnings.warn(
+            f"pages of shard {self.shard_id} kept for resume at {self.store.url} are damaged "
+            f"({flaw}): that page and those after it are fetched again",
+            CacheWarning,
+            stacklevel=3,
+        )
 
     @property
     def touched(self) -> bool:

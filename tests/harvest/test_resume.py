@@ -3,6 +3,8 @@ so a resume costs the unfinished part plus a small constant, and a harvest whose
 revoked every few requests converges."""
 
 import dataclasses
+import json
+import re
 import threading
 
 import pandas as pd
@@ -163,7 +165,8 @@ def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
     folder = tmp_path / "h" / "shards" / f"{WHOLE}.pages"
     kept = len(list(folder.glob("*.json")))
     (folder / f"{page_at(3):010d}.arrow").write_bytes(b"not arrow")
-    frame, report = run(service, tmp_path, per_page=40)
+    with pytest.warns(CacheWarning, match="damaged"):
+        frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
     # + the hit updated last, and a hit past the total
     assert report.requests == 2 + 1 + 26 - 3 + 1, (report.requests, kept)
@@ -398,3 +401,34 @@ def test_damaged_shards_kept_for_resume_are_told_and_fetched_again(tmp_path, dam
     with pytest.warns(CacheWarning, match=f"{told}.* fetched again"):
         frame, report = run(service, tmp_path, per_page=40)
     assert keys(frame) == service.truth() and report.complete
+
+
+@pytest.mark.parametrize("damage", ["truncated", "crc", "shape", "offset"])
+def test_damaged_pages_kept_for_resume_are_told_once_and_fetched_again(tmp_path, damage):
+    """Damaged pages of a shard still being paged are told as damaged shards are, once a look
+    (not once a page): paging them again costs the requests a resume was meant to save."""
+    service = FakeService.build(1000, newer_engine=True)
+    crash_after(service, tmp_path, 15, 40)
+    folder = tmp_path / "h" / "shards" / f"{WHOLE}.pages"
+    assert len(list(folder.glob("*.json"))) > 4, "killed mid-shard with pages kept"
+    name = f"{page_at(3):010d}"
+    page, entry = folder / f"{name}.arrow", folder / f"{name}.json"
+    if damage == "truncated":
+        page.write_bytes(page.read_bytes()[:-40])
+        told = f"{name}.arrow does not match its CRC-32"
+    elif damage == "crc":
+        entry.write_text(json.dumps({**json.loads(entry.read_text()), "crc32": "0" * 8}))
+        told = f"{name}.arrow does not match its CRC-32"
+    elif damage == "shape":
+        entry.write_text("[]")
+        told = f"{name}.json"
+    else:
+        entry.write_text(json.dumps({**json.loads(entry.read_text()), "offset": 7}))
+        told = f"{name}.json is the entry of another page"
+    with pytest.warns(CacheWarning) as caught:
+        frame, report = run(service, tmp_path, per_page=40)
+    assert keys(frame) == service.truth() and report.complete
+    told_pages = [str(w.message) for w in caught if "pages of shard" in str(w.message)]
+    assert len(told_pages) == 1, told_pages
+    assert re.search(f"{WHOLE}.* damaged .*{told}.*fetched again", told_pages[0]), told_pages
+    assert report.requests == 2 + 1 + 26 - 3 + 1, report.requests  # as a damaged page costs
