@@ -367,6 +367,8 @@ def _engine_options(
         allow_incomplete=options.allow_incomplete,
         progress=display,
         provenance={"server": service.server, "user": service.user, **spec.identity()},
+        # how far back a resume looks for updates, as a sync does: one setting for both
+        lag=dt.timedelta(seconds=settings.sync_lag),
     )
 
 

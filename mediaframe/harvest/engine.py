@@ -26,7 +26,7 @@ from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheError, IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.joiner import Joiner
-from mediaframe.harvest.kept import KeptFrames
+from mediaframe.harvest.kept import CLOCK_SLACK, KeptFrames
 from mediaframe.harvest.plan import (
     CountRoute,
     Page,
@@ -78,6 +78,10 @@ class EngineOptions:
     #: A sync's changed pass: records edited into its ``updated_on`` window, open at its end,
     #: after their shard was read are the keys pass's to fetch, not rows this pass missed.
     changed_pass: bool = False
+    #: How long before an interrupted run began an update still counts as a change, when it
+    #: is resumed: the user's sync lag (``Settings.sync_lag``), so that one setting says how
+    #: far back a resume and a sync look for the server's clock and slow indexing.
+    lag: dt.timedelta = CLOCK_SLACK
 
     def harvest(
         self,
@@ -106,6 +110,7 @@ class EngineOptions:
                 provenance=self.provenance,
                 resume=resume,
                 changed_pass=self.changed_pass,
+                lag=self.lag,
             )
 
 
@@ -126,6 +131,7 @@ def harvest(
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
     changed_pass: bool = False,
+    lag: dt.timedelta = CLOCK_SLACK,
 ) -> tuple[pd.DataFrame, HarvestReport]:
     """Retrieve every hit of ``spec``, resuming from ``store`` when a plan is there.
 
@@ -144,6 +150,8 @@ def harvest(
         search's total has not moved and none of its hits was updated since that harvest
         began (else each kept shard is checked with one request, and paged again if changed).
     changed_pass : this is a sync's changed pass (see :attr:`EngineOptions.changed_pass`).
+    lag : how long before the interrupted run began an update still counts as a change, for
+        the server's clock and slow indexing (see :attr:`EngineOptions.lag`).
 
     Returns
     -------
@@ -217,7 +225,7 @@ def harvest(
                 early = EarlyShards(new_task, runner, pool, deliver)
                 planning = Planning(
                     counter, spec, store, early, pool, bases, statuses, provenance, shown,
-                    windowing, reading,
+                    windowing, reading, lag,
                 )  # fmt: skip
                 planning.learned_cap = learned
                 first: BaseException | None = None

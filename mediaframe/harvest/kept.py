@@ -57,17 +57,18 @@ def _kept(store: HarvestStore, planned: Mapping[str, PlannedShard]) -> dict[str,
     }
 
 
-# How long before a resumed plan's start a record's update still counts as a change: the slack
-# a sync allows for the server's clock against this machine's (MEDIAFRAME_SYNC_LAG's default).
-CLOCK_SLACK = dt.timedelta(seconds=300)
+# How long before a resumed plan's start a record's update still counts as a change, unless
+# told: the default of the lag a sync allows for the server's clock against this machine's and
+# for slow indexing (MEDIAFRAME_SYNC_LAG), which the client passes as ``lag``.
+CLOCK_SLACK: dt.timedelta = dt.timedelta(seconds=300)
 
 
-def changed_after(the_plan: PlanFile) -> pd.Timestamp | None:
+def changed_after(the_plan: PlanFile, lag: dt.timedelta = CLOCK_SLACK) -> pd.Timestamp | None:
     """The time after which an update may have changed what ``the_plan``'s run kept: its start
-    less the clock slack; ``None`` where that start is not known (nothing can be checked)."""
+    less ``lag``; ``None`` where that start is not known (nothing can be checked)."""
     if the_plan.started is None:
         return None
-    return pd.Timestamp(the_plan.started).tz_convert("UTC") - CLOCK_SLACK
+    return pd.Timestamp(the_plan.started).tz_convert("UTC") - lag
 
 
 def changed_since(counter: ShardCounter, cut: pd.Timestamp | None) -> bool:
@@ -168,17 +169,19 @@ def still_valid(
     counter: ShardCounter,
     pool: Executor,
     total: int,
+    lag: dt.timedelta = CLOCK_SLACK,
 ) -> tuple[dict[str, ShardEntry], bool]:
     """Finished shards of an interrupted run that can be kept: intact and unchanged since (see
     :func:`unchanged`); and whether the plan's leaves still partition the search of ``total``
     hits (their counts now add up to it: a record added past every shard's dates would not).
 
     A damaged file is fetched again, and so is a changed shard: one request each is far cheaper
-    than paging. Every leaf not kept is counted (one request each).
+    than paging. Every leaf not kept is counted (one request each). ``lag``: as for
+    :func:`changed_after`.
     """
     planned = {leaf.id: leaf for leaf in the_plan.leaves}
     found = list(_kept(store, planned).values())
-    cut = changed_after(the_plan)
+    cut = changed_after(the_plan, lag)
     try:
         rows = store.read_shards([entry for entry in found if needs_rows(entry, cut)])
     except CacheError:

@@ -21,6 +21,7 @@ from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenS
 from mediaframe.cache.pages import is_plain_name
 from mediaframe.exceptions import CacheError, CacheWarning, IncompleteResultError
 from mediaframe.harvest.kept import (
+    CLOCK_SLACK,
     KeptFrames,
     changed_after,
     changed_since,
@@ -81,11 +82,15 @@ class Planning:
         shown: Progress,
         windows: int = 0,
         kept_frames: KeptFrames | None = None,
+        lag: dt.timedelta = CLOCK_SLACK,
     ) -> None:
         self.counter, self.spec, self.store, self.early = counter, spec, store, early
         #: Reads the frames of the finished shards a resume keeps (threads only: Dask workers
         #: leave every frame in the store).
         self.kept_frames = kept_frames
+        #: How long before the interrupted run began an update still counts as a change
+        #: (the user's sync lag: one setting for how far back a resume and a sync look).
+        self.lag = lag
         #: With no cap, page by offset windows, a multiple of this many (0: plan filter shards).
         self.windows = windows
         #: A cap the server did not tell of, seen when windows came back short: shards are
@@ -117,7 +122,11 @@ class Planning:
         if saved is not None and saved.stuck and stuck_moved(self.counter, saved, root.total):
             # shards stuck while the catalogue changed were stuck by the change, not the cap
             unmoved, saved = False, None
-        if unmoved and saved is not None and changed_since(self.counter, changed_after(saved)):
+        if (
+            unmoved
+            and saved is not None
+            and changed_since(self.counter, changed_after(saved, self.lag))
+        ):
             # the same total, yet records added or edited since (a deletion beside an
             # addition): what was kept is checked, as when the total moved
             unmoved = False
@@ -129,7 +138,9 @@ class Planning:
             if unmoved:
                 return self._resumed(saved), self._read_ahead(kept_shards(self.store, saved))
             if not any(Shard.from_dict(leaf.shard).window for leaf in saved.leaves):
-                valid, covered = still_valid(self.store, saved, self.counter, self.pool, root.total)
+                valid, covered = still_valid(
+                    self.store, saved, self.counter, self.pool, root.total, self.lag
+                )
                 if covered:
                     return self._resumed(saved), self._read_ahead(valid)
                 # a record past every shard's bounds (added since, created today): plan again,
@@ -141,7 +152,7 @@ class Planning:
         elif resume:
             # Shards finished by a run killed while planning: trusted if nothing changed since,
             # else each is checked with one request where the plan finds it again.
-            cut = changed_after(saved) if saved is not None else None
+            cut = changed_after(saved, self.lag) if saved is not None else None
             self.early.keep(
                 self._read_ahead(intact_shards(self.store)),
                 trusted=unmoved,

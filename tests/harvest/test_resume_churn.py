@@ -225,6 +225,34 @@ def test_an_edit_while_the_harvest_was_down_is_in_the_resumed_frame(fresh_emulat
     assert list(row.title) == ["Edited while the harvest was down"]
 
 
+@pytest.mark.parametrize("sync_lag", [300.0, 3600.0])
+def test_the_sync_lag_setting_is_how_far_back_a_resume_looks(fresh_emulator, tmp_path, sync_lag):
+    """Through the client: ``sync_lag`` (MEDIAFRAME_SYNC_LAG) governs the resume's look back
+    too. An edit the server stamped ten minutes before the run began is seen within an hour's
+    lag, and kept as read with the default five minutes."""
+    emu = fresh_emulator(records=1000, seed=9, cap=100)
+    settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
+        cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=1, backoff=0.01,
+        sync_lag=sync_lag,
+    )  # fmt: skip
+    emu.set_faults(revoke_after=40)
+    with pytest.raises(TokenRejectedError):
+        mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings).records()
+    emu.set_faults(revoke_after=10**9)
+    client = mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+    store = HarvestStore(str(client.cache_path("records")))
+    saved = store.load_plan()
+    assert saved is not None and saved.started is not None
+    kept = store.read_shard(next(iter(store.finished_shards().values())))
+    databox, record = int(kept.databox_id.iloc[0]), int(kept.record_id.iloc[0])
+    began = dt.datetime.fromisoformat(saved.started).timestamp()
+    emu.catalogue.update_record(emu._row(databox, record), now=int(began) - 600, title="late")
+    emu.search.invalidate()
+    result = client.records()
+    row = result[(result.databox_id == databox) & (result.record_id == record)]
+    assert (list(row.title) == ["late"]) == (sync_lag > 600), list(row.title)
+
+
 def test_a_search_with_a_date_filter_of_its_own(tmp_path):
     """The check sorts by ``updated_on`` and filters nothing: a user's own date filter (here
     on ``created_on``, which the shards are cut on too) stays as it is."""
@@ -278,3 +306,25 @@ def test_the_check_reads_back_only_shards_updated_since_the_run_began(
     assert report.resumed_shards >= len(finished) - 2, "all but the two changed are kept"
     checking = [ids for name, ids in read if ids and not name.startswith("mediaframe-kept")]
     assert not checking, checking
+
+
+@pytest.mark.parametrize("lag", [None, dt.timedelta(hours=1)], ids=["default", "an-hour"])
+def test_a_larger_lag_has_a_resume_see_an_edit_within_it(tmp_path, lag):
+    """The resume looks back as far as a sync does (``sync_lag``): an edit the server stamped
+    ten minutes before the run began (its clock behind, or slow to index) is past the default
+    five minutes, and so kept as it was read; within a lag of an hour, it is a change."""
+    service = FakeService.build(3000, cap=100)
+    saved = dies(service, tmp_path, 120)
+    assert saved.started is not None
+    edited = a_finished_record(tmp_path)
+    stamp = dt.datetime.fromisoformat(saved.started).replace(microsecond=0)
+    stamp -= dt.timedelta(minutes=10)
+    for index, record in enumerate(service.records):
+        if (record["databox_id"], record["record_id"]) == edited:
+            service.records[index] = {**record, "title": "edited", "updated_on": stamp.isoformat()}
+    options = {} if lag is None else {"lag": lag}
+    frame, report = run(service, tmp_path, per_page=100, **options)
+    assert keys(frame) == service.truth() and report.complete
+    row = frame[(frame.databox_id == edited[0]) & (frame.record_id == edited[1])]
+    # with the default, the shard is kept as read (the edit is past five minutes before)
+    assert (list(row.title) == ["edited"]) == (lag is not None), list(row.title)
