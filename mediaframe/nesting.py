@@ -50,12 +50,16 @@ def nesting(data: bytes) -> int:
     return int(np.cumsum(steps, dtype=np.int64).max(initial=0))
 
 
-def too_deep(depth: int) -> str:
-    """Why an answer nesting ``depth`` levels (more than :data:`DEEPEST`) is refused, said alike
-    wherever an answer is read; :data:`DEEP_ADVICE` says what to do."""
+def too_deep(depth: int | None = None) -> str:
+    """Why an answer nesting ``depth`` levels (more than :data:`DEEPEST`; ``None``: not known,
+    as where a parser stops at the limit) is refused, said alike wherever an answer is read, in
+    whatever representation; :data:`DEEP_ADVICE` says what to do."""
+    nests = (
+        f"nests {depth:,} levels deep, deeper than" if depth is not None else "nests deeper than"
+    )
     return (
-        f"nests {depth:,} levels deep, deeper than the {DEEPEST} levels mediaframe reads (the "
-        "service's answers nest a handful; deeper values could be neither cached nor exported)"
+        f"{nests} the {DEEPEST} levels mediaframe reads (the service's answers nest a handful; "
+        "deeper values could be neither cached nor exported)"
     )
 
 

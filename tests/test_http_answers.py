@@ -26,6 +26,7 @@ from mediaframe.frames.fastjson import read_records
 from mediaframe.http import Transport
 from mediaframe.http import answers as answers_module
 from mediaframe.http import transport as transport_module
+from mediaframe.nesting import DEEP_ADVICE
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -315,10 +316,29 @@ def _deep_yaml(levels: int, style: str) -> bytes:
 
 @pytest.mark.parametrize(("levels", "style"), [(5_000, "flow"), (3_000, "block"), (200, "flow")])
 def test_a_yaml_answer_nested_too_deep_is_a_format_error(settings, levels, style):
+    """Told as a JSON answer nested too deep is, with its advice: the answer is the service's,
+    whole, so neither a proxy's page nor base_url is the matter (nor is it asked again)."""
     fake = FakeService(Answer(200, {"Content-Type": "application/yaml"}, _deep_yaml(levels, style)))
-    with pytest.raises(ResponseFormatError, match="not valid YAML") as caught:
+    with pytest.raises(ResponseFormatError, match="the answer nests deeper than the 128") as caught:
         transport(fake, settings, representation="yaml").request("GET", "/api/v1/me/")
-    assert "nested deeper than 128 levels" in str(caught.value)
+    said = str(caught.value)
+    assert DEEP_ADVICE in said and caught.value.status_code == 200
+    assert "proxy" not in said and "base_url" not in said and "not valid YAML" not in said
+    assert len(fake.requests) == 1
+
+
+def test_a_yaml_answer_nests_as_deep_as_a_json_one(settings):
+    """Levels are those of sequences and mappings in either representation: 128 are read."""
+    deepest = {"meta": {}, "response": {"user": [[1]]}}
+    for _ in range(128 - 4):
+        deepest["response"]["user"] = [deepest["response"]["user"]]
+    body = json.dumps(deepest).encode()  # YAML's flow style too
+    for representation, kind in (("json", "application/json"), ("yaml", "application/yaml")):
+        fake = FakeService(Answer(200, {"Content-Type": kind}, body))
+        found = transport(fake, settings, representation=representation).request(
+            "GET", "/api/v1/me/"
+        )
+        assert found == deepest["response"], representation
 
 
 @pytest.mark.parametrize("representation", ["json", "jsonp"])

@@ -84,6 +84,23 @@ class HeaderRefused(Exception):
         self.error = error
 
 
+class _NestedTooDeep(yaml.composer.ComposerError):
+    """The YAML composer refused a sequence or mapping deeper than
+    :data:`~mediaframe.nesting.DEEPEST` levels."""
+
+
+class _TooDeep(ValueError):
+    """A body nesting deeper than any answer may: refused in the nesting's own words
+    (:func:`~mediaframe.nesting.too_deep`), never as a page that is not the service's.
+
+    How deep is not told: the composer stops at the limit, and counting on over the parser's
+    events costs seconds for a body of a few kB nested thousands of levels.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(too_deep())
+
+
 class _YamlLoader(yaml.SafeLoader):
     """Safe YAML that keeps dates as strings, exactly as the JSON representation gives them.
 
@@ -100,16 +117,18 @@ class _YamlLoader(yaml.SafeLoader):
                 None, None, "YAML anchors and aliases are not read", event.start_mark
             )
         # the composer recurses three frames a level: refused at the limit of every answer,
-        # long before the interpreter's recursion limit
-        if self.depth >= DEEPEST:
-            raise yaml.composer.ComposerError(
+        # long before the interpreter's recursion limit. Levels are those of sequences and
+        # mappings, as a JSON answer's are counted (a scalar nests nothing further).
+        level = int(isinstance(event, yaml.CollectionStartEvent))
+        if level and self.depth >= DEEPEST:
+            raise _NestedTooDeep(
                 None, None, f"nested deeper than {DEEPEST} levels", event.start_mark
             )
-        self.depth += 1
+        self.depth += level
         try:
             return super().compose_node(parent, index)
         finally:
-            self.depth -= 1
+            self.depth -= level
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -139,9 +158,15 @@ def decode_envelope(content: bytes, representation: str = "json") -> dict[str, A
             envelope = orjson.loads(match.group(1))
         else:
             envelope = orjson.loads(content)
+    except _NestedTooDeep:
+        failure = _TooDeep()
     except (ValueError, yaml.YAMLError, RecursionError) as err:
         # RecursionError: a parser called from a deep stack may overflow short of the limit
         failure = _parse_failure(err)
+    if isinstance(failure, _TooDeep):  # read well up to the limit: only too deep to be read
+        raise ResponseFormatError(
+            f"the body {failure}. {DEEP_ADVICE}", snippet=_snippet(content)
+        ) from failure
     if failure is not None:  # raised out here: the parser's exception keeps the whole body
         raise ResponseFormatError(
             f"the body is not valid {representation.upper()}", snippet=_snippet(content)
@@ -337,6 +362,14 @@ def _not_an_envelope(
             error=oauth_error,
         )
         return HeaderRefused(error) if placement == "header" else error
+    if isinstance(err.__cause__, _TooDeep):
+        # the service's answer, whole, only too deep to read: said as a JSON answer's is (a
+        # proxy's page and base_url are beside the point)
+        return ResponseFormatError(
+            f"{line}: the answer {err.__cause__}. {DEEP_ADVICE}",
+            status_code=status,
+            snippet=snippet,
+        )
     # the parser's reason (already stripped of the body and redacted) tells damage from a page
     reason = f" ({err.__cause__})" if isinstance(err.__cause__, ValueError) else ""
     advice = (status == 404 and not_found) or "Check base_url and try again later"
