@@ -116,19 +116,20 @@ def sync(
             ]
             if len(stragglers) > MAX_STRAGGLERS:
                 return None
-            fetched = [
-                dict(fetch_item(int(row[0]), int(row[1])))
-                for row in stragglers[key].itertuples(False)
-            ]
+            fetched, deleted = _fetched_by_key(fetch_item, stragglers[key])
             by_key = flatten(fetched) if fetched else None
-            left = 0
+            # a straggler deleted since the keys pass listed it has left the result, and its
+            # cached version with it
+            left = len(deleted)
+            if left:
+                kept = kept[~_key_index(kept, key).isin(pd.MultiIndex.from_tuples(deleted))]
             if by_key is not None:
                 # Fetched by key, not by a search: one edited out of the filters since the keys
                 # pass listed it has left the result (the server filters what it lists; the keys
                 # pass decides membership), like a deletion. Its cached version goes too.
                 gone = breaking_rows(by_key, spec)
-                left = int(gone.sum())
-                if left:
+                left += int(gone.sum())
+                if gone.any():
                     gone_keys = _key_index(by_key[gone], key)
                     kept = kept[~_key_index(kept, key).isin(gone_keys)]
                     by_key = by_key[~gone]
@@ -143,7 +144,9 @@ def sync(
             # the server's count, as the keys pass judged it, less those fetched by key that
             # have left the search since: not the merged frame counting itself
             report.total_results = keys_report.total_results - left
-            report.requests = changed_report.requests + keys_report.requests + len(fetched)
+            report.requests = (
+                changed_report.requests + keys_report.requests + len(fetched) + len(deleted)
+            )
             # rows merged into an incomplete cached result are still short of its missing hits
             report.complete = (
                 proven_complete(provenance)
@@ -160,13 +163,27 @@ def sync(
             report.synced = {
                 "changed": len(changed),
                 "removed": len(cached) - len(kept),  # gone from the keys, or left by key
-                "added_by_key": len(fetched) - left,
+                "added_by_key": len(fetched) + len(deleted) - left,
                 "since": since.isoformat(),
             }
             _write(store, provenance, merged, report, spec)
             return merged, report
         finally:
             _remove_scratch(store, changed_store, keys_store)
+
+
+def _fetched_by_key(
+    fetch_item: Callable[[int, int], Mapping[str, Any]], keys: pd.DataFrame
+) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The items of ``keys`` read one by one, and the keys the server no longer has (a 404:
+    deleted since the keys pass listed them)."""
+    fetched, deleted = [], []
+    for databox_id, item_id in keys.itertuples(False):
+        try:
+            fetched.append(dict(fetch_item(int(databox_id), int(item_id))))
+        except NotFoundError:
+            deleted.append((int(databox_id), int(item_id)))
+    return fetched, deleted
 
 
 def _holds_every_key(merged: pd.DataFrame, keys_report: HarvestReport, left: int) -> bool:

@@ -214,3 +214,42 @@ def test_a_record_deleted_between_the_passes_leaves_the_synced_frame_and_its_cou
     assert report.synced is not None and report.synced["removed"] == 1
     assert doomed not in keys(synced)
     assert report.complete and report.fetched == report.total_results == len(first) - 1
+
+
+def test_a_straggler_deleted_before_it_is_fetched_by_key_has_left_the_result(tmp_path):
+    """A record enters the search after the changed pass (its status bit set), the keys pass
+    lists it, and it is deleted before it is fetched by key: the 404 is a deletion, not an
+    error of the call (review 15b)."""
+    emu = Emulator(records=600, seed=7, flavour="contract")
+    front = Rewriting(emu)
+    settings = Settings.from_env().replace(
+        config_dir=tmp_path, cache_dir=tmp_path / "cache", progress=False, per_page=100
+    )
+    status = {4: {"on": [1]}}
+    with mf.connect(
+        emu.inprocess_url, token=emu.token, settings=settings, session=front.session()
+    ) as client:
+        first = client.records(status=status, bases=[1])
+        truth = emu.ground_truth()
+        bit = (truth.status.astype("int64").to_numpy() >> 4) & 1
+        outside = truth[(truth.base_id == 1).to_numpy() & (bit == 0)].iloc[0]
+        entering = (int(outside.databox_id), int(outside.record_id))
+
+        def enter_once_the_changed_pass_is_over(path: str, envelope: Envelope) -> None:
+            if path.startswith("/api/v2/") and front.answer is not None:
+                front.answer = None
+                emu.update_record(*entering, status=int(outside.status) | 1 << 4)
+
+        front.answer = enter_once_the_changed_pass_is_over
+        fetch = client.api.record
+
+        def deleted_first(databox_id, record_id, **options):
+            if (databox_id, record_id) == entering:
+                emu.delete_record(databox_id, record_id)
+            return fetch(databox_id, record_id, **options)
+
+        client.api.record = deleted_first
+        synced = client.records(status=status, bases=[1], ttl=0)
+    report = mf.HarvestReport.from_frame(synced)
+    assert entering not in keys(synced) and keys(first) <= keys(synced)
+    assert report.complete and report.fetched == report.total_results == len(synced)
