@@ -230,6 +230,25 @@ def _synced_or_harvested(
     engine: EngineOptions,
     page: Page,
 ) -> tuple[pd.DataFrame, HarvestReport]:
+    # before a harvest or a sync whose rows could not show it (a sync's rows fetched by key
+    # carry no status bits either); its searches are counted with the call's
+    checked = check_status_applied(page, service.counts(spec.kind), service.rights(), spec)
+    frame, report = _fetched(client, service, settings, spec, options, store, refresh, engine, page)
+    report.requests = (report.requests or 0) + checked
+    return frame, report
+
+
+def _fetched(
+    client: Client,
+    service: ClientService,
+    settings: Settings,
+    spec: Spec,
+    options: Options,
+    store: HarvestStore,
+    refresh: bool,
+    engine: EngineOptions,
+    page: Page,
+) -> tuple[pd.DataFrame, HarvestReport]:
     if not refresh and service.has_keys:
         synced = sync(
             page,
@@ -243,7 +262,6 @@ def _synced_or_harvested(
         )
         if synced is not None:
             return synced
-    check_status_applied(page, spec)  # before a harvest whose rows could not show it
     # refresh means "as the server is now": an interrupted harvest is not resumed either
     return engine.harvest(page, spec, store, resume=not options.refresh)
 

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import FilterIgnoredError, MetadataWarning
+from mediaframe.harvest.plan import CountRoute
+from mediaframe.harvest.service import Rights
 from mediaframe.harvest.spec import Page, Shard, Spec, earlier_day, later_day
 
 __all__ = ["breaking_rows", "check_filters", "check_status_applied"]
@@ -52,24 +54,72 @@ def check_filters(frame: pd.DataFrame, spec: Spec) -> None:
             )
 
 
-def check_status_applied(page: Page, spec: Spec) -> None:
+def check_status_applied(page: Page, count: CountRoute, rights: Rights, spec: Spec) -> int:
     """Raise :class:`FilterIgnoredError` before a harvest if the server ignores its ``status``
-    filter, when its rows cannot show it (records not ``extended`` carry no status bits).
+    filter, when its rows cannot show it (records not ``extended`` carry no status bits); how
+    many searches it sent.
 
     Current servers read ``status[<databox_id>][<bit>]`` and take the contract's form for no
     filter at all: their counts add up and the unfiltered hits would come back as a complete
-    result. One extended page of the search (``_STATUS_PROBE`` hits, their status bits) shows
-    it, for one request. A server that does not send status bits proves nothing either way:
-    the harvest goes on, as it would have.
+    result. Two checks, neither a sample's luck:
+
+    - each condition (a bit, a state, its databoxes) is counted on the databoxes' bases alone,
+      as asked, as asked in the other state, and without it: a server that applies it splits
+      the hits between the two states, so three equal counts above zero say it read nothing;
+    - one extended page of the search (``_STATUS_PROBE`` hits) is checked bit by bit, which
+      also finds a server that reads the condition wrongly. A server that sends no status bits
+      proves nothing there, and the counts stand alone.
     """
     filters = spec.filters
     if spec.kind != "records" or not filters.get("status") or filters.get("extended"):
-        return
+        return 0
+    sent = _count_each_condition(count, rights, spec)
     with warnings.catch_warnings():  # a server that ignores "extended" is no news to this call
         warnings.simplefilter("ignore", MetadataWarning)
         _, frame = page(**{**spec.params(Shard()), "per_page": _STATUS_PROBE, "extended": True})
     extended = dataclasses.replace(spec, filters={**filters, "extended": True})
     check_filters(frame, extended)
+    return sent + 1
+
+
+def _count_each_condition(count: CountRoute, rights: Rights, spec: Spec) -> int:
+    """The counts of :func:`check_status_applied`; how many were asked."""
+    bases, described = rights
+    wanted = {int(base) for base in spec.filters.get("bases") or bases}
+    sent = 0
+    for bit, states in dict(spec.filters["status"]).items():
+        for state, ids in dict(states).items():
+            databoxes = {ids} if isinstance(ids, int) else {int(i) for i in ids}
+            own = sorted(b for b, (box, _) in described.items() if box in databoxes and b in wanted)
+            if not own or state not in ("on", "off"):
+                continue
+            plain = {k: v for k, v in spec.params(Shard()).items() if k != "status"}
+            plain["bases"] = own
+            other = "off" if state == "on" else "on"
+            counts = [
+                _total(count(**plain, per_page=1)),
+                _total(count(**plain, status={bit: {state: sorted(databoxes)}}, per_page=1)),
+                _total(count(**plain, status={bit: {other: sorted(databoxes)}}, per_page=1)),
+            ]
+            sent += 3
+            if counts[0] and counts.count(counts[0]) == 3:
+                raise FilterIgnoredError(
+                    f"the server ignored the status filter: status_{bit} {state} and {other} in "
+                    f"databox(es) {sorted(databoxes)} each count the {counts[0]} hits of their "
+                    "bases, as no filter does. It may read status in another form (current "
+                    "servers take status[<databox_id>][<bit>]=0|1, mediaframe sends the "
+                    "contract's status[<bit>][on|off][]=<databox_id>). Nothing was harvested. "
+                    "Drop status from the call and select the rows yourself (extended=True gives "
+                    "each record's status bits), or ask the service's administrators.",
+                    filter_name="status",
+                    rows=counts[0],
+                )
+    return sent
+
+
+def _total(answer: Mapping[str, Any]) -> int:
+    total = answer.get("total_results")
+    return total if isinstance(total, int) and not isinstance(total, bool) else 0
 
 
 def breaking_rows(frame: pd.DataFrame, spec: Spec) -> np.ndarray:

@@ -670,20 +670,58 @@ def test_the_status_probe_asks_one_extended_page_and_takes_no_bits_as_no_proof()
     from mediaframe.harvest.spec import Spec
     from mediaframe.harvest.verify import check_status_applied
 
-    asked = []
+    asked, counted = [], []
 
     def page(**params):
         asked.append(params)
         return {}, pd.DataFrame({"databox_id": [1, 1], "record_id": [1, 2]})  # no status bits
 
+    def count(**params):  # a server that applies the filter: the hits split between states
+        counted.append(params)
+        state = next(iter(params["status"][4])) if "status" in params else None
+        return {"total_results": {None: 10, "on": 6, "off": 4}[state]}
+
+    rights = ((1, 2), {1: (1, [4]), 2: (2, [4])})
     spec = Spec("records", "", {"status": {4: {"on": [1]}}})
-    check_status_applied(page, spec)  # nothing shows the filter ignored: the harvest goes on
+    assert check_status_applied(page, count, rights, spec) == 4  # three counts, one page
     assert len(asked) == 1 and asked[0]["extended"] is True and asked[0]["per_page"] == 100
+    assert all(params["bases"] == [1] for params in counted), "the databox's bases alone"
     status = {"status": {4: {"on": [1]}}}
     for needless in (
         Spec("records", "", {**status, "extended": True}),
         Spec("records"),
         Spec("stories", "", status),
     ):
-        check_status_applied(page, needless)
+        assert check_status_applied(page, count, rights, needless) == 0
     assert len(asked) == 1, "rows that show status bits, or no status filter: no probe"
+
+
+def test_three_equal_counts_prove_a_status_filter_ignored_whatever_the_first_page_shows():
+    # review 15b: the first 100 hits of the probe all met the filter, the harvest did not
+    from mediaframe.harvest.spec import Spec
+    from mediaframe.harvest.verify import check_status_applied
+
+    def page(**params):
+        return {}, pd.DataFrame(
+            {"databox_id": [2], "record_id": [1], "status_4": pd.array([True], "boolean")}
+        )
+
+    def count(**params):
+        return {"total_results": 262}
+
+    spec = Spec("records", "", {"status": {4: {"on": [2]}}, "record_type": "document"})
+    with pytest.raises(FilterIgnoredError, match="each count the 262 hits") as err:
+        check_status_applied(page, count, ((1, 2), {1: (1, [4]), 2: (2, [4])}), spec)
+    assert err.value.filter_name == "status"
+
+
+def test_a_sync_from_a_server_that_stopped_applying_status_is_refused(client, front, emu):
+    # review 15b: the sync merged rows that break the filter, fetched by key without status bits
+    filters = {"status": {4: {"on": [1]}}}
+    cached = client.records("", **filters)
+    assert 0 < len(cached) < len(emu.ground_truth())
+    front.drop = {"/api/v1/search/": ("status[",)}
+    with pytest.raises(FilterIgnoredError, match="status filter"):
+        client.records("", ttl=0, **filters)
+    front.drop = {}
+    assert len(client.records("", offline=True, **filters)) == len(cached)  # nothing published
