@@ -220,3 +220,48 @@ def test_pages_kept_by_a_killed_run_that_no_longer_meet_are_paged_again(tmp_path
     service.records.append({**first, "record_id": 70_000, "created_on": "2030-01-01"})
     frame, report = run(service, tmp_path, concurrency=1, per_page=40)
     assert report.complete and keys(frame) == service.truth(), "a live record was lost"
+
+
+def test_a_page_short_to_its_overlap_hit_once_is_paged_again(tmp_path):
+    # contract server, cap 1000, pages of 100: one mid-shard page comes back once holding its
+    # overlap hit alone (a server answering short for a moment), as an empty page may (review
+    # 15b, finding 4); it is paged again, never the shard's end
+    emu = Emulator(records=3000, seed=7, flavour="contract")
+    front = Rewriting(emu)
+    client = connect(emu, front, tmp_path, per_page=100)
+    truth = client.records(refresh=True)
+    cut = []
+
+    def short(path: str, envelope) -> None:
+        offset = int(dict(front.seen[-1][1]).get("offset_start", 0) or 0)
+        if not path.startswith("/api/v1/search") or cut or offset <= 150:
+            return
+        hits = envelope.get("response", {}).get("results", {}).get("records")
+        if hits and len(hits) >= 50:
+            envelope["response"]["results"]["records"] = hits[:1]
+            cut.append(offset)
+
+    front.answer = short
+    frame = client.records(refresh=True)
+    assert cut, "one page came back holding its overlap hit alone"
+    assert mf.HarvestReport.from_frame(frame).complete
+    assert keys(frame) == keys(truth) and len(frame) == len(truth)
+
+
+def test_a_server_serving_one_hit_a_page_is_refused_in_few_requests(tmp_path):
+    # every page holds one hit, whatever is asked: past its first, each page is its overlap hit
+    # alone; each shard is paged again twice, then refused, never paged forever
+    emu = Emulator(records=300, seed=7, flavour="contract")
+    front = Rewriting(emu)
+
+    def one(path: str, envelope) -> None:
+        hits = envelope.get("response", {}).get("results", {}).get("records")
+        if path.startswith("/api/v1/search") and hits:
+            envelope["response"]["results"]["records"] = hits[:1]
+
+    front.answer = one
+    client = connect(emu, front, tmp_path, per_page=100)
+    with pytest.raises(IncompleteResultError, match="held only the hit read there") as raised:
+        client.records(refresh=True)
+    assert not raised.value.report.complete
+    assert len(front.seen) < 20, "paged again a bounded number of times (8 here)"
