@@ -214,9 +214,6 @@ class _Paging:
                 frame, total = self._read(offset, overlap=overlap, left=left)
                 requests += 1
                 broken = self._disjoint(frame, offset) if overlap else None
-                # a page of its overlap hit alone brings no hit, as an empty page brings none
-                short = self._short(frame, offset, total) if overlap and not broken else None
-                broken = broken or short
                 if kept and requests == 1 and (total != totals[0] or broken):
                     # the shard moved while the harvest was down: the kept pages shifted
                     assert self.pages is not None
@@ -229,10 +226,8 @@ class _Paging:
                     self.broken = broken
                     # whole, a page served again shows as repeated keys (a hit without a key
                     # would show as one, and is told as what it is)
-                    # (the overlap hit of a page short of new hits met: it is no repeat)
                     keyed = _key_of(frame, 0, self.spec.key_columns) is not None
-                    whole = keyed and short is None
-                    parts.append(frame if whole else frame.iloc[1:].reset_index(drop=True))
+                    parts.append(frame if keyed else frame.iloc[1:].reset_index(drop=True))
                     break
                 hits = frame.iloc[1:].reset_index(drop=True) if overlap else frame
                 if overlap and offset == 0:  # a window's first page: the hit before it
@@ -282,20 +277,6 @@ class _Paging:
                 "or offset_start is ignored)"
             )
         return None
-
-    def _short(self, frame: pd.DataFrame, offset: int, total: int) -> str | None:
-        """Why a page that met at ``offset`` is short: it holds the overlap hit alone while
-        its ``total`` says hits remain (``None`` when not). A server answering short for a
-        moment is paged again, as for an empty page; one that serves a hit a page never gets
-        past its first, and is refused."""
-        remain = self.shard.size(total) - offset
-        if offset == 0 or len(frame) > 1 or remain <= 0:
-            return None
-        where = f"offset_start={self._window_start() + offset - 1}"
-        return (
-            f"its page at {where} held only the hit read there before, though {remain} more "
-            "remain (a server answering short, or serving one hit a page)"
-        )
 
     def _window_start(self) -> int:
         return 0 if self.shard.window is None else self.shard.window[0]
