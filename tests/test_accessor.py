@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
+from twins import make_twins
 
 import mediaframe as mf
 import mediaframe.accessor
@@ -300,19 +301,7 @@ def capped(tmp_path: Path) -> tuple[mf.Client, str]:
     """A client of a server under a cap of 1, and the options of a search no split gets under
     it: twins of one base, day and type that no status bit tells apart."""
     emu = Emulator(records=400, seed=2, cap=1)
-    truth = emu.ground_truth()
-    truth = truth.assign(day=truth.created_on.dt.date)
-    twins = truth.groupby(["base_id", "day", "media_type"], observed=True).filter(
-        lambda group: len(group) >= 2
-    )
-    first = twins.iloc[0]
-    same = twins[
-        (twins.base_id == first.base_id)
-        & (twins.day == first.day)
-        & (twins.media_type == first.media_type)
-    ]
-    for row in same.itertuples():
-        emu.update_record(int(row.databox_id), int(row.record_id), status=0)
+    _, first = make_twins(emu)
     settings = Settings.from_env().replace(
         config_dir=tmp_path / "config", cache_dir=tmp_path / "cache", progress=False
     )

@@ -208,6 +208,9 @@ def _fetch(
     What the server warned of meanwhile is told once, even when the result is refused."""
     engine = _engine_options(client, service, settings, spec, options, display)
     page = service.pages(spec.kind)
+    # before a harvest or a sync whose rows could not show it (a sync's rows fetched by key
+    # carry no status bits either); its searches are counted with the call's
+    checked = check_status_applied(page, service.counts(spec.kind), service.rights(), spec)
     try:
         frame, report = _synced_or_harvested(
             client, service, settings, spec, options, store, refresh, engine, page
@@ -215,30 +218,12 @@ def _fetch(
     except IncompleteResultError as err:
         _warn_heard(err.report, spec)
         raise
+    report.requests = (report.requests or 0) + checked
     _warn_heard(report, spec)
     return _with_report(frame, report, spec)
 
 
 def _synced_or_harvested(
-    client: Client,
-    service: ClientService,
-    settings: Settings,
-    spec: Spec,
-    options: Options,
-    store: HarvestStore,
-    refresh: bool,
-    engine: EngineOptions,
-    page: Page,
-) -> tuple[pd.DataFrame, HarvestReport]:
-    # before a harvest or a sync whose rows could not show it (a sync's rows fetched by key
-    # carry no status bits either); its searches are counted with the call's
-    checked = check_status_applied(page, service.counts(spec.kind), service.rights(), spec)
-    frame, report = _fetched(client, service, settings, spec, options, store, refresh, engine, page)
-    report.requests = (report.requests or 0) + checked
-    return frame, report
-
-
-def _fetched(
     client: Client,
     service: ClientService,
     settings: Settings,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from twins import make_twins, search_of
 
 import mediaframe as mf
 import mediaframe.http.transport as transport
@@ -160,20 +161,8 @@ def unsplittable(fresh_emulator):
     """An emulator under a cap of 1 where one base, day and type hold twins no status bit tells
     apart, with the search of them: its records, and the search itself."""
     emu = fresh_emulator(records=400, seed=2, cap=1)
-    truth = emu.ground_truth()
-    truth = truth.assign(day=truth.created_on.dt.date)
-    twins = truth.groupby(["base_id", "day", "media_type"], observed=True).filter(
-        lambda group: len(group) >= 2
-    )
-    first = twins.iloc[0]
-    same = twins[
-        (twins.base_id == first.base_id)
-        & (twins.day == first.day)
-        & (twins.media_type == first.media_type)
-    ]
-    for row in same.itertuples():  # nothing left to tell them apart: not even a status bit
-        emu.update_record(int(row.databox_id), int(row.record_id), status=0)
-    return emu, same, {"record_type": str(first.media_type), "bases": [int(first.base_id)]}
+    same, first = make_twins(emu)
+    return emu, same, search_of(first)
 
 
 def test_unsplittable_search_says_what_to_do(fresh_emulator, settings):
