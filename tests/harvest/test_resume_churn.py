@@ -200,17 +200,23 @@ def flavour() -> str:
     return "contract"
 
 
+def interrupted(emu, settings) -> mf.Client:
+    """A client of ``emu`` after a harvest of every record stopped by its token revoked after 40
+    requests (its finished shards kept), with a token that holds."""
+    emu.set_faults(revoke_after=40)
+    with pytest.raises(TokenRejectedError):
+        mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings).records()
+    emu.set_faults(revoke_after=10**9)
+    return mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+
+
 def test_an_edit_while_the_harvest_was_down_is_in_the_resumed_frame(fresh_emulator, tmp_path):
     """Through the service: an edit moves no count, only the record's ``updated_on``."""
     emu = fresh_emulator(records=1000, seed=9, cap=100)
     settings = Settings.from_env({"HOME": str(tmp_path)}).replace(
         cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=1, backoff=0.01
     )
-    emu.set_faults(revoke_after=40)
-    with pytest.raises(TokenRejectedError):
-        mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings).records()
-    emu.set_faults(revoke_after=10**9)
-    client = mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+    client = interrupted(emu, settings)
     store = HarvestStore(str(client.cache_path("records")))
     finished = store.finished_shards()
     assert len(finished) > 1, "the revoked harvest kept finished shards"
@@ -235,11 +241,7 @@ def test_the_sync_lag_setting_is_how_far_back_a_resume_looks(fresh_emulator, tmp
         cache_dir=tmp_path / "cache", progress=False, per_page=40, concurrency=1, backoff=0.01,
         sync_lag=sync_lag,
     )  # fmt: skip
-    emu.set_faults(revoke_after=40)
-    with pytest.raises(TokenRejectedError):
-        mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings).records()
-    emu.set_faults(revoke_after=10**9)
-    client = mf.connect(emu.base_url, token=emu.token_for("demo"), settings=settings)
+    client = interrupted(emu, settings)
     store = HarvestStore(str(client.cache_path("records")))
     saved = store.load_plan()
     assert saved is not None and saved.started is not None

@@ -30,10 +30,11 @@ def first_harvest(service, path):
     )
 
 
-def run_sync(service, path, spec=None):
+def run_sync(service, path, spec=None, keys=None):
+    """Sync the harvest at ``path``; ``keys`` pages the keys pass (the service's v2 route)."""
     return sync(
         service,
-        service.v2,
+        keys or service.v2,
         service.item,
         spec or Spec("records"),
         HarvestStore(str(path)),
@@ -122,16 +123,7 @@ def test_a_sync_that_fails_or_declines_leaves_no_scratch(tmp_path):
         raise Dropped
 
     with pytest.raises(Dropped):  # after the changed pass published its own dataset
-        sync(
-            service,
-            dropped,
-            service.item,
-            Spec("records"),
-            HarvestStore(str(tmp_path / "h")),
-            flatten=flatten,
-            lag=dt.timedelta(minutes=5),
-            options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
-        )
+        run_sync(service, tmp_path / "h", keys=dropped)
     assert not (tmp_path / "h" / "sync").exists()
     for record in service.records[:3]:  # newly visible: more stragglers than a sync fetches
         service.records.append(dict(record, record_id=record["record_id"] + 90_000))
@@ -171,16 +163,7 @@ def test_a_record_deleted_between_the_changed_and_the_keys_pass_is_not_kept(tmp_
         listed.append(params)
         return service.v2(**params)
 
-    frame, report = sync(
-        service,
-        keys_after_a_deletion,
-        service.item,
-        Spec("records"),
-        HarvestStore(str(tmp_path / "h")),
-        flatten=flatten,
-        lag=dt.timedelta(minutes=5),
-        options=EngineOptions(combine=combine, bases=(1, 2, 3), per_page=50),
-    )
+    frame, report = run_sync(service, tmp_path / "h", keys=keys_after_a_deletion)
     assert doomed not in keys(frame)
     assert keys(frame) == service.truth()
     assert report.total_results == len(service.truth()) == report.fetched == len(frame)
