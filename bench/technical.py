@@ -152,6 +152,17 @@ def measure_join(parts: int, repeat: int) -> dict[str, float]:
     }
 
 
+def print_steps(large: dict[str, float], small: dict[str, float], floor: float) -> None:
+    """A row a step: its seconds at the large size, against ``floor``, at the small size, and
+    the growth from the one to the other."""
+    for name, seconds in large.items():
+        growth = seconds / small[name] if small[name] else float("nan")
+        print(
+            f"{name:<28} {seconds:10.3f} s  {seconds / floor:8.1f}  {small[name]:10.3f} s  "
+            f"{growth:5.1f}"
+        )
+
+
 def report_join(parts: int, repeat: int) -> None:
     quarter = max(1, parts // 4)
     large, small = measure_join(parts, repeat), measure_join(quarter, repeat)
@@ -161,12 +172,7 @@ def report_join(parts: int, repeat: int) -> None:
         f"(then {quarter} parts, {quarter * 20:,} names)"
     )
     print(f"{'step':<28} {parts:>6} parts  x one frame  {quarter:>6} parts  growth")
-    for name, seconds in large.items():
-        growth = seconds / small[name] if small[name] else float("nan")
-        print(
-            f"{name:<28} {seconds:10.3f} s  {seconds / floor:8.1f}  {small[name]:10.3f} s  "
-            f"{growth:5.1f}"
-        )
+    print_steps(large, small, floor)
     print("growth: time for 4 x the parts and names (linear: about 4; parts x names: about 16)")
 
 
@@ -185,12 +191,7 @@ def main() -> None:
     fifth = measure(small, args.records, args.repeat)
     floor = large["baseline (plain DataFrame)"]
     print(f"{'step':<28} {args.names:>8,} names  x baseline  {small:>6,} names  growth")
-    for name, seconds in large.items():
-        growth = seconds / fifth[name] if fifth[name] else float("nan")
-        print(
-            f"{name:<28} {seconds:10.3f} s  {seconds / floor:8.1f}  {fifth[name]:9.3f} s  "
-            f"{growth:5.1f}"
-        )
+    print_steps(large, fifth, floor)
     print("growth: time for 5 x the names (linear: about 5; quadratic: about 25)")
     if args.parts:
         report_join(args.parts, args.repeat)
