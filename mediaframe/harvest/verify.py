@@ -86,6 +86,7 @@ def _count_each_condition(count: CountRoute, rights: Rights, spec: Spec) -> int:
     """The counts of :func:`check_status_applied`; how many were asked."""
     bases, described = rights
     wanted = {int(base) for base in spec.filters.get("bases") or bases}
+    unfiltered = {k: v for k, v in spec.params(Shard()).items() if k != "status"}
     sent = 0
     for bit, states in dict(spec.filters["status"]).items():
         for state, ids in dict(states).items():
@@ -93,8 +94,7 @@ def _count_each_condition(count: CountRoute, rights: Rights, spec: Spec) -> int:
             own = sorted(b for b, (box, _) in described.items() if box in databoxes and b in wanted)
             if not own or state not in ("on", "off"):
                 continue
-            plain = {k: v for k, v in spec.params(Shard()).items() if k != "status"}
-            plain["bases"] = own
+            plain = {**unfiltered, "bases": own}
             other = "off" if state == "on" else "on"
             counts = [
                 _total(count(**plain, per_page=1)),
