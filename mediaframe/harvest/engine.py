@@ -27,16 +27,7 @@ from mediaframe.exceptions import CacheError, IncompleteResultError, IncompleteR
 from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.joiner import Joiner
 from mediaframe.harvest.kept import CLOCK_SLACK, KeptFrames
-from mediaframe.harvest.plan import (
-    CountRoute,
-    Page,
-    Shard,
-    ShardCounter,
-    Spec,
-    Statuses,
-    to_plain,
-    windows_failed,
-)
+from mediaframe.harvest.plan import CountRoute, ShardCounter, windows_failed
 from mediaframe.harvest.planning import Planning, stuck_moved
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
@@ -48,6 +39,7 @@ from mediaframe.harvest.shards import (
     EarlyShards,
     ShardTask,
 )
+from mediaframe.harvest.spec import Page, Shard, Spec, Statuses, to_plain
 from mediaframe.harvest.stop import Stop
 from mediaframe.harvest.verify import check_filters
 from mediaframe.harvest.warned import ServerWarnings

@@ -31,8 +31,6 @@ from mediaframe.harvest.spec import (
     Statuses,
     earlier_day,
     later_day,
-    to_plain,
-    without,
 )
 
 __all__ = [
@@ -40,20 +38,14 @@ __all__ = [
     "RECORD_TYPES",
     "Count",
     "CountRoute",
-    "Page",
-    "Shard",
     "ShardCounter",
-    "Spec",
-    "Statuses",
     "int_member",
     "optional_int_member",
     "paged_whole",
     "plan",
     "repeated_keys",
-    "to_plain",
     "windows",
     "windows_failed",
-    "without",
 ]
 
 #: Why a story search found no story while its answers held records.

@@ -33,10 +33,7 @@ from mediaframe.harvest.kept import (
 )
 from mediaframe.harvest.plan import (
     Count,
-    Shard,
     ShardCounter,
-    Spec,
-    Statuses,
     padded,
     paged_whole,
     plan,
@@ -44,6 +41,7 @@ from mediaframe.harvest.plan import (
 )
 from mediaframe.harvest.progress import Progress
 from mediaframe.harvest.shards import EarlyShards
+from mediaframe.harvest.spec import Shard, Spec, Statuses
 
 __all__ = ["Planning", "stuck_moved"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.frames.fastjson import READ
-from mediaframe.harvest.plan import Page
+from mediaframe.harvest.spec import Page
 
 __all__ = ["PageReads"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.harvest.plan import without
+from mediaframe.harvest.spec import without
 from mediaframe.harvest.warned import notes_of
 
 

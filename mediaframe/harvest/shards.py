@@ -28,16 +28,14 @@ from mediaframe.exceptions import CacheError
 from mediaframe.futures import finished
 from mediaframe.harvest.plan import (
     Count,
-    Page,
-    Shard,
     ShardCounter,
-    Spec,
     int_member,
     optional_int_member,
     plan,
     repeated_keys,
 )
 from mediaframe.harvest.reads import PageReads
+from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.warned import ServerWarnings
 
 __all__ = [

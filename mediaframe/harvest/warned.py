@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.harvest.plan import CountRoute, Page
+from mediaframe.harvest.plan import CountRoute
+from mediaframe.harvest.spec import Page
 from mediaframe.normalise import search_warning
 
 __all__ = ["OTHERS", "ServerWarnings", "notes_of"]
