@@ -16,7 +16,7 @@ from mediaframe.exceptions import (
     MalformedItemError,
     ResponseFormatError,
 )
-from mediaframe.harvest.plan import int_member
+from mediaframe.harvest.answers import int_member
 from mediaframe.normalise import listed
 
 __all__ = ["FEED_PAGE", "Fetch", "entries_of", "every_entry"]

@@ -11,8 +11,9 @@ The engine knows nothing of HTTP: it calls ``page(**params) -> (response, frame)
 binds it to a search route that reads the answer straight into a frame).
 """
 
+from mediaframe.harvest.counter import Count
 from mediaframe.harvest.engine import EngineOptions, harvest
-from mediaframe.harvest.plan import RECORD_TYPES, Count, plan
+from mediaframe.harvest.plan import RECORD_TYPES, plan
 from mediaframe.harvest.progress import Snapshot
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import SearchService

@@ -39,8 +39,8 @@ from mediaframe.exceptions import (
     SearchWarning,
 )
 from mediaframe.harvest.assemble import concat_frames
+from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.engine import EngineOptions
-from mediaframe.harvest.plan import CountRoute
 from mediaframe.harvest.progress import Bars, ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService

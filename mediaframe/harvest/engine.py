@@ -25,9 +25,9 @@ from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheError, IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.assemble import assemble
+from mediaframe.harvest.counter import CountRoute, ShardCounter
 from mediaframe.harvest.joiner import Joiner
 from mediaframe.harvest.kept import CLOCK_SLACK, KeptFrames
-from mediaframe.harvest.plan import CountRoute, ShardCounter, windows_failed
 from mediaframe.harvest.planning import Planning, stuck_moved
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
@@ -43,6 +43,7 @@ from mediaframe.harvest.spec import Page, Shard, Spec, Statuses, to_plain
 from mediaframe.harvest.stop import Stop
 from mediaframe.harvest.verify import check_filters
 from mediaframe.harvest.warned import ServerWarnings
+from mediaframe.harvest.windows import windows_failed
 from mediaframe.http import slots
 
 # Threads beyond the ``concurrency`` requests in flight: they read answers into frames while
@@ -55,7 +56,7 @@ class EngineOptions:
     """How a harvest runs, beside what it searches and where it keeps it (see :func:`harvest`)."""
 
     combine: Combine
-    #: Reads counts as decoded JSON (:class:`~mediaframe.harvest.plan.ShardCounter`); through
+    #: Reads counts as decoded JSON (:class:`~mediaframe.harvest.counter.ShardCounter`); through
     #: the page route, as frames, when ``None``.
     count: CountRoute | None = None
     bases: Sequence[int] = ()

@@ -11,7 +11,8 @@ import pandas as pd
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, PlannedShard, ShardEntry
 from mediaframe.exceptions import CacheError
-from mediaframe.harvest.plan import ShardCounter, int_member
+from mediaframe.harvest.answers import int_member
+from mediaframe.harvest.counter import ShardCounter
 from mediaframe.harvest.spec import Shard
 
 __all__ = [

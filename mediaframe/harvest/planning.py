@@ -20,6 +20,7 @@ from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import DayBounds, PlanFile, PlannedShard, ProvenSplit, ShardEntry
 from mediaframe.cache.pages import is_plain_name
 from mediaframe.exceptions import CacheError, CacheWarning, IncompleteResultError
+from mediaframe.harvest.counter import Count, ShardCounter, padded
 from mediaframe.harvest.kept import (
     CLOCK_SLACK,
     KeptFrames,
@@ -31,17 +32,11 @@ from mediaframe.harvest.kept import (
     still_valid,
     unchanged,
 )
-from mediaframe.harvest.plan import (
-    Count,
-    ShardCounter,
-    padded,
-    paged_whole,
-    plan,
-    windows,
-)
+from mediaframe.harvest.plan import plan
 from mediaframe.harvest.progress import Progress
 from mediaframe.harvest.shards import EarlyShards
 from mediaframe.harvest.spec import Shard, Spec, Statuses
+from mediaframe.harvest.windows import paged_whole, windows
 
 __all__ = ["Planning", "stuck_moved"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from mediaframe.harvest.plan import CountRoute
+from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.spec import Page
 
 __all__ = ["Rights", "SearchService"]

@@ -26,14 +26,9 @@ from mediaframe.cache.manifest import PlannedShard, ShardEntry
 from mediaframe.cache.pages import PageCheckpoints
 from mediaframe.exceptions import CacheError
 from mediaframe.futures import finished
-from mediaframe.harvest.plan import (
-    Count,
-    ShardCounter,
-    int_member,
-    optional_int_member,
-    plan,
-    repeated_keys,
-)
+from mediaframe.harvest.answers import int_member, optional_int_member, repeated_keys
+from mediaframe.harvest.counter import Count, ShardCounter
+from mediaframe.harvest.plan import plan
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.warned import ServerWarnings

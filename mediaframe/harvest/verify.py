@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from mediaframe.exceptions import FilterIgnoredError, MetadataWarning
-from mediaframe.harvest.plan import CountRoute
+from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.service import Rights
 from mediaframe.harvest.spec import Page, Shard, Spec, earlier_day, later_day
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from mediaframe.harvest.plan import CountRoute
+from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.spec import Page
 from mediaframe.normalise import search_warning
 

@@ -10,8 +10,8 @@ from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
 from mediaframe.exceptions import IncompleteResultError
 from mediaframe.harvest import HarvestReport, Spec, harvest
+from mediaframe.harvest.counter import Count
 from mediaframe.harvest.engine import _judge
-from mediaframe.harvest.plan import Count
 
 from .fake import FakeService, combine
 

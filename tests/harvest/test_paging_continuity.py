@@ -18,7 +18,7 @@ from mediaframe.cache import HarvestStore
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
 from mediaframe.exceptions import IncompleteResultError
-from mediaframe.harvest.plan import windows
+from mediaframe.harvest.windows import windows
 
 from .fake import FakeService
 from .test_engine import Crash, keys, run

@@ -5,7 +5,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from mediaframe.harvest import Shard, Spec
-from mediaframe.harvest.plan import ShardCounter, plan
+from mediaframe.harvest.counter import ShardCounter
+from mediaframe.harvest.plan import plan
 
 from .fake import FakeService
 

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from mediaframe import frames
 from mediaframe.exceptions import MediaframeError, MediaframeWarning
-from mediaframe.harvest.plan import ShardCounter, int_member
+from mediaframe.harvest.answers import int_member
+from mediaframe.harvest.counter import ShardCounter
 from mediaframe.harvest.spec import Shard, Spec
 from mediaframe.http import decode_envelope
 from mediaframe.routes import normalise_me, normalise_search, search_rights
