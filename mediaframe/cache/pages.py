@@ -4,7 +4,7 @@ A shard of an uncapped server may be the whole search, paged a thousand hits at 
 only finished shards kept, a harvest stopped again and again (a token revoked every few dozen
 requests) would page that shard from its start on every try and never converge. Pages read
 are kept when paging fails, and every few seconds while it goes on (see
-:mod:`mediaframe.harvest.shards`), beside the shard checkpoints::
+:mod:`mediaframe.harvest.paging`), beside the shard checkpoints::
 
     shards/<shard id>.pages/<offset>.arrow    the page's rows (Arrow IPC), written atomically
     shards/<shard id>.pages/<offset>.json     its entry (offset, rows, total, CRC-32; on a

@@ -12,8 +12,8 @@ from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import PlanFile, ShardEntry
 from mediaframe.frames.arrays import column_arrays
+from mediaframe.harvest.paging import Combine, join
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import Combine, join
 from mediaframe.harvest.spec import Spec
 
 __all__ = ["assemble", "concat_frames", "in_row_order"]

@@ -41,10 +41,10 @@ from mediaframe.exceptions import (
 from mediaframe.harvest.assemble import concat_frames
 from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.engine import EngineOptions
+from mediaframe.harvest.paging import Combine
 from mediaframe.harvest.progress import Bars, ProgressOption, bars
 from mediaframe.harvest.report import HarvestReport
 from mediaframe.harvest.service import Rights, SearchService
-from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.spec import Page, Shard, Spec
 from mediaframe.harvest.sync import sync
 from mediaframe.harvest.verify import check_status_applied

@@ -28,17 +28,12 @@ from mediaframe.harvest.assemble import assemble
 from mediaframe.harvest.counter import CountRoute, ShardCounter
 from mediaframe.harvest.joiner import Joiner
 from mediaframe.harvest.kept import CLOCK_SLACK, KeptFrames
+from mediaframe.harvest.paging import PAST_TOTAL, Combine
 from mediaframe.harvest.planning import Planning, stuck_moved
 from mediaframe.harvest.progress import Bars, Progress, shown_while
 from mediaframe.harvest.reads import PageReads
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import (
-    PAST_TOTAL,
-    Combine,
-    Deliver,
-    EarlyShards,
-    ShardTask,
-)
+from mediaframe.harvest.shards import Deliver, EarlyShards, ShardTask
 from mediaframe.harvest.spec import Page, Shard, Spec, Statuses, to_plain
 from mediaframe.harvest.stop import Stop
 from mediaframe.harvest.verify import check_filters

@@ -13,7 +13,7 @@ from mediaframe._process import give_back_memory
 from mediaframe.cache import HarvestStore
 from mediaframe.cache.manifest import ShardEntry
 from mediaframe.exceptions import CacheError
-from mediaframe.harvest.shards import Combine, join
+from mediaframe.harvest.paging import Combine, join
 
 __all__ = ["Joiner"]
 

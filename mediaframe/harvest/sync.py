@@ -29,8 +29,8 @@ from mediaframe.cache.manifest import Manifest
 from mediaframe.exceptions import FilterIgnoredError, NotFoundError
 from mediaframe.harvest.assemble import concat_frames, in_row_order
 from mediaframe.harvest.engine import EngineOptions
+from mediaframe.harvest.paging import Combine
 from mediaframe.harvest.report import HarvestReport
-from mediaframe.harvest.shards import Combine
 from mediaframe.harvest.spec import Page, Spec
 from mediaframe.harvest.verify import breaking_rows, check_filters
 from mediaframe.harvest.warned import ServerWarnings

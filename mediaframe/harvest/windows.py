@@ -26,7 +26,7 @@ def windows(total: int, per_page: int, concurrency: int, most: int) -> list[Shar
     Whole pages each, at most ``most`` hits, and as many windows as a multiple of
     ``concurrency``, so that the last round of windows keeps every thread busy. Every page but
     the search's first is asked from one hit before (it must begin with the hit the page before
-    ended on: see :func:`mediaframe.harvest.shards.fetch_shard`), so a page brings
+    ended on: see :func:`mediaframe.harvest.paging.fetch_shard`), so a page brings
     ``per_page - 1`` new hits, the first page ``per_page``: the windows are cut so, and take
     the fewest pages that can overlap, ``ceil((total - 1) / (per_page - 1))``.
     """

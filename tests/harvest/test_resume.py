@@ -176,9 +176,9 @@ def test_a_damaged_page_is_fetched_again_with_those_after_it(tmp_path):
 def test_pages_are_kept_while_paging_only_every_few_seconds(tmp_path, monkeypatch, keep_every):
     """A kill (no exception to catch) loses at most a few seconds of a shard's pages; a shard
     paged faster than that writes no page checkpoint at all."""
-    from mediaframe.harvest import shards
+    from mediaframe.harvest import paging
 
-    monkeypatch.setattr(shards, "_KEEP_EVERY", keep_every)
+    monkeypatch.setattr(paging, "_KEEP_EVERY", keep_every)
     service = FakeService.build(1000, newer_engine=True)
     on_disk = []
 
