@@ -551,6 +551,9 @@ def _judge(
             "again once the changes settle (it pages again only what moved), or with "
             "refresh=True to start afresh, or pass allow_incomplete=True to accept this result."
         )
+    elif not (the_plan.stuck or stuck_extra):
+        # none stuck under a cap, no page in disagreement: shards whose paging stopped short
+        message = _short_message(report, spec, total, short)
     elif report.cap is None:
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
@@ -570,3 +573,36 @@ def _judge(
     if not allow_incomplete:
         raise IncompleteResultError(message, shards=report.incomplete, report=report)
     warnings.warn(message, IncompleteResultWarning, stacklevel=3)
+
+
+def _short_message(
+    report: HarvestReport, spec: Spec, total: int, short: Sequence[Mapping[str, Any]]
+) -> str:
+    """Shards that stopped short of their counts, none stuck under a cap: said as seen.
+
+    Paging a shard ends at a page with no new hit; every page after its first overlaps the hit
+    the one before ended on, and one that came back empty would not have met it (a fault,
+    paged again). So a shard short of its count, with rows, stopped at a page holding that hit
+    alone: a server answering short for a moment, or one that lets no more hits be retrieved
+    there. One harvest cannot tell which; the same count again would.
+    """
+    first = short[0]
+    where = (
+        "at a page that held only the hit it overlapped (the one the page before ended on)"
+        if first["fetched"]
+        else "at its first page, which came back empty"
+    )
+    more = (
+        f"; {len(short)} shard(s) stopped short in all ({_ids([s['id'] for s in short])})"
+        if len(short) > 1
+        else ""
+    )
+    return (
+        f"only {report.fetched} of {total} {spec.kind} could be retrieved: the rows of shard "
+        f"{first['id']} stopped at {first['fetched']} of the {first['total']} hits it counted, "
+        f"{where}{more}. A server answering short for a moment does this: run the same call "
+        "again with refresh=True (which pages every shard afresh). If it stops at the same "
+        "count again, the server may not let more hits be retrieved there: narrow the query, "
+        "ask the service's administrators, or pass allow_incomplete=True to accept a partial "
+        "result."
+    )

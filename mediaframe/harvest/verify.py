@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mediaframe.exceptions import FilterIgnoredError, MetadataWarning
+from mediaframe.exceptions import FilterIgnoredError, MetadataWarning, ResponseFormatError
+from mediaframe.harvest.answers import int_member
 from mediaframe.harvest.counter import CountRoute
 from mediaframe.harvest.service import Rights
 from mediaframe.harvest.spec import Page, Shard, Spec, earlier_day, later_day
@@ -96,10 +97,11 @@ def _count_each_condition(count: CountRoute, rights: Rights, spec: Spec) -> int:
                 continue
             plain = {**unfiltered, "bases": own}
             other = "off" if state == "on" else "on"
+            asked = f"status_{bit} {state} in databox(es) {sorted(databoxes)}"
             counts = [
-                _total(count(**plain, per_page=1)),
-                _total(count(**plain, status={bit: {state: sorted(databoxes)}}, per_page=1)),
-                _total(count(**plain, status={bit: {other: sorted(databoxes)}}, per_page=1)),
+                _total(count(**plain, per_page=1), asked),
+                _total(count(**plain, status={bit: {state: sorted(databoxes)}}, per_page=1), asked),
+                _total(count(**plain, status={bit: {other: sorted(databoxes)}}, per_page=1), asked),
             ]
             sent += 3
             if counts[0] and counts.count(counts[0]) == 3:
@@ -117,9 +119,18 @@ def _count_each_condition(count: CountRoute, rights: Rights, spec: Spec) -> int:
     return sent
 
 
-def _total(answer: Mapping[str, Any]) -> int:
-    total = answer.get("total_results")
-    return total if isinstance(total, int) and not isinstance(total, bool) else 0
+def _total(answer: Mapping[str, Any], asked: str) -> int:
+    """The count of ``answer``, read as the planner reads it: one the server did not say is no
+    proof either way, never a zero that could pass or fail the check."""
+    try:
+        return int_member(answer, "total_results")
+    except ResponseFormatError as err:
+        raise ResponseFormatError(
+            f"{err}, in a count that checks the server applies the status filter ({asked}): "
+            "without it nothing proves the filter applied. Nothing was harvested. Try again; if "
+            "it persists, drop status from the call and select the rows yourself (extended=True "
+            "gives each record's status bits), or ask the service's administrators."
+        ) from err
 
 
 def breaking_rows(frame: pd.DataFrame, spec: Spec) -> np.ndarray:

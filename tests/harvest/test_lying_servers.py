@@ -715,6 +715,28 @@ def test_three_equal_counts_prove_a_status_filter_ignored_whatever_the_first_pag
     assert err.value.filter_name == "status"
 
 
+@pytest.mark.parametrize("total", [None, "missing", 12.5], ids=["null", "missing", "float"])
+def test_a_status_count_without_an_integer_total_is_refused_never_read_as_zero(
+    client, front, total
+):
+    # a count that says no number proves nothing: read as 0, three such counts passed the check
+    def no_total_in_the_status_counts(path: str, envelope: Envelope) -> None:
+        if "/search/" in path and front.searches() <= 3:  # one condition: three one-hit counts
+            answer = envelope["response"]
+            if total == "missing":
+                del answer["total_results"]
+            else:
+                answer["total_results"] = total
+
+    front.answer = no_total_in_the_status_counts
+    with pytest.raises(ResponseFormatError, match="integer total_results") as err:
+        client.records("", status={4: {"on": [1]}})
+    message = str(err.value)
+    assert "status filter" in message and "Nothing was harvested" in message
+    assert "try again" in message.lower() and "drop status" in message.lower()
+    assert front.searches() == 1, "refused at its first count, before any page"
+
+
 def test_a_sync_from_a_server_that_stopped_applying_status_is_refused(client, front, emu):
     # review 15b: the sync merged rows that break the filter, fetched by key without status bits
     filters = {"status": {4: {"on": [1]}}}

@@ -220,3 +220,38 @@ def test_pages_kept_by_a_killed_run_that_no_longer_meet_are_paged_again(tmp_path
     service.records.append({**first, "record_id": 70_000, "created_on": "2030-01-01"})
     frame, report = run(service, tmp_path, concurrency=1, per_page=40)
     assert report.complete and keys(frame) == service.truth(), "a live record was lost"
+
+
+@pytest.mark.parametrize(("records", "cap"), [(2000, 100), (300, 1000)], ids=["split", "whole"])
+def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_the_cap(
+    tmp_path, records, cap
+):
+    # pages of 40: shards of several pages, under a cap the search is split for or one it fits.
+    # One page after a shard's first comes back holding only the hit it overlaps, once (a
+    # server answering short for a moment): the shard ends there, short. Nothing showed a cap
+    # there, so the refusal blames none.
+    service = FakeService.build(records, cap=cap, bases=(1,))
+    honest, short = service.search, []
+
+    def search(**params):
+        answer = honest(**params)
+        if params.get("offset_start", 0) > 0 and params.get("per_page", 0) > 2 and not short:
+            short.append(params)
+            answer["results"]["records"] = answer["results"]["records"][:1]
+        return answer
+
+    service.search = search
+    with pytest.raises(IncompleteResultError) as raised:
+        run(service, tmp_path)
+    report = raised.value.report
+    (cut,) = [s for s in report.shards if s["fetched"] < s["total"]]
+    said = str(raised.value)
+    assert short and not report.complete and cut["fetched"] == 40
+    assert f"stopped at {cut['fetched']} of the {cut['total']} hits it counted" in said
+    assert "a page that held only the hit it overlapped" in said and cut["id"] in said
+    assert "run the same call again with refresh=True" in said and "allow_incomplete=True" in said
+    assert f"cap of {cap}" not in said and "above the server's cap" not in said
+    assert "announced no cap" not in said
+    # the advice holds: run afresh, the server answering whole, the result is complete
+    frame, again = run(service, tmp_path, resume=False)
+    assert again.complete and keys(frame) == service.truth()
