@@ -601,8 +601,8 @@ def _short_message(
         f"only {report.fetched} of {total} {spec.kind} could be retrieved: the rows of shard "
         f"{first['id']} stopped at {first['fetched']} of the {first['total']} hits it counted, "
         f"{where}{more}. A server answering short for a moment does this: run the same call "
-        "again with refresh=True (which pages every shard afresh). If it stops at the same "
-        "count again, the server may not let more hits be retrieved there: narrow the query, "
-        "ask the service's administrators, or pass allow_incomplete=True to accept a partial "
-        "result."
+        "again (it pages again the shards that stopped short, and keeps the others). If it "
+        "stops at the same count again, the server may not let more hits be retrieved there: "
+        "narrow the query, ask the service's administrators, or pass allow_incomplete=True to "
+        "accept a partial result."
     )

@@ -249,9 +249,40 @@ def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_th
     assert short and not report.complete and cut["fetched"] == 40
     assert f"stopped at {cut['fetched']} of the {cut['total']} hits it counted" in said
     assert "a page that held only the hit it overlapped" in said and cut["id"] in said
-    assert "run the same call again with refresh=True" in said and "allow_incomplete=True" in said
+    assert "run the same call again (it pages again the shards that stopped short" in said
+    assert "allow_incomplete=True" in said
     assert f"cap of {cap}" not in said and "above the server's cap" not in said
     assert "announced no cap" not in said
     # the advice holds: run afresh, the server answering whole, the result is complete
     frame, again = run(service, tmp_path, resume=False)
     assert again.complete and keys(frame) == service.truth()
+
+
+@pytest.mark.parametrize(("records", "cap"), [(2000, 100), (300, 1000)], ids=["split", "whole"])
+def test_a_plain_rerun_pages_again_the_shard_that_stopped_short_and_only_it(tmp_path, records, cap):
+    # The refusal above, then the same call again without refresh=True, the server answering
+    # whole now: the shard that stopped short is paged again (a resume keeps finished shards,
+    # not one short of its count), the others are kept, and the result is complete.
+    service = FakeService.build(records, cap=cap, bases=(1,))
+    honest, short = service.search, []
+
+    def search(**params):
+        answer = honest(**params)
+        if params.get("offset_start", 0) > 0 and params.get("per_page", 0) > 2 and not short:
+            short.append(params)
+            answer["results"]["records"] = answer["results"]["records"][:1]
+        return answer
+
+    service.search = search
+    with pytest.raises(IncompleteResultError) as raised:
+        run(service, tmp_path)
+    (cut,) = [s for s in raised.value.report.shards if s["fetched"] < s["total"]]
+    before = service.requests
+    frame, again = run(service, tmp_path)
+    assert again.complete and keys(frame) == service.truth()
+    # the short shard's pages (each after the first brings 39 new hits) and a few counts
+    spent = service.requests - before
+    assert spent <= 1 + math.ceil((cut["total"] - 40) / 39) + 3
+    fresh = FakeService.build(records, cap=cap, bases=(1,))
+    run(fresh, tmp_path / "fresh")
+    assert spent < fresh.requests or len(again.shards) == 1, "the kept shards were paged again"
