@@ -222,14 +222,9 @@ def test_pages_kept_by_a_killed_run_that_no_longer_meet_are_paged_again(tmp_path
     assert report.complete and keys(frame) == service.truth(), "a live record was lost"
 
 
-@pytest.mark.parametrize(("records", "cap"), [(2000, 100), (300, 1000)], ids=["split", "whole"])
-def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_the_cap(
-    tmp_path, records, cap
-):
-    # pages of 40: shards of several pages, under a cap the search is split for or one it fits.
-    # One page after a shard's first comes back holding only the hit it overlaps, once (a
-    # server answering short for a moment): the shard ends there, short. Nothing showed a cap
-    # there, so the refusal blames none.
+def short_once(records: int, cap: int) -> tuple[FakeService, list[dict]]:
+    """A service of one base whose first page after a shard's first holds only the hit it
+    overlaps, once; and the list the parameters of that page go into."""
     service = FakeService.build(records, cap=cap, bases=(1,))
     honest, short = service.search, []
 
@@ -241,6 +236,18 @@ def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_th
         return answer
 
     service.search = search
+    return service, short
+
+
+@pytest.mark.parametrize(("records", "cap"), [(2000, 100), (300, 1000)], ids=["split", "whole"])
+def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_the_cap(
+    tmp_path, records, cap
+):
+    # pages of 40: shards of several pages, under a cap the search is split for or one it fits.
+    # One page after a shard's first comes back holding only the hit it overlaps, once (a
+    # server answering short for a moment): the shard ends there, short. Nothing showed a cap
+    # there, so the refusal blames none.
+    service, short = short_once(records, cap)
     with pytest.raises(IncompleteResultError) as raised:
         run(service, tmp_path)
     report = raised.value.report
@@ -263,17 +270,7 @@ def test_a_plain_rerun_pages_again_the_shard_that_stopped_short_and_only_it(tmp_
     # The refusal above, then the same call again without refresh=True, the server answering
     # whole now: the shard that stopped short is paged again (a resume keeps finished shards,
     # not one short of its count), the others are kept, and the result is complete.
-    service = FakeService.build(records, cap=cap, bases=(1,))
-    honest, short = service.search, []
-
-    def search(**params):
-        answer = honest(**params)
-        if params.get("offset_start", 0) > 0 and params.get("per_page", 0) > 2 and not short:
-            short.append(params)
-            answer["results"]["records"] = answer["results"]["records"][:1]
-        return answer
-
-    service.search = search
+    service, _ = short_once(records, cap)
     with pytest.raises(IncompleteResultError) as raised:
         run(service, tmp_path)
     (cut,) = [s for s in raised.value.report.shards if s["fetched"] < s["total"]]
