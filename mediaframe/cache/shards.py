@@ -123,6 +123,33 @@ class ShardFiles(HarvestFolder):
             self._tell_damaged(damaged)
         return entries
 
+    def mark_faulty(self, ids: Iterable[str], fault: str) -> None:
+        """Set ``fault`` on the entries of the finished shards ``ids``: kept in the folder, never
+        reused by a resume (see :attr:`ShardEntry.fault`). Each batch naming one is rewritten
+        whole, atomically; its file and the other entries stay as they are."""
+        wanted = set(ids)
+        if not wanted:
+            return
+        root = self._path("shards")
+        try:
+            paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
+        except FileNotFoundError:
+            return
+        for path in paths:
+            name = "shards/" + posixpath.basename(path)
+            try:
+                data = self._read_bytes(name)
+                batch = None if data is None else decode(ShardBatch, data, name)
+            except CacheCorruptError:
+                continue  # damage: a resume fetches its shards again anyway
+            if batch is None or not wanted & {entry.id for entry in batch.shards}:
+                continue
+            marked = [
+                dataclasses.replace(entry, fault=fault) if entry.id in wanted else entry
+                for entry in batch.shards
+            ]
+            self._write_atomic(self._path(name), encode(ShardBatch(marked)))
+
     def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
         """Read a shard written by :meth:`write_shards`, checking it against its entry."""
         return self.read_shards([entry])[entry.id]

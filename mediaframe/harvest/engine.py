@@ -269,15 +269,35 @@ def harvest(
             _judge(report, the_plan, outcomes, counter, spec, allow_incomplete, changed_pass)
             joiner.settle()  # the batches still being written, before publication clears them
             _publish(store, the_plan, frame, report, spec, shown)
-        except BaseException:
+        except BaseException as err:
             # the last shards, for a rerun (of an incomplete result, say), while their plan is
             # there: a published harvest has cleared it, and its shards with it
             # (a plan that cannot be read is no reason to tell another error than the harvest's)
             with contextlib.suppress(CacheError):
                 if store.load_plan() is not None:
                     joiner.keep_rest()
+                    if isinstance(err, IncompleteResultError):
+                        # refused for them: the rerun the refusal asks for pages them again
+                        store.mark_faulty(_stopped_short(report, outcomes), _REFUSED_SHORT)
             raise
         return frame, report
+
+
+# The fault set on a shard whose run was refused because it stopped short of its count (a
+# server answering short for a moment): a resume pages it again rather than keep it. Only a
+# refusal marks it: a run killed before judging keeps it, so that resumes converge on a server
+# that never serves more there.
+_REFUSED_SHORT = "stopped short of its count in a run refused for it"
+
+
+def _stopped_short(report: HarvestReport, outcomes: Mapping[str, ShardEntry]) -> list[str]:
+    """The shards of a judged run short of their counts, but for those a split over the cap
+    left partial on purpose."""
+    return [
+        s["id"]
+        for s in report.shards
+        if s["fetched"] < (s["total"] or 0) and not outcomes[s["id"]].stuck
+    ]
 
 
 def _deliver_kept(
@@ -553,7 +573,7 @@ def _judge(
         )
     elif not (the_plan.stuck or stuck_extra):
         # none stuck under a cap, no page in disagreement: shards whose paging stopped short
-        message = _short_message(report, spec, total, short)
+        message = _short_message(report, spec, total, short, allow_incomplete)
     elif report.cap is None:
         message = (
             f"only {report.fetched} of {total} {spec.kind} could be retrieved: "
@@ -576,7 +596,11 @@ def _judge(
 
 
 def _short_message(
-    report: HarvestReport, spec: Spec, total: int, short: Sequence[Mapping[str, Any]]
+    report: HarvestReport,
+    spec: Spec,
+    total: int,
+    short: Sequence[Mapping[str, Any]],
+    allow_incomplete: bool,
 ) -> str:
     """Shards that stopped short of their counts, none stuck under a cap: said as seen.
 
@@ -597,12 +621,21 @@ def _short_message(
         if len(short) > 1
         else ""
     )
+    # an accepted partial result is published and its shards cleared: only refresh=True
+    # pages them again; a refusal marked them, so the same call again does
+    again = (
+        "run the same call with refresh=True to harvest it again (this partial result is what "
+        "the cache holds until then)"
+        if allow_incomplete
+        else "run the same call again: the shards that stopped short are paged again"
+    )
+    otherwise = (
+        "" if allow_incomplete else ", or pass allow_incomplete=True to accept a partial result"
+    )
     return (
         f"only {report.fetched} of {total} {spec.kind} could be retrieved: the rows of shard "
         f"{first['id']} stopped at {first['fetched']} of the {first['total']} hits it counted, "
-        f"{where}{more}. A server answering short for a moment does this: run the same call "
-        "again (it pages again the shards that stopped short, and keeps the others). If it "
+        f"{where}{more}. A server answering short for a moment does this: {again}. If it "
         "stops at the same count again, the server may not let more hits be retrieved there: "
-        "narrow the query, ask the service's administrators, or pass allow_incomplete=True to "
-        "accept a partial result."
+        f"narrow the query or ask the service's administrators{otherwise}."
     )

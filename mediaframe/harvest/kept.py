@@ -30,17 +30,11 @@ __all__ = [
 
 def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
     """The finished shards in ``store`` whose files match their checksums, by id (each file,
-    which holds a batch of shards, checked once).
-
-    A shard whose paging stopped short of its count (a page that brought no new hit) is not
-    one of them: a server answering short for a moment gets another try from a plain rerun,
-    which the refusal of the short run tells the user to make; a shard split again over the
-    cap (``stuck`` leaves, fetched partially by choice) is kept as it is.
-    """
+    which holds a batch of shards, checked once)."""
     intact: dict[tuple[str, str], bool] = {}
     found = {}
     for shard_id, entry in store.finished_shards().items():
-        if entry.fault is not None or _stopped_short(entry):
+        if entry.fault is not None:
             continue
         checked = (entry.file, entry.crc32)
         if checked not in intact:
@@ -48,10 +42,6 @@ def intact_shards(store: HarvestStore) -> dict[str, ShardEntry]:
         if intact[checked]:
             found[shard_id] = entry
     return found
-
-
-def _stopped_short(entry: ShardEntry) -> bool:
-    return entry.rows < entry.total and not entry.stuck
 
 
 def kept_shards(store: HarvestStore, the_plan: PlanFile) -> dict[str, ShardEntry]:

@@ -17,7 +17,7 @@ import mediaframe as mf
 from mediaframe.cache import HarvestStore
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
-from mediaframe.exceptions import IncompleteResultError
+from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
 from mediaframe.harvest.windows import windows
 
 from .fake import FakeService
@@ -256,7 +256,7 @@ def test_a_page_short_to_its_overlap_once_is_refused_saying_what_was_seen_not_th
     assert short and not report.complete and cut["fetched"] == 40
     assert f"stopped at {cut['fetched']} of the {cut['total']} hits it counted" in said
     assert "a page that held only the hit it overlapped" in said and cut["id"] in said
-    assert "run the same call again (it pages again the shards that stopped short" in said
+    assert "run the same call again: the shards that stopped short are paged again" in said
     assert "allow_incomplete=True" in said
     assert f"cap of {cap}" not in said and "above the server's cap" not in said
     assert "announced no cap" not in said
@@ -283,3 +283,55 @@ def test_a_plain_rerun_pages_again_the_shard_that_stopped_short_and_only_it(tmp_
     fresh = FakeService.build(records, cap=cap, bases=(1,))
     run(fresh, tmp_path / "fresh")
     assert spent < fresh.requests or len(again.shards) == 1, "the kept shards were paged again"
+
+
+def test_resumes_on_a_server_that_never_serves_more_converge_on_the_refusal(tmp_path):
+    # A server that announces 100 hits retrievable but serves 55 of any search: every shard of
+    # more stops short, every time. A token revoked every 30 requests ends each run early. The
+    # resumes must keep what finished, short shards too, until a run reaches the judgment and
+    # its refusal; only that refusal sends the short shards to be paged again (by the rerun it
+    # asks for), which stops short and is refused again.
+    service = FakeService.build(2000, cap=100, untold_cap=55)
+    honest, spent = service.search, []
+
+    def search(**params):
+        answer = honest(**params)
+        answer["available_results"] = min(answer["total_results"], 100)
+        return answer
+
+    def revoked_every_30(**params):
+        if len(spent) == 30:
+            raise Crash
+        spent.append(params)
+        return service(**params)
+
+    service.search = search
+    for _ in range(1, 40):
+        spent.clear()
+        try:
+            run(revoked_every_30, tmp_path, concurrency=1)
+        except Crash:
+            continue
+        except IncompleteResultError as err:
+            refused, said = err.report, str(err)
+            break
+    else:
+        pytest.fail("no run of the resumes ever reached the judgment")
+    short = {s["id"] for s in refused.shards if s["fetched"] < s["total"]}
+    assert short and "stopped short" in said
+    marked = HarvestStore(str(tmp_path / "h")).finished_shards()
+    assert {i for i, entry in marked.items() if entry.fault} == short
+    with pytest.raises(IncompleteResultError) as again:
+        run(service, tmp_path)  # the rerun asked for: the short shards paged again, the rest kept
+    assert again.value.report.resumed_shards == len(refused.shards) - len(short)
+
+
+def test_a_partial_result_accepted_is_told_to_harvest_again_with_refresh(tmp_path):
+    # allow_incomplete=True: the partial result is published and its shards cleared, so only
+    # refresh=True pages the short shard again; the warning says so, not "run it again".
+    service, _ = short_once(2000, 100)
+    with pytest.warns(IncompleteResultWarning) as warned:
+        _, report = run(service, tmp_path, allow_incomplete=True)
+    said = str(warned[0].message)
+    assert not report.complete and "run the same call with refresh=True to harvest it" in said
+    assert "are paged again" not in said and "allow_incomplete=True" not in said
