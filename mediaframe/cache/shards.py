@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from mediaframe.cache.batches import crc32, holds, shards_in, tiles
-from mediaframe.cache.datasets import to_ipc
+from mediaframe.cache.datasets import to_ipc, write_error
 from mediaframe.cache.folder import HarvestFolder
 from mediaframe.cache.manifest import ShardBatch, ShardEntry, decode, encode
 from mediaframe.cache.pages import PageCheckpoints, is_plain_name
@@ -135,6 +135,8 @@ class ShardFiles(HarvestFolder):
             paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
         except FileNotFoundError:
             return
+        except OSError as err:  # a listing refused (a remote store): said as the cache's
+            raise write_error(self.url, err) from err
         for path in paths:
             name = "shards/" + posixpath.basename(path)
             try:

@@ -292,11 +292,13 @@ _REFUSED_SHORT = "stopped short of its count in a run refused for it"
 
 def _stopped_short(report: HarvestReport, outcomes: Mapping[str, ShardEntry]) -> list[str]:
     """The shards of a judged run short of their counts, but for those a split over the cap
-    left partial on purpose."""
+    left partial on purpose and those already faulty (never reused: their fault says why)."""
     return [
         s["id"]
         for s in report.shards
-        if s["fetched"] < (s["total"] or 0) and not outcomes[s["id"]].stuck
+        if s["fetched"] < (s["total"] or 0)
+        and not outcomes[s["id"]].stuck
+        and outcomes[s["id"]].fault is None
     ]
 
 

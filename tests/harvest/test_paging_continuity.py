@@ -15,6 +15,7 @@ from rewriting import Rewriting
 
 import mediaframe as mf
 from mediaframe.cache import HarvestStore
+from mediaframe.cache.shards import ShardFiles
 from mediaframe.config import Settings
 from mediaframe.emulator import Emulator
 from mediaframe.exceptions import IncompleteResultError, IncompleteResultWarning
@@ -335,3 +336,31 @@ def test_a_partial_result_accepted_is_told_to_harvest_again_with_refresh(tmp_pat
     said = str(warned[0].message)
     assert not report.complete and "run the same call with refresh=True to harvest it" in said
     assert "are paged again" not in said and "allow_incomplete=True" not in said
+
+
+def test_a_refusal_keeps_a_faulty_shards_own_reason(tmp_path):
+    # a server that ignores offset_start: the shard's pages repeat keys, a paging fault that
+    # says why; the refusal's mark of short shards leaves that reason as it was
+    service = FakeService.build(300, cap=1000, bases=(1,), ignore_offset=True)
+    with pytest.raises(IncompleteResultError):
+        run(service, tmp_path)
+    stored = HarvestStore(str(tmp_path / "h")).finished_shards()
+    assert stored and all("twice" in (entry.fault or "") for entry in stored.values())
+
+
+def test_a_store_that_cannot_be_listed_does_not_hide_the_refusal(tmp_path, monkeypatch):
+    # marking the short shards is best effort: a listing refused (a remote store's access
+    # denied) leaves the user the refusal, which says what happened and what to do
+    service, _ = short_once(2000, 100)
+    mark = ShardFiles.mark_faulty
+
+    def refused_listing(self, ids, fault):
+        def glob(*args, **kwargs):
+            raise PermissionError(13, "Access Denied")
+
+        monkeypatch.setattr(self.fs, "glob", glob)
+        return mark(self, ids, fault)
+
+    monkeypatch.setattr(ShardFiles, "mark_faulty", refused_listing)
+    with pytest.raises(IncompleteResultError, match="stopped short"):
+        run(service, tmp_path)
