@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -92,14 +92,40 @@ class ShardFiles(HarvestFolder):
 
     def finished_shards(self) -> dict[str, ShardEntry]:
         """The entries of every shard written so far (intact or not: see :meth:`has_shard`)."""
-        root = self._path("shards")
-        entries: dict[str, ShardEntry] = {}
         damaged: list[str] = []
+        # in the order written: a later batch's entry wins
+        entries = {entry.id: entry for _, batch in self._batches(damaged) for entry in batch.shards}
+        if damaged:
+            self._tell_damaged(damaged)
+        return entries
+
+    def mark_faulty(self, ids: Iterable[str], fault: str) -> None:
+        """Set ``fault`` on the entries of the finished shards ``ids``: kept in the folder, never
+        reused by a resume (see :attr:`ShardEntry.fault`). Each batch naming one is rewritten
+        whole, atomically; its file and the other entries stay as they are. Damaged batches
+        are left as they are: a resume fetches their shards again anyway."""
+        wanted = set(ids)
+        try:
+            batches = list(self._batches([])) if wanted else []
+        except OSError as err:  # a listing refused (a remote store): said as the cache's
+            raise write_error(self.url, err) from err
+        for name, batch in batches:
+            if wanted & {entry.id for entry in batch.shards}:
+                marked = [
+                    dataclasses.replace(entry, fault=fault) if entry.id in wanted else entry
+                    for entry in batch.shards
+                ]
+                self._write_atomic(self._path(name), encode(ShardBatch(marked)))
+
+    def _batches(self, damaged: list[str]) -> Iterator[tuple[str, ShardBatch]]:
+        """Every whole batch of finished shards, ``(name, batch)`` in the order written; why
+        each of the others is damage goes into ``damaged``."""
+        root = self._path("shards")
         try:
             paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
         except FileNotFoundError:
-            return {}
-        for path in paths:  # in the order written: a later batch's entry wins
+            return
+        for path in paths:
             name = "shards/" + posixpath.basename(path)
             try:
                 data = self._read_bytes(name)
@@ -117,40 +143,7 @@ class ShardFiles(HarvestFolder):
                 # ids that would name paths out of the folder (their pages)
                 damaged.append(f"{name} has shard ids that are no plain names")
                 continue
-            for entry in batch.shards:
-                entries[entry.id] = entry
-        if damaged:
-            self._tell_damaged(damaged)
-        return entries
-
-    def mark_faulty(self, ids: Iterable[str], fault: str) -> None:
-        """Set ``fault`` on the entries of the finished shards ``ids``: kept in the folder, never
-        reused by a resume (see :attr:`ShardEntry.fault`). Each batch naming one is rewritten
-        whole, atomically; its file and the other entries stay as they are."""
-        wanted = set(ids)
-        if not wanted:
-            return
-        root = self._path("shards")
-        try:
-            paths = sorted(self.fs.glob(posixpath.join(root, "*.json")))
-        except FileNotFoundError:
-            return
-        except OSError as err:  # a listing refused (a remote store): said as the cache's
-            raise write_error(self.url, err) from err
-        for path in paths:
-            name = "shards/" + posixpath.basename(path)
-            try:
-                data = self._read_bytes(name)
-                batch = None if data is None else decode(ShardBatch, data, name)
-            except CacheCorruptError:
-                continue  # damage: a resume fetches its shards again anyway
-            if batch is None or not wanted & {entry.id for entry in batch.shards}:
-                continue
-            marked = [
-                dataclasses.replace(entry, fault=fault) if entry.id in wanted else entry
-                for entry in batch.shards
-            ]
-            self._write_atomic(self._path(name), encode(ShardBatch(marked)))
+            yield name, batch
 
     def read_shard(self, entry: ShardEntry) -> pd.DataFrame:
         """Read a shard written by :meth:`write_shards`, checking it against its entry."""
