@@ -179,17 +179,17 @@ def test_an_incomplete_result_keeps_every_shard_for_its_rerun(tmp_path, monkeypa
     from mediaframe.harvest import engine
 
     service = FakeService.build(3000, cap=100)
-    judged = engine._judge
+    judged = engine.judge
 
     def incomplete(report, *args, **kwargs):
         raise IncompleteResultError("only some", shards=[], report=report)
 
-    monkeypatch.setattr(engine, "_judge", incomplete)
+    monkeypatch.setattr(engine, "judge", incomplete)
     with pytest.raises(IncompleteResultError):
         run(service, tmp_path, per_page=100)
     store = HarvestStore(str(tmp_path / "h"))
     assert set(store.finished_shards()) == {leaf.id for leaf in store.load_plan().plan}
-    monkeypatch.setattr(engine, "_judge", judged)
+    monkeypatch.setattr(engine, "judge", judged)
     _, report = run(service, tmp_path, per_page=100)
     assert report.complete and report.resumed_shards == len(report.shards)
 

@@ -11,7 +11,7 @@ from mediaframe.cache.manifest import PlanFile, ShardEntry
 from mediaframe.exceptions import IncompleteResultError
 from mediaframe.harvest import HarvestReport, Spec, harvest
 from mediaframe.harvest.counter import Count
-from mediaframe.harvest.engine import _judge
+from mediaframe.harvest.judge import judge
 
 from .fake import FakeService, combine
 
@@ -19,7 +19,7 @@ STATUSES = {1: (1, range(4, 8)), 2: (1, range(4, 8)), 3: (2, range(4, 8))}
 
 
 def judged(spec, shards, fresh, *, cap=150, changed_pass=False):
-    """The report ``_judge`` leaves for ``shards`` (``(id, fetched, total)`` each, all read in
+    """The report ``judge`` leaves for ``shards`` (``(id, fetched, total)`` each, all read in
     one go) when the search now counts ``fresh`` hits; raises as it does."""
     report = HarvestReport(kind="records", query="", filters={}, cap=cap)
     report.shards = [{"id": sid, "fetched": got, "total": total} for sid, got, total in shards]
@@ -29,7 +29,7 @@ def judged(spec, shards, fresh, *, cap=150, changed_pass=False):
                         capped_engine=cap is not None)  # fmt: skip
     outcomes = {sid: ShardEntry(sid, got, total) for sid, got, total in shards}
     count = lambda shard: Count(fresh, fresh)  # noqa: E731
-    _judge(report, the_plan, outcomes, count, spec, False, changed_pass)
+    judge(report, the_plan, outcomes, count, spec, False, changed_pass)
     return report
 
 

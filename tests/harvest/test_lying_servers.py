@@ -596,13 +596,13 @@ def test_pages_that_repeat_keys_across_shards_are_told_so(tmp_path):
 
 def test_a_cap_of_one_names_the_generations_it_may_come_from():
     from mediaframe.cache.manifest import PlanFile, PlannedShard
-    from mediaframe.harvest.engine import _stuck_message
+    from mediaframe.harvest.judge import stuck_message
 
     stuck = PlannedShard(id="b1", shard={}, expected=5, stuck=True)
     the_plan = PlanFile(spec={}, provenance={}, total=5, cap=1, capped_engine=True, leaves=[stuck])
-    assert "nodes of two generations" in _stuck_message(the_plan, Spec("records"))
+    assert "nodes of two generations" in stuck_message(the_plan, Spec("records"))
     the_plan = PlanFile(spec={}, provenance={}, total=5, cap=2, capped_engine=True, leaves=[stuck])
-    assert "generations" not in _stuck_message(the_plan, Spec("records"))
+    assert "generations" not in stuck_message(the_plan, Spec("records"))
 
 
 def test_two_generations_behind_one_address_are_read_by_the_cap_the_second_count_tells(
